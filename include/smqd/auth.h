@@ -1,0 +1,76 @@
+/*
+ * auth.h — MNS request authentication (signature V2, protocol §3).
+ *
+ * Builds the string to sign from the request exactly as received (raw
+ * request target, every x-mns-* header), computes HMAC-SHA1 with the key
+ * pair's secret and compares in constant time.  Also checks the Date skew
+ * window, the x-mns-version header and, when present, Content-MD5.
+ */
+#ifndef SMQD_AUTH_H
+#define SMQD_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/buf.h"
+#include "smqd/errors.h"
+
+#define AUTH_MNS_VERSION "2015-06-06"
+#define AUTH_DEFAULT_MAX_SKEW_MS (15 * 60 * 1000)
+
+struct auth_header {
+    const char *name;      /* as received; matched case-insensitively */
+    const char *value;
+};
+
+/* One request as the HTTP layer saw it.  All strings NUL-terminated. */
+struct auth_request {
+    const char *method;                   /* "GET", "PUT", ... */
+    const char *resource;                 /* raw request target: path[?query] */
+    const struct auth_header *headers;    /* every request header */
+    size_t n_headers;
+};
+
+struct auth_key {
+    char *id;
+    char *secret;
+};
+
+/* The access keys smqd accepts (owned by the config). */
+struct auth_keyring {
+    struct auth_key *keys;
+    size_t n;
+};
+
+/* Looks up a header value by case-insensitive name; NULL if absent. */
+const char *auth_header_get(const struct auth_request *r, const char *name);
+
+/* Appends the V2 string to sign for r to out (§3.1).  Returns 0 or SMQ_E_NOMEM. */
+int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out);
+
+/* base64(HMAC-SHA1(secret, sts)) into out (NUL-terminated, 28 chars).
+ * Returns 0 or SMQ_E_INTERNAL. */
+int auth_signature(const char *secret, const char *sts, size_t sts_len, char out[29]);
+
+/*
+ * Verifies r per §3.2: Authorization present and "MNS id:sig", id known,
+ * Date (or x-mns-date) present, parsable and within max_skew_ms of
+ * now_epoch_ms, signature equal (constant time), then x-mns-version.
+ * On success returns 0 and sets *key_index to the matching key.
+ * On failure returns the SMQ_E_* code and fills ei.
+ */
+int auth_verify(const struct auth_keyring *ring, const struct auth_request *r,
+                int64_t now_epoch_ms, int64_t max_skew_ms, size_t *key_index,
+                struct smq_errinfo *ei);
+
+/* Parses an RFC 1123 date ("Tue, 02 Jan 2024 03:04:05 GMT").  0 or -1. */
+int auth_parse_http_date(const char *s, int64_t *epoch_s);
+
+/*
+ * Checks a Content-MD5 header value against body.  Accepts both the SDKs'
+ * form (base64 of the 32-char lowercase hex MD5) and RFC 1864 (base64 of the
+ * 16 raw bytes).  Returns 0 or SMQ_E_INVALID_DIGEST.
+ */
+int auth_check_content_md5(const char *header_value, const void *body, size_t len);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * clock.h — time sources.
+ *
+ * Scheduling uses a monotonic millisecond clock; the wire and the disk use
+ * epoch milliseconds.  The engine reads both through a struct smq_clock so
+ * that tests can substitute a fake clock and move time without sleeping.
+ */
+#ifndef SMQD_CLOCK_H
+#define SMQD_CLOCK_H
+
+#include <stdint.h>
+
+struct smq_clock {
+    uint64_t (*mono_ms)(void *ctx);    /* monotonic, never goes back */
+    int64_t (*epoch_ms)(void *ctx);    /* wall clock, ms since 1970 */
+    void *ctx;
+};
+
+/* The real clock: CLOCK_MONOTONIC and CLOCK_REALTIME. */
+const struct smq_clock *clock_system(void);
+
+/* A fake clock for tests: both readings are fields the test moves. */
+struct smq_fake_clock {
+    struct smq_clock clock;     /* pass &fake.clock to the code under test */
+    uint64_t mono_ms;
+    int64_t epoch_ms;
+};
+
+void clock_fake_init(struct smq_fake_clock *fake, uint64_t mono_ms, int64_t epoch_ms);
+/* Moves both readings forward by ms. */
+void clock_fake_advance(struct smq_fake_clock *fake, uint64_t ms);
+
+static inline uint64_t clock_mono_ms(const struct smq_clock *c) { return c->mono_ms(c->ctx); }
+static inline int64_t clock_epoch_ms(const struct smq_clock *c) { return c->epoch_ms(c->ctx); }
+
+#endif

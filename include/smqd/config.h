@@ -1,0 +1,60 @@
+/*
+ * config.h — the daemon's settings: one table of keys with their defaults
+ * and bounds, an INI parser (libinih), validation with file:line messages,
+ * and a printer of effective values (smqd -t).
+ */
+#ifndef SMQD_CONFIG_H
+#define SMQD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "smqd/auth.h"
+#include "smqd/log.h"
+
+enum smq_sync_mode {
+    SMQ_SYNC_FULL = 0,      /* fsync the WAL on every commit: survives power loss */
+    SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
+};
+
+struct smq_config {
+    /* [server] */
+    char listen_host[256];        /* listen = HOST:PORT; default 127.0.0.1:8080 */
+    uint16_t listen_port;         /* 0 = pick a free port */
+    int threads;                  /* HTTP worker threads; default 2 */
+    /* [storage] */
+    char storage_path[4096];      /* SQLite file; default ./smqd.db */
+    enum smq_sync_mode sync;      /* default full */
+    /* [auth] */
+    struct auth_keyring keys;     /* access_key_id/access_key_secret + key.<ID> = <SECRET> */
+    int max_clock_skew_s;         /* default 900 */
+    /* [limits] */
+    int max_connections;          /* default 1024 */
+    int idle_timeout_s;           /* keep-alive idle timeout; default 75 */
+    int request_timeout_s;        /* whole-request read bound; default 30 */
+    int max_queues;               /* default 1000 */
+    int max_body_bytes;           /* request body cap; default 1 MiB */
+    /* [log] */
+    enum smq_log_level log_level; /* default info */
+    char log_file[4096];          /* "" or "-" = stderr */
+    bool log_requests;            /* one line per request; default true */
+};
+
+/* Fills every field with its default (no keys). */
+void config_defaults(struct smq_config *cfg);
+
+/*
+ * Loads path over the defaults.  On an unknown section/key, a bad value or a
+ * missing required key (at least one access key) returns -1 and writes
+ * "path:line: message" (or "path: message") into err.
+ */
+int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_size);
+
+/* Prints the effective settings as a valid config file; secrets are masked. */
+void config_print(const struct smq_config *cfg, FILE *out);
+
+/* Frees what config_load allocated (the key ring). */
+void config_free(struct smq_config *cfg);
+
+#endif

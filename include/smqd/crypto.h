@@ -1,0 +1,31 @@
+/*
+ * crypto.h — the OpenSSL primitives smqd needs, behind one small interface:
+ * HMAC-SHA1, MD5, random bytes and base64.  Only crypto.c includes OpenSSL.
+ */
+#ifndef SMQD_CRYPTO_H
+#define SMQD_CRYPTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CRYPTO_SHA1_LEN 20
+#define CRYPTO_MD5_LEN 16
+
+/* HMAC-SHA1(key, msg) into out[20].  Returns 0, or SMQ_E_INTERNAL. */
+int crypto_hmac_sha1(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                     unsigned char out[CRYPTO_SHA1_LEN]);
+
+/* MD5(data) as 32 hex digits plus NUL; upper selects A-F over a-f. */
+void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33]);
+void crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN]);
+
+/* Cryptographically strong random bytes.  Returns 0, or SMQ_E_INTERNAL. */
+int crypto_random(void *out, size_t len);
+
+/* Constant-time comparison of two equal-length buffers: true when equal. */
+bool crypto_equal(const void *a, const void *b, size_t len);
+
+/* Standard base64 with padding; out needs 4*ceil(len/3)+1 bytes.  Returns length. */
+size_t crypto_base64(const void *data, size_t len, char *out);
+
+#endif

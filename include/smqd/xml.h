@@ -1,0 +1,113 @@
+/*
+ * xml.h — request-body parsing (libxml2) and response writing.
+ *
+ * Parsing: elements are matched by local name, namespaces and order are
+ * ignored, unknown elements are ignored (protocol §4).  The parser refuses
+ * DTDs, entity declarations and external entities, network access, and
+ * documents nested deeper than a small bound.  Values are checked for
+ * syntax (integers, booleans) here; ranges are checked by the caller, which
+ * knows the queue.  Only xml.c includes libxml2.
+ *
+ * Writing: compact documents with the default namespace
+ * xmlns="http://mns.aliyuncs.com/doc/v1" on the root, leaf text escaped
+ * (&, <, >, and CR as &#13;), numbers in decimal, booleans True/False.
+ */
+#ifndef SMQD_XML_H
+#define SMQD_XML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/buf.h"
+#include "smqd/errors.h"
+
+#define XML_MNS_NS "http://mns.aliyuncs.com/doc/v1"
+#define XML_BATCH_MAX 16
+
+/* Must be called once from the main thread before any parse (libxml2 rule). */
+void xml_global_init(void);
+void xml_global_cleanup(void);
+
+/* ---- request bodies ---------------------------------------------------- */
+
+/* One optional integer field: present tells whether the element appeared. */
+struct xml_opt_i64 {
+    bool present;
+    int64_t value;
+};
+
+/* <Queue> of CreateQueue / SetQueueAttributes.  All fields optional. */
+struct xml_queue_attrs {
+    struct xml_opt_i64 delay_s;            /* DelaySeconds */
+    struct xml_opt_i64 max_msg_size;       /* MaximumMessageSize */
+    struct xml_opt_i64 retention_s;        /* MessageRetentionPeriod */
+    struct xml_opt_i64 visibility_s;       /* VisibilityTimeout */
+    struct xml_opt_i64 polling_wait_s;     /* PollingWaitSeconds */
+    struct xml_opt_i64 logging;            /* LoggingEnabled: 1/0 */
+};
+
+/* One <Message> of SendMessage / BatchSendMessage. */
+struct xml_send_item {
+    char *body;                   /* MessageBody text after unescaping, malloc'd, NUL-terminated */
+    size_t body_len;              /* bytes (UTF-8) */
+    bool body_present;            /* element present (may be empty) */
+    struct xml_opt_i64 delay_s;   /* DelaySeconds */
+    struct xml_opt_i64 priority;  /* Priority */
+};
+
+struct xml_send_batch {
+    size_t n;                                 /* 1..XML_BATCH_MAX */
+    struct xml_send_item items[XML_BATCH_MAX];
+};
+
+/* <ReceiptHandles> of BatchDeleteMessage. */
+struct xml_handles {
+    size_t n;                                 /* 1..XML_BATCH_MAX */
+    char *handles[XML_BATCH_MAX];             /* malloc'd, NUL-terminated */
+};
+
+/*
+ * Each parser returns 0, or SMQ_E_MALFORMED_XML (not well-formed, wrong
+ * root, DTD, too deep, a required element missing, a duplicated element) or
+ * SMQ_E_INVALID_ARGUMENT (a number that is not a decimal integer or that
+ * overflows int64, a boolean that is not true/false in any case, more than
+ * XML_BATCH_MAX items, an empty list) with ei filled.  On failure nothing is
+ * left allocated in *out.
+ */
+int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *out,
+                          struct smq_errinfo *ei);
+/* root <Message>: one item. */
+int xml_parse_send(const char *doc, size_t len, struct xml_send_item *out,
+                   struct smq_errinfo *ei);
+/* root <Messages>: 1..16 items. */
+int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out,
+                         struct smq_errinfo *ei);
+int xml_parse_handles(const char *doc, size_t len, struct xml_handles *out,
+                      struct smq_errinfo *ei);
+/* Reports the local name of the root element into name (e.g. "Message").
+ * Returns 0 or SMQ_E_MALFORMED_XML. */
+int xml_root_name(const char *doc, size_t len, char *name, size_t name_size);
+
+void xml_send_item_free(struct xml_send_item *it);
+void xml_send_batch_free(struct xml_send_batch *b);
+void xml_handles_free(struct xml_handles *h);
+
+/* ---- response writing -------------------------------------------------- */
+
+/* Writes the XML declaration and <root xmlns="…">. */
+void xml_begin(struct smq_buf *b, const char *root);
+void xml_open(struct smq_buf *b, const char *name);           /* <name> */
+void xml_close(struct smq_buf *b, const char *name);          /* </name> */
+void xml_elem_text(struct smq_buf *b, const char *name, const char *text, size_t len);
+void xml_elem_str(struct smq_buf *b, const char *name, const char *text);
+void xml_elem_i64(struct smq_buf *b, const char *name, int64_t v);
+void xml_elem_bool(struct smq_buf *b, const char *name, bool v);
+/* Appends text escaped for XML character data. */
+void xml_escape(struct smq_buf *b, const char *text, size_t len);
+
+/* The complete MNS <Error> document of §8.1. */
+void xml_error_doc(struct smq_buf *b, const char *code, const char *message,
+                   const char *request_id, const char *host_id);
+
+#endif
