@@ -74,6 +74,11 @@ struct xml_handles {
  * overflows int64, a boolean that is not true/false in any case, more than
  * XML_BATCH_MAX items, an empty list) with ei filled.  On failure nothing is
  * left allocated in *out.
+ * Also: an empty document (len 0) is SMQ_E_MALFORMED_XML, so a caller that
+ * allows an absent body checks len first; a known element that contains
+ * elements is SMQ_E_INVALID_ARGUMENT; out of memory is SMQ_E_NOMEM.
+ * MessageBody is not trimmed; a missing one leaves body_present false.
+ * Receipt handles are trimmed, and an empty one is kept as "".
  */
 int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *out,
                           struct smq_errinfo *ei);
@@ -86,7 +91,8 @@ int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out
 int xml_parse_handles(const char *doc, size_t len, struct xml_handles *out,
                       struct smq_errinfo *ei);
 /* Reports the local name of the root element into name (e.g. "Message").
- * Returns 0 or SMQ_E_MALFORMED_XML. */
+ * Returns 0 or SMQ_E_MALFORMED_XML (also when name_size is too small), or
+ * SMQ_E_NOMEM. */
 int xml_root_name(const char *doc, size_t len, char *name, size_t name_size);
 
 void xml_send_item_free(struct xml_send_item *it);
@@ -103,7 +109,10 @@ void xml_elem_text(struct smq_buf *b, const char *name, const char *text, size_t
 void xml_elem_str(struct smq_buf *b, const char *name, const char *text);
 void xml_elem_i64(struct smq_buf *b, const char *name, int64_t v);
 void xml_elem_bool(struct smq_buf *b, const char *name, bool v);
-/* Appends text escaped for XML character data. */
+/* Appends text escaped for XML character data.  Text from the parser is
+ * written byte-exact; any byte that does not start a valid XML 1.0 character
+ * in UTF-8 (possible only in strings from elsewhere) becomes U+FFFD, so the
+ * output is always well-formed.  xml_elem_str writes NULL as "". */
 void xml_escape(struct smq_buf *b, const char *text, size_t len);
 
 /* The complete MNS <Error> document of §8.1. */
