@@ -16,6 +16,14 @@
  * cancel any node — including other due nodes not yet fired (a cancelled one
  * simply never fires).  A late call catches up on every slot it missed.
  *
+ * Firing order within one twheel_advance: nodes that were already overdue
+ * when armed come first, in arming order; then the rest by deadline, equal
+ * deadlines in arming order (for deadlines armed less than 2^30 ms ahead;
+ * parked ones further out are not tie-ordered).
+ *
+ * Times are monotonic milliseconds; keep them below UINT64_MAX - 2^31 so the
+ * slot arithmetic cannot overflow.
+ *
  * Not thread-safe: one owner (the engine thread) uses a wheel.
  */
 #ifndef SMQD_TWHEEL_H
@@ -40,7 +48,12 @@ struct twheel_node {
 struct twheel {
     struct twheel_node slots[TWHEEL_LEVELS][TWHEEL_SLOTS];   /* list sentinels */
     uint64_t occupied0[TWHEEL_SLOTS / 64];   /* bitmap of non-empty level-0 slots */
-    struct twheel_node ready;                /* sentinel: due nodes of the advance in progress */
+    /* Same for levels 1 and 2: a catch-up jumps straight to the next
+     * non-empty cascade, and next_timeout never reports an idle one. */
+    uint64_t occupied_hi[TWHEEL_LEVELS - 1][TWHEEL_SLOTS / 64];
+    /* sentinel: due nodes not yet fired — those collected by the advance in
+     * progress, and nodes armed with a deadline the wheel has already passed */
+    struct twheel_node ready;
     uint64_t cur_ms;          /* next millisecond whose level-0 slot is processed */
     size_t count;             /* armed nodes, including those on the ready list */
     twheel_cb cb;             /* called for every node that fires */
