@@ -18,6 +18,7 @@
 #ifndef SMQD_STORE_H
 #define SMQD_STORE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,36 +51,90 @@ struct store_msg_rec {
 };
 
 /* Opens (creating if needed) and migrates the database at path.
- * Returns 0, or SMQ_E_INTERNAL with a readable reason in err. */
+ * Returns 0, or SMQ_E_INTERNAL with a readable reason in err.
+ * Refuses, and leaves the file untouched, when the file is not an SQLite
+ * database, is an SQLite database that is not smqd's (user_version 0 with
+ * tables in it), or has a schema newer than STORE_SCHEMA_VERSION.  Does not
+ * log: the caller reports err (startup exits on it). */
 int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out,
                char *err, size_t err_size);
+/* Rolls back an open transaction, if any, and frees s (NULL is a no-op). */
 void store_close(struct smq_store *s);
 
 int store_begin(struct smq_store *s);
 int store_commit(struct smq_store *s);
+/* Safe to call when no transaction is open (e.g. SQLite already rolled
+ * back after an I/O error): that case is silently ignored. */
 void store_rollback(struct smq_store *s);
+
+/*
+ * One operation inside a group-commit transaction: store_savepoint before
+ * its writes, then store_release (keep them) or store_rollback_to (undo
+ * just them and close the savepoint).  Savepoints nest; the innermost is the
+ * one released or rolled back.  After a failed write SQLite may already
+ * have dropped the whole transaction: store_rollback_to then does nothing,
+ * and store_in_txn tells the caller the batch is lost.  Meant for use
+ * between store_begin and store_commit (outside one, SAVEPOINT would start
+ * a deferred transaction of its own).
+ */
+int store_savepoint(struct smq_store *s);
+int store_release(struct smq_store *s);
+void store_rollback_to(struct smq_store *s);
+/* Non-zero while a transaction is open on s. */
+int store_in_txn(struct smq_store *s);
 
 /* Small key/value metadata (e.g. the receipt-handle secret, id high-water marks). */
 int store_meta_get(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
 int store_meta_set(struct smq_store *s, const char *key, const void *value, size_t len);
 
+/* SMQ_E_INTERNAL also when the name is already taken (UNIQUE).
+ * Names longer than STORE_QUEUE_NAME_MAX: SMQ_E_INVALID_ARGUMENT. */
 int store_queue_insert(struct smq_store *s, const struct store_queue_rec *q);
+/* Rewrites every column except id, name and create_s.
+ * SMQ_E_QUEUE_NOT_EXIST (nothing written) if there is no row q->id. */
 int store_queue_update(struct smq_store *s, const struct store_queue_rec *q);
-/* Deletes the queue and all its messages. */
+/* Deletes the queue and all its messages and bodies.  Deleting what is
+ * not there is not an error (lazy cleanups may race a queue delete). */
 int store_queue_delete(struct smq_store *s, int64_t queue_id);
-/* Calls cb for every queue; a non-zero return from cb stops and is returned. */
+/* Calls cb for every queue, in id order; a non-zero return from cb stops and
+ * is returned.  cb may call other store functions but not the same loader. */
 int store_queue_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
 
+/* Writes the metadata row and the body row.  body may be NULL when
+ * body_len is 0.  m->seq above INT64_MAX: SMQ_E_INVALID_ARGUMENT. */
 int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
                      const void *body, size_t body_len);
-/* Rewrites the mutable fields: first_dequeue_ms, visible_ms, dequeue_count, handle_gen. */
+/* Rewrites the mutable fields: first_dequeue_ms, visible_ms, dequeue_count, handle_gen.
+ * SMQ_E_MESSAGE_NOT_EXIST (nothing written) if the row is absent. */
 int store_msg_update(struct smq_store *s, const struct store_msg_rec *m);
+/* Deletes the metadata and body rows; an absent message is not an error
+ * (e.g. a lazy expiry flush after its queue was deleted). */
 int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq);
 /* Appends the body of (queue_id, seq) to out.  SMQ_E_MESSAGE_NOT_EXIST if absent. */
 int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out);
-/* Calls cb for every message, in (queue_id, seq) order. */
+/* Calls cb for every message, in (queue_id, seq) order, without reading
+ * bodies; a non-zero return from cb stops and is returned. */
 int store_msg_load(struct smq_store *s,
                    int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
+
+/* Runs PRAGMA integrity_check.  0 when SQLite reports "ok"; otherwise
+ * SMQ_E_INTERNAL with SQLite's findings (joined by "; ", truncated) in err.
+ * The findings are not logged here: the caller decides what to do. */
+int store_integrity_check(struct smq_store *s, char *err, size_t err_size);
+
+/*
+ * Test seam (style.md 1.9).  After after_n_writes more write statements have
+ * succeeded, the next one fails as if SQLite had returned SQLITE_FULL,
+ * without touching the database; STORE_FAULT_OFF disables it.  If
+ * fail_commit is non-zero the next store_commit fails the same way and the
+ * transaction stays open, so the caller must store_rollback.  Both faults are
+ * one-shot and are logged like real failures.  A write statement is one
+ * INSERT/UPDATE/DELETE: store_msg_insert issues two, store_msg_delete two,
+ * store_queue_delete three.  Transaction control (BEGIN, SAVEPOINT, ...) is
+ * not counted.
+ */
+#define STORE_FAULT_OFF UINT_MAX
+void store_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_commit);
 
 #endif

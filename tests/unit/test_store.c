@@ -1,0 +1,999 @@
+/*
+ * test_store.c — unit tests for store.c: schema and refusal rules, every
+ * read/write path, transactions, and the fault seam that upstream relies on
+ * to prove "memory is never ahead of disk".
+ *
+ * Each case gets its own mkdtemp directory, removed in teardown.  What is
+ * on disk is checked through a second, independent sqlite3 connection, so
+ * the tests do not trust store.c to report on itself.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "smqd/buf.h"
+#include "smqd/errors.h"
+#include "smqd/store.h"
+
+struct fixture {
+    char dir[64];
+    char path[128];
+    struct smq_store *s;
+};
+
+/* ---- fixture ---------------------------------------------------------- */
+
+static int dir_setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+
+    if (f == NULL)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-store-XXXXXX");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int store_setup(void **state)
+{
+    struct fixture *f;
+    char err[256];
+
+    if (dir_setup(state) != 0)
+        return -1;
+    f = *state;
+    return store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err) == 0 ? 0 : -1;
+}
+
+/* Removes the directory and whatever SQLite left in it (-wal, -shm). */
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    char file[512];
+    struct dirent *e;
+    DIR *d;
+
+    store_close(f->s);
+    d = opendir(f->dir);
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(file, sizeof file, "%s/%s", f->dir, e->d_name);
+        unlink(file);
+    }
+    if (d != NULL)
+        closedir(d);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void reopen(struct fixture *f)
+{
+    char err[256];
+
+    store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+}
+
+/* ---- record builders -------------------------------------------------- */
+
+static struct store_queue_rec make_queue(int64_t id, const char *name)
+{
+    struct store_queue_rec q;
+
+    memset(&q, 0, sizeof q);
+    q.id = id;
+    snprintf(q.name, sizeof q.name, "%s", name);
+    q.create_s = 1700000000 + id;
+    q.modify_s = q.create_s;
+    q.delay_s = 0;
+    q.max_msg_size = 65536;
+    q.retention_s = 345600;
+    q.visibility_s = 30;
+    q.polling_wait_s = 0;
+    q.logging = 0;
+    return q;
+}
+
+static struct store_msg_rec make_msg(int64_t queue_id, uint64_t seq)
+{
+    struct store_msg_rec m;
+
+    memset(&m, 0, sizeof m);
+    m.queue_id = queue_id;
+    m.seq = seq;
+    m.priority = 8;
+    m.enqueue_ms = 1700000000000 + (int64_t)(seq % 1000000);
+    m.visible_ms = m.enqueue_ms;
+    m.expire_ms = m.enqueue_ms + 345600000;
+    return m;
+}
+
+static void insert_msg(struct smq_store *s, int64_t queue_id, uint64_t seq)
+{
+    struct store_msg_rec m = make_msg(queue_id, seq);
+    char body[64];
+    int n = snprintf(body, sizeof body, "body %lld/%llu", (long long)queue_id,
+                     (unsigned long long)seq);
+
+    assert_int_equal(store_msg_insert(s, &m, body, (size_t)n), 0);
+}
+
+/* ---- collectors for the loaders --------------------------------------- */
+
+struct queue_list {
+    struct store_queue_rec q[16];
+    int n;
+};
+
+static int collect_queue(void *arg, const struct store_queue_rec *q)
+{
+    struct queue_list *l = arg;
+
+    if (l->n >= 16)
+        return -1;
+    l->q[l->n++] = *q;
+    return 0;
+}
+
+struct msg_list {
+    struct store_msg_rec m[64];
+    int n;
+};
+
+static int collect_msg(void *arg, const struct store_msg_rec *m)
+{
+    struct msg_list *l = arg;
+
+    if (l->n >= 64)
+        return -1;
+    l->m[l->n++] = *m;
+    return 0;
+}
+
+/* Field by field: the struct has padding that loaders need not clear. */
+static void assert_msg_equal(const struct store_msg_rec *a, const struct store_msg_rec *b)
+{
+    assert_int_equal(a->queue_id, b->queue_id);
+    assert_true(a->seq == b->seq);
+    assert_int_equal(a->priority, b->priority);
+    assert_int_equal(a->enqueue_ms, b->enqueue_ms);
+    assert_int_equal(a->first_dequeue_ms, b->first_dequeue_ms);
+    assert_int_equal(a->visible_ms, b->visible_ms);
+    assert_int_equal(a->expire_ms, b->expire_ms);
+    assert_int_equal(a->dequeue_count, b->dequeue_count);
+    assert_int_equal(a->handle_gen, b->handle_gen);
+}
+
+static int count_msg(void *arg, const struct store_msg_rec *m)
+{
+    (void)m;
+    ++*(long *)arg;
+    return 0;
+}
+
+static int stop_at_second(void *arg, const struct store_msg_rec *m)
+{
+    (void)m;
+    return ++*(int *)arg == 2 ? 42 : 0;
+}
+
+/* ---- independent views of the database -------------------------------- */
+
+static int dump_row(void *arg, int ncol, char **val, char **name)
+{
+    struct smq_buf *b = arg;
+
+    for (int i = 0; i < ncol; i++)
+        buf_printf(b, "%s=%s%c", name[i], val[i] != NULL ? val[i] : "NULL",
+                   i + 1 < ncol ? ',' : '\n');
+    return 0;
+}
+
+/* Everything committed on disk, as text, read through a second connection. */
+static void dump_disk(const char *path, struct smq_buf *out)
+{
+    static const char sql[] =
+        "PRAGMA user_version;"
+        "SELECT key, hex(value) FROM meta ORDER BY key;"
+        "SELECT * FROM queue ORDER BY id;"
+        "SELECT * FROM msg ORDER BY queue_id, seq;"
+        "SELECT queue_id, seq, hex(body) FROM msg_body ORDER BY queue_id, seq;";
+    sqlite3 *db = NULL;
+
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, dump_row, out, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_false(buf_failed(out));
+}
+
+static int snap_queue(void *arg, const struct store_queue_rec *q)
+{
+    buf_printf(arg, "q %lld %s %lld %lld\n", (long long)q->id, q->name,
+               (long long)q->modify_s, (long long)q->delay_s);
+    return 0;
+}
+
+struct snap_ctx {
+    struct smq_store *s;
+    struct smq_buf *out;
+};
+
+static int snap_msg(void *arg, const struct store_msg_rec *m)
+{
+    struct snap_ctx *c = arg;
+
+    buf_printf(c->out, "m %lld %llu %lld %u %u body=", (long long)m->queue_id,
+               (unsigned long long)m->seq, (long long)m->visible_ms, m->dequeue_count,
+               m->handle_gen);
+    assert_int_equal(store_msg_body(c->s, m->queue_id, m->seq, c->out), 0);
+    buf_puts(c->out, "\n");
+    return 0;
+}
+
+/* What the store's own connection sees, including uncommitted writes. */
+static void snapshot(struct smq_store *s, struct smq_buf *out)
+{
+    struct snap_ctx c = {s, out};
+    int found = 0;
+
+    assert_int_equal(store_queue_load(s, snap_queue, out), 0);
+    assert_int_equal(store_msg_load(s, snap_msg, &c), 0);
+    buf_puts(out, "meta k=");
+    assert_int_equal(store_meta_get(s, "k", out, &found), 0);
+    buf_printf(out, " found=%d\n", found);
+    assert_false(buf_failed(out));
+}
+
+static long long disk_int(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long v;
+
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Reads a whole small file; returns its length (or -1 if absent). */
+static long read_file(const char *path, char *out, size_t out_size)
+{
+    FILE *fp = fopen(path, "rb");
+    size_t n;
+
+    if (fp == NULL)
+        return -1;
+    n = fread(out, 1, out_size, fp);
+    fclose(fp);
+    return (long)n;
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char p[512];
+    struct stat st;
+
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0;
+}
+
+/* ---- opening and schema ----------------------------------------------- */
+
+static void test_store_open_reopen_keeps_data(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "orders");
+    struct queue_list ql = {.n = 0};
+    struct msg_list ml = {.n = 0};
+    struct smq_buf body;
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    insert_msg(f->s, 1, 7);
+    assert_int_equal(store_commit(f->s), 0);
+
+    reopen(f);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 1);
+    assert_memory_equal(&ql.q[0], &q, sizeof q);
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 1);
+    assert_int_equal(ml.m[0].seq, 7);
+    buf_init(&body);
+    assert_int_equal(store_msg_body(f->s, 1, 7, &body), 0);
+    assert_string_equal(body.data, "body 1/7");
+    buf_free(&body);
+}
+
+static void test_store_user_version_is_1(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(STORE_SCHEMA_VERSION, 1);
+    /* Reopening an up-to-date database runs no migration step again. */
+    reopen(f);
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 1);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
+                     4);
+}
+
+static void test_store_journal_mode_is_wal(void **state)
+{
+    struct fixture *f = *state;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+
+    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static void test_store_sync_normal_opens(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_store *s = NULL;
+    char err[256];
+
+    assert_int_equal(store_open(f->path, SMQ_SYNC_NORMAL, &s, err, sizeof err), 0);
+    assert_int_equal(store_begin(s), 0);
+    assert_int_equal(store_meta_set(s, "k", "v", 1), 0);
+    assert_int_equal(store_commit(s), 0);
+    store_close(s);
+}
+
+static void make_raw_db(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* store_open must fail with a message containing want and leave the file
+ * byte-for-byte as it was, with no journal or WAL created beside it. */
+static void expect_refusal(struct fixture *f, const char *want)
+{
+    static char before[65536], after[65536];
+    struct smq_store *s = (struct smq_store *)1;
+    char err[512];
+    long n = read_file(f->path, before, sizeof before);
+
+    assert_true(n >= 0);
+    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(s);
+    assert_non_null(strstr(err, want));
+    assert_int_equal(read_file(f->path, after, sizeof after), n);
+    assert_memory_equal(before, after, (size_t)n);
+    assert_false(exists(f->dir, "smqd.db-wal"));
+    assert_false(exists(f->dir, "smqd.db-journal"));
+}
+
+static void test_store_refuses_newer_schema(void **state)
+{
+    struct fixture *f = *state;
+
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 2;");
+    expect_refusal(f, "database schema version 2 is newer than this smqd supports (1); "
+                      "refusing to open");
+}
+
+static void test_store_refuses_non_database(void **state)
+{
+    struct fixture *f = *state;
+    char junk[4096];
+    FILE *fp;
+
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)('a' + i % 26);
+    fp = fopen(f->path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(junk, 1, sizeof junk, fp), sizeof junk);
+    fclose(fp);
+    expect_refusal(f, "is not an SQLite database");
+
+    /* A file shorter than a header is still not a database. */
+    fp = fopen(f->path, "wb");
+    assert_non_null(fp);
+    fputs("hello\n", fp);
+    fclose(fp);
+    expect_refusal(f, "is not an SQLite database");
+}
+
+static void test_store_refuses_foreign_sqlite_database(void **state)
+{
+    struct fixture *f = *state;
+
+    make_raw_db(f->path, "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);");
+    expect_refusal(f, "not an smqd one");
+}
+
+static void test_store_open_missing_dir_fails(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_store *s = NULL;
+    char path[256], err[256];
+
+    snprintf(path, sizeof path, "%s/no/such/dir/smqd.db", f->dir);
+    assert_int_equal(store_open(path, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(s);
+    assert_non_null(strstr(err, "cannot open"));
+}
+
+static void test_store_integrity_check_ok(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+
+    insert_msg(f->s, 1, 1);   /* autocommit write: the check sees real pages */
+    assert_int_equal(store_integrity_check(f->s, err, sizeof err), 0);
+    assert_string_equal(err, "");
+}
+
+/* ---- queues ----------------------------------------------------------- */
+
+static void test_store_queue_round_trip(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec a = make_queue(5, "b-second"), b = make_queue(2, "a-first");
+    struct queue_list ql = {.n = 0};
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_insert(f->s, &a), 0);
+    assert_int_equal(store_queue_insert(f->s, &b), 0);
+    assert_int_equal(store_commit(f->s), 0);
+
+    a.modify_s += 100;
+    a.delay_s = 60;
+    a.max_msg_size = 1024;
+    a.retention_s = 60;
+    a.visibility_s = 43200;
+    a.polling_wait_s = 30;
+    a.logging = 1;
+    assert_int_equal(store_queue_update(f->s, &a), 0);
+
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 2);
+    assert_memory_equal(&ql.q[0], &b, sizeof b);    /* id order, not insert order */
+    assert_memory_equal(&ql.q[1], &a, sizeof a);
+
+    assert_int_equal(store_queue_delete(f->s, 2), 0);
+    ql.n = 0;
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 1);
+    assert_int_equal(ql.q[0].id, 5);
+}
+
+static void test_store_queue_update_keeps_name_and_create(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "fixed"), changed;
+    struct queue_list ql = {.n = 0};
+
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    changed = q;
+    snprintf(changed.name, sizeof changed.name, "renamed");
+    changed.create_s = 1;
+    changed.delay_s = 9;
+    assert_int_equal(store_queue_update(f->s, &changed), 0);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_string_equal(ql.q[0].name, "fixed");
+    assert_int_equal(ql.q[0].create_s, q.create_s);
+    assert_int_equal(ql.q[0].delay_s, 9);
+}
+
+static void test_store_queue_name_unique(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec a = make_queue(1, "dup"), b = make_queue(2, "dup");
+    struct store_queue_rec c = make_queue(3, "other");
+    struct queue_list ql = {.n = 0};
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_insert(f->s, &a), 0);
+    assert_int_equal(store_queue_insert(f->s, &b), SMQ_E_INTERNAL);
+    /* Same id is refused too: ids are never reused. */
+    c.id = 1;
+    assert_int_equal(store_queue_insert(f->s, &c), SMQ_E_INTERNAL);
+    store_rollback(f->s);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 0);
+}
+
+static void test_store_queue_missing_row(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(9, "ghost");
+
+    assert_int_equal(store_queue_update(f->s, &q), SMQ_E_QUEUE_NOT_EXIST);
+    assert_int_equal(store_queue_delete(f->s, 9), 0);   /* deletes are idempotent */
+}
+
+static void test_store_queue_name_too_long(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "x");
+
+    memset(q.name, 'n', sizeof q.name);   /* no terminator anywhere */
+    assert_int_equal(store_queue_insert(f->s, &q), SMQ_E_INVALID_ARGUMENT);
+    memset(q.name, 'n', STORE_QUEUE_NAME_MAX);
+    q.name[STORE_QUEUE_NAME_MAX] = '\0';
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+}
+
+static void test_store_queue_delete_removes_only_its_messages(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q1 = make_queue(1, "one"), q2 = make_queue(2, "two");
+    struct store_queue_rec q3 = make_queue(3, "three");
+    struct msg_list ml = {.n = 0};
+    struct smq_buf body;
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_insert(f->s, &q1), 0);
+    assert_int_equal(store_queue_insert(f->s, &q2), 0);
+    assert_int_equal(store_queue_insert(f->s, &q3), 0);
+    for (uint64_t seq = 1; seq <= 9; seq++)
+        insert_msg(f->s, (int64_t)(seq % 3) + 1, seq);
+    assert_int_equal(store_commit(f->s), 0);
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_delete(f->s, 2), 0);
+    assert_int_equal(store_commit(f->s), 0);
+
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 6);
+    for (int i = 0; i < ml.n; i++)
+        assert_int_not_equal(ml.m[i].queue_id, 2);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body WHERE queue_id = 2"), 0);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 6);
+    buf_init(&body);
+    assert_int_equal(store_msg_body(f->s, 2, 1, &body), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(store_msg_body(f->s, 1, 3, &body), 0);
+    assert_string_equal(body.data, "body 1/3");
+    buf_free(&body);
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+static void test_store_msg_round_trip(void **state)
+{
+    struct fixture *f = *state;
+    struct msg_list ml = {.n = 0};
+    struct store_msg_rec m;
+    struct smq_buf body;
+
+    assert_int_equal(store_begin(f->s), 0);
+    insert_msg(f->s, 2, 1);
+    insert_msg(f->s, 1, 30);
+    insert_msg(f->s, 1, 4);
+    insert_msg(f->s, 2, 0);
+    assert_int_equal(store_commit(f->s), 0);
+
+    m = make_msg(1, 30);
+    m.first_dequeue_ms = 111;
+    m.visible_ms = 222;
+    m.dequeue_count = 3;
+    m.handle_gen = UINT32_MAX;   /* the full uint32 range survives int64 storage */
+    assert_int_equal(store_msg_update(f->s, &m), 0);
+
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 4);
+    assert_int_equal(ml.m[0].queue_id, 1);
+    assert_int_equal(ml.m[0].seq, 4);
+    assert_int_equal(ml.m[1].queue_id, 1);
+    assert_int_equal(ml.m[1].seq, 30);
+    assert_int_equal(ml.m[2].queue_id, 2);
+    assert_int_equal(ml.m[2].seq, 0);
+    assert_int_equal(ml.m[3].queue_id, 2);
+    assert_int_equal(ml.m[3].seq, 1);
+    assert_msg_equal(&ml.m[1], &m);
+    m = make_msg(1, 4);
+    assert_msg_equal(&ml.m[0], &m);
+
+    /* Bodies append to what the buffer already holds. */
+    buf_init(&body);
+    buf_puts(&body, ">");
+    assert_int_equal(store_msg_body(f->s, 1, 30, &body), 0);
+    assert_string_equal(body.data, ">body 1/30");
+    buf_free(&body);
+}
+
+static void test_store_msg_delete(void **state)
+{
+    struct fixture *f = *state;
+    struct store_msg_rec m = make_msg(1, 5);
+    struct msg_list ml = {.n = 0};
+    struct smq_buf body;
+
+    insert_msg(f->s, 1, 5);
+    insert_msg(f->s, 1, 6);
+    assert_int_equal(store_msg_delete(f->s, 1, 5), 0);
+    assert_int_equal(store_msg_delete(f->s, 1, 5), 0);   /* idempotent */
+    assert_int_equal(store_msg_update(f->s, &m), SMQ_E_MESSAGE_NOT_EXIST);
+    buf_init(&body);
+    assert_int_equal(store_msg_body(f->s, 1, 5, &body), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(body.len, 0);
+    buf_free(&body);
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 1);
+    assert_int_equal(ml.m[0].seq, 6);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 1);
+}
+
+static void test_store_msg_binary_and_empty_body(void **state)
+{
+    struct fixture *f = *state;
+    static const char bin[] = {'a', '\0', 'b', '\xff', '\0'};
+    struct store_msg_rec m1 = make_msg(1, 1), m2 = make_msg(1, 2);
+    struct smq_buf body;
+
+    assert_int_equal(store_msg_insert(f->s, &m1, bin, sizeof bin), 0);
+    assert_int_equal(store_msg_insert(f->s, &m2, NULL, 0), 0);
+    buf_init(&body);
+    assert_int_equal(store_msg_body(f->s, 1, 1, &body), 0);
+    assert_int_equal(body.len, sizeof bin);
+    assert_memory_equal(body.data, bin, sizeof bin);
+    buf_reset(&body);
+    assert_int_equal(store_msg_body(f->s, 1, 2, &body), 0);
+    assert_int_equal(body.len, 0);
+    buf_free(&body);
+}
+
+static void test_store_msg_seq_range(void **state)
+{
+    struct fixture *f = *state;
+    struct store_msg_rec top = make_msg(1, (uint64_t)INT64_MAX);
+    struct store_msg_rec over = make_msg(1, (uint64_t)INT64_MAX + 1);
+    struct msg_list ml = {.n = 0};
+
+    insert_msg(f->s, 1, 1);
+    assert_int_equal(store_msg_insert(f->s, &top, "t", 1), 0);
+    assert_int_equal(store_msg_insert(f->s, &over, "o", 1), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 2);
+    assert_true(ml.m[1].seq == (uint64_t)INT64_MAX);   /* still sorts last */
+}
+
+static void test_store_loader_stops_on_callback(void **state)
+{
+    struct fixture *f = *state;
+    int calls = 0;
+    long count = 0;
+
+    for (uint64_t seq = 1; seq <= 5; seq++)
+        insert_msg(f->s, 1, seq);
+    assert_int_equal(store_msg_load(f->s, stop_at_second, &calls), 42);
+    assert_int_equal(calls, 2);
+    /* The statement was reset: the next load starts from the first row. */
+    assert_int_equal(store_msg_load(f->s, count_msg, &count), 0);
+    assert_int_equal(count, 5);
+}
+
+/* ---- meta ------------------------------------------------------------- */
+
+static void test_store_meta_get_set_binary(void **state)
+{
+    struct fixture *f = *state;
+    static const char secret[] = {'\0', 's', '\0', '\x80', 'x'};
+    struct smq_buf v;
+    int found = -1;
+
+    buf_init(&v);
+    assert_int_equal(store_meta_get(f->s, "secret", &v, &found), 0);
+    assert_int_equal(found, 0);
+    assert_int_equal(v.len, 0);
+
+    assert_int_equal(store_meta_set(f->s, "secret", secret, sizeof secret), 0);
+    assert_int_equal(store_meta_get(f->s, "secret", &v, &found), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(v.len, sizeof secret);
+    assert_memory_equal(v.data, secret, sizeof secret);
+
+    /* Overwrite, including with an empty value. */
+    assert_int_equal(store_meta_set(f->s, "secret", "", 0), 0);
+    buf_reset(&v);
+    assert_int_equal(store_meta_get(f->s, "secret", &v, &found), 0);
+    assert_int_equal(found, 1);
+    assert_int_equal(v.len, 0);
+
+    assert_int_equal(store_meta_set(f->s, "hw", "12345", 5), 0);
+    reopen(f);
+    buf_reset(&v);
+    assert_int_equal(store_meta_get(f->s, "hw", &v, &found), 0);
+    assert_int_equal(found, 1);
+    assert_string_equal(v.data, "12345");
+    buf_free(&v);
+}
+
+/* ---- transactions and faults ------------------------------------------ */
+
+/* Committed base state that the rollback tests try to disturb. */
+static void seed(struct smq_store *s)
+{
+    struct store_queue_rec q = make_queue(1, "base");
+
+    assert_int_equal(store_begin(s), 0);
+    assert_int_equal(store_queue_insert(s, &q), 0);
+    insert_msg(s, 1, 1);
+    insert_msg(s, 1, 2);
+    assert_int_equal(store_meta_set(s, "k", "v1", 2), 0);
+    assert_int_equal(store_commit(s), 0);
+}
+
+/* One good write, then a duplicate primary key: a real SQLite failure. */
+static int churn_dup(struct smq_store *s)
+{
+    struct store_queue_rec q2 = make_queue(2, "new");
+    struct store_msg_rec m = make_msg(1, 1);
+    int rc = store_queue_insert(s, &q2);
+
+    return rc != 0 ? rc : store_msg_insert(s, &m, "x", 1);
+}
+
+/* A transaction touching every table, stopping at the first failure.
+ * Write statements: 1 + 2 + 1 + 2 + 1 + 1 = 8. */
+static int churn_ok(struct smq_store *s)
+{
+    struct store_queue_rec q2 = make_queue(2, "new"), q1 = make_queue(1, "base");
+    struct store_msg_rec m = make_msg(1, 1), n = make_msg(2, 9);
+    int rc;
+
+    q1.delay_s = 77;
+    m.dequeue_count = 5;
+    if ((rc = store_queue_insert(s, &q2)) != 0 ||
+        (rc = store_msg_insert(s, &n, "nine", 4)) != 0 ||
+        (rc = store_msg_update(s, &m)) != 0 ||
+        (rc = store_msg_delete(s, 1, 2)) != 0 ||
+        (rc = store_queue_update(s, &q1)) != 0 ||
+        (rc = store_meta_set(s, "k", "v2", 2)) != 0)
+        return rc;
+    return 0;
+}
+
+static void test_store_rollback_leaves_no_trace(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_buf disk0, disk1, mem0, mem1, mid;
+
+    buf_init(&disk0), buf_init(&disk1), buf_init(&mem0), buf_init(&mem1), buf_init(&mid);
+    seed(f->s);
+    dump_disk(f->path, &disk0);
+    snapshot(f->s, &mem0);
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(churn_ok(f->s), 0);
+    snapshot(f->s, &mid);
+    assert_string_not_equal(mid.data, mem0.data);   /* the writes were visible inside */
+    store_rollback(f->s);
+    store_rollback(f->s);                           /* no transaction: silently ignored */
+
+    dump_disk(f->path, &disk1);
+    snapshot(f->s, &mem1);
+    assert_string_equal(disk0.data, disk1.data);
+    assert_string_equal(mem0.data, mem1.data);
+    buf_free(&disk0), buf_free(&disk1), buf_free(&mem0), buf_free(&mem1), buf_free(&mid);
+}
+
+static void test_store_failed_write_in_txn_then_rollback(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_buf disk0, disk1;
+
+    buf_init(&disk0), buf_init(&disk1);
+    seed(f->s);
+    dump_disk(f->path, &disk0);
+    assert_int_equal(store_begin(f->s), 0);
+    /* A real constraint failure after a successful write in the same txn. */
+    assert_int_equal(churn_dup(f->s), SMQ_E_INTERNAL);
+    store_rollback(f->s);
+    dump_disk(f->path, &disk1);
+    assert_string_equal(disk0.data, disk1.data);
+    buf_free(&disk0), buf_free(&disk1);
+}
+
+/* For every n, failing the (n+1)-th write and rolling back must restore
+ * exactly the pre-BEGIN state, both on disk and as the store sees it. */
+static void test_store_fault_on_nth_write(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_buf disk0, mem0, disk1, mem1;
+    unsigned n;
+
+    buf_init(&disk0), buf_init(&mem0);
+    seed(f->s);
+    dump_disk(f->path, &disk0);
+    snapshot(f->s, &mem0);
+    for (n = 0; n < 8; n++) {
+        buf_init(&disk1), buf_init(&mem1);
+        assert_int_equal(store_begin(f->s), 0);
+        store_fault_inject(f->s, n, 0);
+        assert_int_equal(churn_ok(f->s), SMQ_E_INTERNAL);
+        store_rollback(f->s);
+        dump_disk(f->path, &disk1);
+        snapshot(f->s, &mem1);
+        assert_string_equal(disk0.data, disk1.data);
+        assert_string_equal(mem0.data, mem1.data);
+        buf_free(&disk1), buf_free(&mem1);
+    }
+    /* n = 8 is past the last write: the fault never fires... */
+    assert_int_equal(store_begin(f->s), 0);
+    store_fault_inject(f->s, 8, 0);
+    assert_int_equal(churn_ok(f->s), 0);
+    store_rollback(f->s);
+    /* ...and a fired fault is one-shot, as is STORE_FAULT_OFF. */
+    store_fault_inject(f->s, 0, 0);
+    assert_int_equal(store_meta_set(f->s, "k", "x", 1), SMQ_E_INTERNAL);
+    assert_int_equal(store_meta_set(f->s, "k", "y", 1), 0);
+    store_fault_inject(f->s, STORE_FAULT_OFF, 0);
+    assert_int_equal(store_meta_set(f->s, "k", "z", 1), 0);
+    buf_free(&disk0), buf_free(&mem0);
+}
+
+static void test_store_fault_on_commit_then_rollback(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_buf disk0, mem0, disk1, mem1;
+
+    buf_init(&disk0), buf_init(&mem0), buf_init(&disk1), buf_init(&mem1);
+    seed(f->s);
+    dump_disk(f->path, &disk0);
+    snapshot(f->s, &mem0);
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(churn_ok(f->s), 0);
+    store_fault_inject(f->s, STORE_FAULT_OFF, 1);
+    assert_int_equal(store_commit(f->s), SMQ_E_INTERNAL);
+    store_rollback(f->s);
+    dump_disk(f->path, &disk1);
+    snapshot(f->s, &mem1);
+    assert_string_equal(disk0.data, disk1.data);
+    assert_string_equal(mem0.data, mem1.data);
+
+    /* One-shot: the next transaction commits normally. */
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(churn_ok(f->s), 0);
+    assert_int_equal(store_commit(f->s), 0);
+    assert_int_equal(disk_int(f->path, "SELECT delay_s FROM queue WHERE id = 1"), 77);
+    buf_free(&disk0), buf_free(&mem0), buf_free(&disk1), buf_free(&mem1);
+}
+
+/* Per-op savepoints inside one batch: a failed op is undone alone, the ops
+ * around it survive the commit. */
+static void test_store_savepoint_undoes_one_op(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q2 = make_queue(2, "kept");
+    struct store_msg_rec m = make_msg(2, 9);
+    struct smq_buf v;
+    int found = 0;
+
+    seed(f->s);
+    assert_false(store_in_txn(f->s));
+    assert_int_equal(store_begin(f->s), 0);
+    assert_true(store_in_txn(f->s));
+
+    assert_int_equal(store_savepoint(f->s), 0);            /* op 1: kept */
+    assert_int_equal(store_queue_insert(f->s, &q2), 0);
+    assert_int_equal(store_release(f->s), 0);
+
+    assert_int_equal(store_savepoint(f->s), 0);            /* op 2: real failure */
+    assert_int_equal(store_meta_set(f->s, "k", "lost", 4), 0);
+    assert_int_equal(store_queue_insert(f->s, &q2), SMQ_E_INTERNAL);
+    store_rollback_to(f->s);
+    assert_true(store_in_txn(f->s));
+
+    assert_int_equal(store_savepoint(f->s), 0);            /* op 3: injected fault */
+    store_fault_inject(f->s, 1, 0);                        /* the body row fails */
+    assert_int_equal(store_msg_insert(f->s, &m, "b", 1), SMQ_E_INTERNAL);
+    store_rollback_to(f->s);
+    assert_true(store_in_txn(f->s));
+
+    assert_int_equal(store_savepoint(f->s), 0);            /* op 4: kept */
+    insert_msg(f->s, 1, 3);
+    assert_int_equal(store_release(f->s), 0);
+    assert_int_equal(store_commit(f->s), 0);
+    assert_false(store_in_txn(f->s));
+
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM queue WHERE id = 2"), 1);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg WHERE queue_id = 2"), 0);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body WHERE queue_id = 2"), 0);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg WHERE seq = 3"), 1);
+    buf_init(&v);
+    assert_int_equal(store_meta_get(f->s, "k", &v, &found), 0);
+    assert_string_equal(v.data, "v1");
+    buf_free(&v);
+}
+
+/* ---- volume ----------------------------------------------------------- */
+
+static void test_store_bulk_insert_100k(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "bulk");
+    long count = 0;
+    char err[256];
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    for (uint64_t seq = 1; seq <= 100000; seq++)
+        insert_msg(f->s, 1, seq);
+    assert_int_equal(store_commit(f->s), 0);
+    assert_int_equal(store_msg_load(f->s, count_msg, &count), 0);
+    assert_int_equal(count, 100000);
+    reopen(f);
+    count = 0;
+    assert_int_equal(store_msg_load(f->s, count_msg, &count), 0);
+    assert_int_equal(count, 100000);
+    assert_int_equal(store_integrity_check(f->s, err, sizeof err), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_1, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_refuses_newer_schema, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_refuses_non_database, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_refuses_foreign_sqlite_database, dir_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_open_missing_dir_fails, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_integrity_check_ok, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_update_keeps_name_and_create,
+                                        store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_name_unique, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_missing_row, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_name_too_long, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_delete_removes_only_its_messages,
+                                        store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_msg_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_msg_delete, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_msg_binary_and_empty_body, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_msg_seq_range, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_loader_stops_on_callback, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_meta_get_set_binary, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_rollback_leaves_no_trace, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_failed_write_in_txn_then_rollback,
+                                        store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_fault_on_nth_write, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_fault_on_commit_then_rollback, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_savepoint_undoes_one_op, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_bulk_insert_100k, store_setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
