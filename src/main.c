@@ -1,2 +1,224 @@
-/* main.c — process lifecycle (being written; see docs/architecture.md). */
-int main(void) { return 0; }
+/*
+ * main.c — the smqd process: command line, configuration, start-up in
+ * dependency order (store → engine → engine thread → HTTP), signals, and an
+ * orderly stop in reverse order.  Exit codes are listed in usage() and in
+ * docs/operations.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "smqd/api.h"
+#include "smqd/clock.h"
+#include "smqd/config.h"
+#include "smqd/engine.h"
+#include "smqd/http.h"
+#include "smqd/log.h"
+#include "smqd/server.h"
+#include "smqd/store.h"
+#include "smqd/xml.h"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_USAGE = 1,        /* bad command line or configuration */
+    EXIT_STORE = 2,        /* the database cannot be opened or loaded */
+    EXIT_LISTEN = 3,       /* the listen address cannot be bound */
+    EXIT_RUNTIME = 4       /* a thread could not be started */
+};
+
+struct cli {
+    const char *config_path;
+    int test_only;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: smqd -c FILE        run the server with configuration FILE\n"
+            "       smqd -t -c FILE     check FILE, print the effective settings, exit\n"
+            "       smqd --version      print the version\n"
+            "       smqd -h             this help\n"
+            "exit codes: 0 ok, 1 usage/config, 2 storage, 3 listen, 4 runtime\n");
+}
+
+static int parse_cli(int argc, char **argv, struct cli *cli)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"test", no_argument, NULL, 't'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+
+    memset(cli, 0, sizeof *cli);
+    while ((ch = getopt_long(argc, argv, "c:thV", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            cli->config_path = optarg;
+            break;
+        case 't':
+            cli->test_only = 1;
+            break;
+        case 'V':
+            printf("smqd %s\n", SMQD_VERSION);
+            exit(EXIT_OK);
+        case 'h':
+            usage(stdout);
+            exit(EXIT_OK);
+        default:
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind != argc || cli->config_path == NULL) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Blocks the signals smqd handles in every thread (threads inherit the mask);
+ * the main thread takes them with sigwait. */
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void wait_for_stop(const sigset_t *set)
+{
+    for (;;) {
+        int sig = 0;
+        if (sigwait(set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            SMQ_INFO("SIGHUP: reload is not supported yet; ignored");
+            continue;
+        }
+        SMQ_INFO("received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        return;
+    }
+}
+
+struct daemon_parts {
+    struct smq_store *store;
+    struct smq_engine *engine;
+    struct smq_server *server;
+    struct smq_http *http;
+};
+
+static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    char err[512] = "";
+    struct smq_engine_opts eopts = {clock_system(), NULL, cfg->max_queues};
+    struct http_opts hopts;
+
+    if (store_open(cfg->storage_path, cfg->sync, &p->store, err, sizeof err) != 0) {
+        SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
+        return EXIT_STORE;
+    }
+    eopts.store = p->store;
+    if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
+        SMQ_ERROR("recovery: %s", err);
+        return EXIT_STORE;
+    }
+    if (server_start(p->engine, &p->server) != 0)
+        return EXIT_RUNTIME;
+    memset(&hopts, 0, sizeof hopts);
+    hopts.host = cfg->listen_host;
+    hopts.port = cfg->listen_port;
+    hopts.threads = cfg->threads;
+    hopts.max_connections = cfg->max_connections;
+    hopts.idle_timeout_s = cfg->idle_timeout_s;
+    hopts.max_body_bytes = (size_t)cfg->max_body_bytes;
+    hopts.log_requests = cfg->log_requests;
+    hopts.api.keys = &cfg->keys;
+    hopts.api.handle_keys = engine_keys(p->engine);
+    hopts.api.clock = clock_system();
+    hopts.api.max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000;
+    hopts.engine = p->server;
+    if (http_start(&hopts, &p->http, err, sizeof err) != 0) {
+        SMQ_ERROR("listen: %s", err);
+        return EXIT_LISTEN;
+    }
+    return EXIT_OK;
+}
+
+/* Stops in reverse order: no new connections, the engine finishes what it
+ * has (parked long polls answer MessageNotExist), then the sockets close. */
+static void stop_parts(struct daemon_parts *p)
+{
+    http_quiesce(p->http);
+    server_free(p->server);
+    if (p->http != NULL) {
+        /* Give resumed connections a moment to flush their last responses. */
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    http_stop(p->http);
+    engine_close(p->engine);
+    store_close(p->store);
+}
+
+static int run(const struct smq_config *cfg)
+{
+    struct daemon_parts parts = {0};
+    sigset_t set;
+    int code;
+
+    block_signals(&set);
+    xml_global_init();
+    code = start_parts(cfg, &parts);
+    if (code == EXIT_OK) {
+        SMQ_INFO("smqd %s listening on http://%s:%u (storage %s, sync=%s)", SMQD_VERSION,
+                 cfg->listen_host, (unsigned)http_port(parts.http), cfg->storage_path,
+                 cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
+        wait_for_stop(&set);
+    }
+    stop_parts(&parts);
+    xml_global_cleanup();
+    if (code == EXIT_OK)
+        SMQ_INFO("stopped");
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli cli;
+    struct smq_config cfg;
+    char err[1024] = "";
+    int code;
+
+    if (parse_cli(argc, argv, &cli) != 0)
+        return EXIT_USAGE;
+    config_defaults(&cfg);
+    if (config_load(cli.config_path, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "smqd: %s\n", err);
+        config_free(&cfg);
+        return EXIT_USAGE;
+    }
+    if (cli.test_only) {
+        config_print(&cfg, stdout);
+        fprintf(stderr, "smqd: configuration %s is valid\n", cli.config_path);
+        config_free(&cfg);
+        return EXIT_OK;
+    }
+    log_set_level(cfg.log_level);
+    if (log_open(cfg.log_file) != 0)
+        fprintf(stderr, "smqd: cannot open log file %s: %s; logging to stderr\n", cfg.log_file,
+                strerror(errno));
+    code = run(&cfg);
+    log_close();
+    config_free(&cfg);
+    return code;
+}

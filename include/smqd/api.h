@@ -1,0 +1,129 @@
+/*
+ * api.h — the MNS queue API: from an authenticated HTTP request to a decided
+ * engine operation, and from a finished operation to the exact response
+ * bytes the SDKs expect (protocol §1.2, §6–§8).
+ *
+ * api_prepare runs on an HTTP thread: it authenticates, routes, parses the
+ * query and the XML body, checks every fixed range, and either answers at
+ * once (an error) or fills call->op for the engine.  api_render, also on an
+ * HTTP thread, turns the finished op into a response.  Nothing here touches
+ * engine state directly.
+ */
+#ifndef SMQD_API_H
+#define SMQD_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/auth.h"
+#include "smqd/buf.h"
+#include "smqd/clock.h"
+#include "smqd/engine.h"
+#include "smqd/errors.h"
+#include "smqd/handle.h"
+#include "smqd/xml.h"
+
+enum api_action {
+    API_UNKNOWN = 0,
+    API_CREATE_QUEUE,
+    API_SET_QUEUE_ATTRIBUTES,
+    API_GET_QUEUE_ATTRIBUTES,
+    API_DELETE_QUEUE,
+    API_LIST_QUEUE,
+    API_SEND_MESSAGE,
+    API_BATCH_SEND_MESSAGE,
+    API_RECEIVE_MESSAGE,
+    API_BATCH_RECEIVE_MESSAGE,
+    API_PEEK_MESSAGE,
+    API_BATCH_PEEK_MESSAGE,
+    API_DELETE_MESSAGE,
+    API_BATCH_DELETE_MESSAGE,
+    API_CHANGE_MESSAGE_VISIBILITY,
+    API__COUNT
+};
+
+/* The name logged for an action ("ReceiveMessage", ...; "-" for unknown). */
+const char *api_action_name(enum api_action a);
+
+/* Read-only context shared by every HTTP thread. */
+struct api_ctx {
+    const struct auth_keyring *keys;
+    const struct handle_keys *handle_keys;
+    const struct smq_clock *clock;
+    int64_t max_skew_ms;
+};
+
+/* One request as received. */
+struct api_request {
+    const char *method;
+    const char *target;                  /* raw request target */
+    const char *host;                    /* Host header, "" if absent */
+    const char *body;
+    size_t body_len;
+    const struct auth_request *auth;     /* method, target and all headers */
+};
+
+struct api_response {
+    int status;
+    struct smq_buf body;                 /* empty for 204 */
+    char location[512];                  /* "" = no Location header */
+};
+
+/* Per-request state between prepare and render. */
+struct api_call {
+    enum api_action action;
+    struct smq_op op;
+    struct xml_send_batch send;          /* owns the bodies op.send borrows */
+    char send_md5[SMQ_BATCH_MAX][33];
+    struct xml_handles handles;          /* BatchDelete: echoed in per-handle errors */
+};
+
+void api_call_init(struct api_call *call);
+void api_call_free(struct api_call *call);
+
+/* 0: call->op is ready to submit.  Otherwise an SMQ_E_* code with ei filled:
+ * answer it with api_render_error.  call->action is set as far as known. */
+int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
+                struct api_call *call, struct smq_errinfo *ei);
+
+/* Renders the finished call->op into resp (success or its error). */
+void api_render(const struct api_ctx *ctx, const struct api_request *req,
+                struct api_call *call, const char *request_id, struct api_response *resp);
+
+/* Renders the MNS <Error> document for ei into resp. */
+void api_render_error(const struct api_request *req, const struct smq_errinfo *ei,
+                      const char *request_id, struct api_response *resp);
+
+/* ---- helpers shared by api_queue.c and api_message.c (api_internal) ---- */
+
+#define API_MAX_QUERY_PARAMS 32
+
+struct api_query {
+    size_t n;
+    char *names[API_MAX_QUERY_PARAMS];
+    char *values[API_MAX_QUERY_PARAMS];  /* percent-decoded; '+' stays '+' */
+    char *storage;
+};
+
+/* Splits and decodes a raw query string.  0 or SMQ_E_INVALID_QUERY_STRING. */
+int api_query_parse(const char *raw, struct api_query *q, struct smq_errinfo *ei);
+void api_query_free(struct api_query *q);
+/* Value of a parameter by case-insensitive name, or NULL. */
+const char *api_query_get(const struct api_query *q, const char *name);
+
+/* Checks a queue name (§5): 0, SMQ_E_INVALID_QUEUE_NAME or SMQ_E_QUEUE_NAME_LENGTH. */
+int api_check_queue_name(const char *name, size_t len, struct smq_errinfo *ei);
+
+int api_prepare_queue(const struct api_request *req, const struct api_query *query,
+                      struct api_call *call, struct smq_errinfo *ei);
+int api_prepare_list(const struct api_request *req, struct api_call *call, struct smq_errinfo *ei);
+int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req,
+                        const struct api_query *query, struct api_call *call,
+                        struct smq_errinfo *ei);
+void api_render_queue(const struct api_request *req, struct api_call *call,
+                      struct api_response *resp);
+void api_render_message(const struct api_ctx *ctx, struct api_call *call,
+                        struct api_response *resp);
+
+#endif

@@ -1,0 +1,324 @@
+/*
+ * api_message.c — owns the message actions of the MNS API: Send/BatchSend,
+ * Receive/BatchReceive, Peek/BatchPeek, Delete/BatchDelete and
+ * ChangeMessageVisibility (protocol §7.6–§7.13): request checks, dispatch
+ * rules of §1.2, and the exact response documents.
+ */
+#include "smqd/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "smqd/crypto.h"
+
+#define BATCH_SEND_MAX_BYTES 65536
+
+/* Parses a whole query value as a decimal integer in [min, max].
+ * Not a number ⇒ InvalidQueryString; out of range ⇒ InvalidArgument. */
+static int query_int(const char *text, const char *name, int64_t min, int64_t max,
+                     int64_t *out, struct smq_errinfo *ei)
+{
+    char *end;
+    long long v;
+
+    if (*text == '\0' || !(text[0] == '-' || (text[0] >= '0' && text[0] <= '9')))
+        return errors_set(ei, SMQ_E_INVALID_QUERY_STRING, "The value of %s is not a number.", name);
+    v = strtoll(text, &end, 10);
+    if (*end != '\0')
+        return errors_set(ei, SMQ_E_INVALID_QUERY_STRING, "The value of %s is not a number.", name);
+    if (v < min || v > max)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of %s should between %lld and %lld.",
+                          name, (long long)min, (long long)max);
+    *out = v;
+    return 0;
+}
+
+/* ---- send ------------------------------------------------------------------------- */
+
+static int take_send_item(struct xml_send_item *x, struct smq_send_item *it, char md5[33],
+                          struct smq_errinfo *ei)
+{
+    if (!x->body_present)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The MessageBody is missing.");
+    if (x->delay_s.present && (x->delay_s.value < 0 || x->delay_s.value > SMQ_DELAY_MAX_S))
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                          "The value of DelaySeconds should between 0 and %d seconds.", SMQ_DELAY_MAX_S);
+    /* Go always sends <Priority>0</Priority> for "unset": treat 0 as the default. */
+    if (x->priority.present && x->priority.value != 0
+        && (x->priority.value < SMQ_PRIORITY_MIN || x->priority.value > SMQ_PRIORITY_MAX))
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of Priority should between %d and %d.",
+                          SMQ_PRIORITY_MIN, SMQ_PRIORITY_MAX);
+    it->body = x->body;
+    it->body_len = x->body_len;
+    it->delay_s = x->delay_s.present ? x->delay_s.value : 0;
+    it->priority = (x->priority.present && x->priority.value != 0) ? (int)x->priority.value
+                                                                   : SMQ_PRIORITY_DEFAULT;
+    crypto_md5_hex(x->body ? x->body : "", x->body_len, true, md5);
+    return 0;
+}
+
+static int prepare_send(const struct api_request *req, struct api_call *call, struct smq_errinfo *ei)
+{
+    char root[32];
+    size_t total = 0;
+    int rc = xml_root_name(req->body, req->body_len, root, sizeof root);
+
+    if (rc != 0)
+        return errors_set(ei, rc, NULL);
+    call->op.kind = SMQ_OP_SEND;
+    if (strcmp(root, "Messages") == 0) {
+        call->action = API_BATCH_SEND_MESSAGE;
+        rc = xml_parse_send_batch(req->body, req->body_len, &call->send, ei);
+    } else {
+        call->action = API_SEND_MESSAGE;
+        call->send.n = 1;
+        rc = xml_parse_send(req->body, req->body_len, &call->send.items[0], ei);
+        if (rc != 0)
+            call->send.n = 0;
+    }
+    for (size_t i = 0; rc == 0 && i < call->send.n; i++) {
+        rc = take_send_item(&call->send.items[i], &call->op.send[i], call->send_md5[i], ei);
+        total += call->send.items[i].body_len;
+    }
+    if (rc == 0 && total > BATCH_SEND_MAX_BYTES)
+        rc = errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                        "The total size of the messages in a batch should not exceed %d bytes.",
+                        BATCH_SEND_MAX_BYTES);
+    call->op.n_send = call->send.n;
+    return rc;
+}
+
+/* ---- receive and peek --------------------------------------------------------------- */
+
+static int prepare_get(const struct api_query *query, struct api_call *call, struct smq_errinfo *ei)
+{
+    const char *peek = api_query_get(query, "peekonly");
+    const char *num = api_query_get(query, "numOfMessages");
+    const char *wait = api_query_get(query, "waitseconds");
+    bool is_peek = peek != NULL && strcasecmp(peek, "true") == 0;
+    int64_t v;
+    int rc = 0;
+
+    call->op.kind = is_peek ? SMQ_OP_PEEK : SMQ_OP_RECEIVE;
+    if (is_peek)
+        call->action = num ? API_BATCH_PEEK_MESSAGE : API_PEEK_MESSAGE;
+    else
+        call->action = num ? API_BATCH_RECEIVE_MESSAGE : API_RECEIVE_MESSAGE;
+    if (num != NULL) {
+        rc = query_int(num, "numOfMessages", 1, SMQ_BATCH_MAX, &v, ei);
+        call->op.max_msgs = (int)v;
+    }
+    if (rc == 0 && wait != NULL && !is_peek) {
+        rc = query_int(wait, "waitseconds", 0, SMQ_POLLING_WAIT_MAX_S, &v, ei);
+        call->op.wait_s = v;
+    }
+    return rc;
+}
+
+/* ---- delete and change visibility ---------------------------------------------------- */
+
+static void decode_handle(const struct api_ctx *ctx, const char *text, struct smq_handle_ref *ref)
+{
+    ref->err = handle_decode(ctx->handle_keys, text, strlen(text), &ref->seq, &ref->gen);
+}
+
+static int prepare_batch_delete(const struct api_ctx *ctx, const struct api_request *req,
+                                struct api_call *call, struct smq_errinfo *ei)
+{
+    int rc;
+
+    call->action = API_BATCH_DELETE_MESSAGE;
+    if (req->body_len == 0)
+        return errors_set(ei, SMQ_E_MISSING_RECEIPT_HANDLE, NULL);
+    rc = xml_parse_handles(req->body, req->body_len, &call->handles, ei);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < call->handles.n; i++)
+        decode_handle(ctx, call->handles.handles[i], &call->op.handles[i]);
+    call->op.n_handles = call->handles.n;
+    return 0;
+}
+
+static int prepare_delete(const struct api_ctx *ctx, const struct api_request *req,
+                          const struct api_query *query, struct api_call *call,
+                          struct smq_errinfo *ei)
+{
+    const char *handle = api_query_get(query, "ReceiptHandle");
+
+    call->op.kind = SMQ_OP_DELETE_MSG;
+    if (handle == NULL)
+        return prepare_batch_delete(ctx, req, call, ei);
+    call->action = API_DELETE_MESSAGE;
+    call->op.n_handles = 1;
+    decode_handle(ctx, handle, &call->op.handles[0]);
+    return call->op.handles[0].err ? errors_set(ei, call->op.handles[0].err, NULL) : 0;
+}
+
+static int prepare_change_visibility(const struct api_ctx *ctx, const struct api_query *query,
+                                     struct api_call *call, struct smq_errinfo *ei)
+{
+    const char *handle = api_query_get(query, "ReceiptHandle");
+    const char *timeout = api_query_get(query, "VisibilityTimeout");
+    int rc;
+
+    call->action = API_CHANGE_MESSAGE_VISIBILITY;
+    call->op.kind = SMQ_OP_CHANGE_VISIBILITY;
+    if (handle == NULL)
+        return errors_set(ei, SMQ_E_MISSING_RECEIPT_HANDLE, NULL);
+    if (timeout == NULL)
+        return errors_set(ei, SMQ_E_MISSING_VISIBILITY_TIMEOUT, NULL);
+    /* 0 is accepted and means "visible now" (the Python SDK lets it through). */
+    rc = query_int(timeout, "VisibilityTimeout", 0, SMQ_VISIBILITY_MAX_S, &call->op.visibility_s, ei);
+    if (rc != 0)
+        return rc;
+    call->op.n_handles = 1;
+    decode_handle(ctx, handle, &call->op.handles[0]);
+    return call->op.handles[0].err ? errors_set(ei, call->op.handles[0].err, NULL) : 0;
+}
+
+int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req,
+                        const struct api_query *query, struct api_call *call,
+                        struct smq_errinfo *ei)
+{
+    if (strcmp(req->method, "POST") == 0)
+        return prepare_send(req, call, ei);
+    if (strcmp(req->method, "GET") == 0)
+        return prepare_get(query, call, ei);
+    if (strcmp(req->method, "DELETE") == 0)
+        return prepare_delete(ctx, req, query, call, ei);
+    if (strcmp(req->method, "PUT") == 0)
+        return prepare_change_visibility(ctx, query, call, ei);
+    return errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
+}
+
+/* ---- responses ------------------------------------------------------------------------- */
+
+static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct smq_buf *b)
+{
+    bool batch = call->action == API_BATCH_SEND_MESSAGE;
+    char id[MSGID_TEXT_LEN + 1];
+
+    xml_begin(b, batch ? "Messages" : "Message");
+    for (size_t i = 0; i < call->op.n_send; i++) {
+        if (batch)
+            xml_open(b, "Message");
+        msgid_format(ctx->handle_keys, call->op.sent_seq[i], id);
+        xml_elem_str(b, "MessageId", id);
+        xml_elem_str(b, "MessageBodyMD5", call->send_md5[i]);
+        if (batch)
+            xml_close(b, "Message");
+    }
+    if (batch)
+        xml_close(b, "Messages");
+    else
+        xml_close(b, "Message");
+}
+
+/* One <Message> of a Receive (nine elements) or Peek (seven) response. */
+static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, bool peek,
+                       struct smq_buf *b)
+{
+    char id[MSGID_TEXT_LEN + 1], md5[33], handle[HANDLE_TEXT_LEN + 1];
+
+    msgid_format(ctx->handle_keys, v->seq, id);
+    crypto_md5_hex(v->body, v->body_len, true, md5);
+    xml_elem_str(b, "MessageId", id);
+    if (!peek) {
+        handle_encode(ctx->handle_keys, v->seq, v->handle_gen, handle);
+        xml_elem_str(b, "ReceiptHandle", handle);
+    }
+    xml_elem_str(b, "MessageBodyMD5", md5);
+    xml_elem_text(b, "MessageBody", v->body, v->body_len);
+    xml_elem_i64(b, "EnqueueTime", v->enqueue_ms);
+    if (!peek)
+        xml_elem_i64(b, "NextVisibleTime", v->next_visible_ms);
+    xml_elem_i64(b, "FirstDequeueTime", v->first_dequeue_ms);
+    xml_elem_i64(b, "DequeueCount", v->dequeue_count);
+    xml_elem_i64(b, "Priority", v->priority);
+}
+
+static void render_received(const struct api_ctx *ctx, struct api_call *call, struct smq_buf *b)
+{
+    bool batch = call->action == API_BATCH_RECEIVE_MESSAGE || call->action == API_BATCH_PEEK_MESSAGE;
+    bool peek = call->op.kind == SMQ_OP_PEEK;
+
+    if (!batch) {
+        xml_begin(b, "Message");
+        render_msg(ctx, &call->op.msgs[0], peek, b);
+        xml_close(b, "Message");
+        return;
+    }
+    xml_begin(b, "Messages");
+    for (size_t i = 0; i < call->op.n_msgs; i++) {
+        xml_open(b, "Message");
+        render_msg(ctx, &call->op.msgs[i], peek, b);
+        xml_close(b, "Message");
+    }
+    xml_close(b, "Messages");
+}
+
+/* 204 when every handle was deleted, else 404 with one <Error> per failure. */
+static int render_batch_delete(struct api_call *call, struct smq_buf *b)
+{
+    bool any_failed = false;
+
+    for (size_t i = 0; i < call->op.n_handles; i++) {
+        const struct smq_error_info *info;
+        const char *text = call->handles.handles[i];
+        if (call->op.handles[i].err == 0)
+            continue;
+        if (!any_failed)
+            xml_begin(b, "Errors");
+        any_failed = true;
+        info = errors_info(call->op.handles[i].err);
+        xml_open(b, "Error");
+        xml_elem_str(b, "ErrorCode", info->code);
+        xml_elem_str(b, "ErrorMessage", info->message);
+        xml_elem_str(b, "ReceiptHandle", text[0] != '\0' ? text : "(empty)");
+        xml_close(b, "Error");
+    }
+    if (!any_failed)
+        return 204;
+    xml_close(b, "Errors");
+    return 404;
+}
+
+static void render_visibility(const struct api_ctx *ctx, const struct smq_op *op, struct smq_buf *b)
+{
+    char handle[HANDLE_TEXT_LEN + 1];
+
+    handle_encode(ctx->handle_keys, op->handles[0].seq, op->new_gen, handle);
+    xml_begin(b, "ChangeVisibility");
+    xml_elem_str(b, "ReceiptHandle", handle);
+    xml_elem_i64(b, "NextVisibleTime", op->next_visible_ms);
+    xml_close(b, "ChangeVisibility");
+}
+
+void api_render_message(const struct api_ctx *ctx, struct api_call *call, struct api_response *resp)
+{
+    buf_reset(&resp->body);
+    switch (call->op.kind) {
+    case SMQ_OP_SEND:
+        resp->status = 201;
+        render_sent(call, ctx, &resp->body);
+        break;
+    case SMQ_OP_RECEIVE:
+    case SMQ_OP_PEEK:
+        resp->status = 200;
+        render_received(ctx, call, &resp->body);
+        break;
+    case SMQ_OP_DELETE_MSG:
+        resp->status = call->action == API_BATCH_DELETE_MESSAGE
+                           ? render_batch_delete(call, &resp->body) : 204;
+        break;
+    case SMQ_OP_CHANGE_VISIBILITY:
+        resp->status = 200;
+        render_visibility(ctx, &call->op, &resp->body);
+        break;
+    default:
+        resp->status = 500;
+        break;
+    }
+}

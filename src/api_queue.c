@@ -1,0 +1,201 @@
+/*
+ * api_queue.c — owns the queue-management actions of the MNS API:
+ * CreateQueue, SetQueueAttributes, GetQueueAttributes, DeleteQueue and
+ * ListQueue (protocol §7.1–§7.5): their request checks and their responses.
+ */
+#include "smqd/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct attr_rule {
+    const char *name;       /* element name, used in messages */
+    unsigned bit;
+    int64_t min, max;
+    const char *unit;
+    size_t field;           /* offsetof in struct smq_queue_attrs (int64 fields) */
+    size_t xml_field;       /* offsetof in struct xml_queue_attrs */
+};
+
+static const struct attr_rule attr_rules[] = {
+    {"DelaySeconds", SMQ_ATTR_DELAY, 0, SMQ_DELAY_MAX_S, "seconds",
+     offsetof(struct smq_queue_attrs, delay_s), offsetof(struct xml_queue_attrs, delay_s)},
+    {"MaximumMessageSize", SMQ_ATTR_MAX_MSG_SIZE, SMQ_MSG_SIZE_MIN, SMQ_MSG_SIZE_MAX, "bytes",
+     offsetof(struct smq_queue_attrs, max_msg_size), offsetof(struct xml_queue_attrs, max_msg_size)},
+    {"MessageRetentionPeriod", SMQ_ATTR_RETENTION, SMQ_RETENTION_MIN_S, SMQ_RETENTION_MAX_S, "seconds",
+     offsetof(struct smq_queue_attrs, retention_s), offsetof(struct xml_queue_attrs, retention_s)},
+    {"VisibilityTimeout", SMQ_ATTR_VISIBILITY, SMQ_VISIBILITY_MIN_S, SMQ_VISIBILITY_MAX_S, "seconds",
+     offsetof(struct smq_queue_attrs, visibility_s), offsetof(struct xml_queue_attrs, visibility_s)},
+    {"PollingWaitSeconds", SMQ_ATTR_POLLING_WAIT, 0, SMQ_POLLING_WAIT_MAX_S, "seconds",
+     offsetof(struct smq_queue_attrs, polling_wait_s), offsetof(struct xml_queue_attrs, polling_wait_s)},
+};
+
+/* Copies the present attributes into the op, checking each range (§5). */
+static int take_attrs(const struct xml_queue_attrs *x, struct smq_op *op, struct smq_errinfo *ei)
+{
+    for (size_t i = 0; i < sizeof attr_rules / sizeof attr_rules[0]; i++) {
+        const struct attr_rule *r = &attr_rules[i];
+        const struct xml_opt_i64 *v = (const void *)((const char *)x + r->xml_field);
+        if (!v->present)
+            continue;
+        if (v->value < r->min || v->value > r->max)
+            return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                              "The value of %s should between %lld and %lld %s.", r->name,
+                              (long long)r->min, (long long)r->max, r->unit);
+        *(int64_t *)(void *)((char *)&op->attrs + r->field) = v->value;
+        op->attrs_present |= r->bit;
+    }
+    if (x->logging.present) {
+        op->attrs.logging = x->logging.value != 0;
+        op->attrs_present |= SMQ_ATTR_LOGGING;
+    }
+    return 0;
+}
+
+static int prepare_put_queue(const struct api_request *req, const struct api_query *query,
+                             struct api_call *call, struct smq_errinfo *ei)
+{
+    const char *meta = api_query_get(query, "metaoverride");
+    struct xml_queue_attrs x;
+    bool set = meta != NULL && strcasecmp(meta, "true") == 0;
+    int rc;
+
+    call->action = set ? API_SET_QUEUE_ATTRIBUTES : API_CREATE_QUEUE;
+    call->op.kind = set ? SMQ_OP_SET_QUEUE : SMQ_OP_CREATE_QUEUE;
+    memset(&x, 0, sizeof x);
+    /* An absent body creates with defaults (curl users); a present one must be <Queue>. */
+    if (req->body_len > 0) {
+        rc = xml_parse_queue_attrs(req->body, req->body_len, &x, ei);
+        if (rc != 0)
+            return rc;
+    }
+    return take_attrs(&x, &call->op, ei);
+}
+
+int api_prepare_queue(const struct api_request *req, const struct api_query *query,
+                      struct api_call *call, struct smq_errinfo *ei)
+{
+    if (strcmp(req->method, "PUT") == 0)
+        return prepare_put_queue(req, query, call, ei);
+    if (strcmp(req->method, "GET") == 0) {
+        call->action = API_GET_QUEUE_ATTRIBUTES;
+        call->op.kind = SMQ_OP_GET_QUEUE;
+        return 0;
+    }
+    if (strcmp(req->method, "DELETE") == 0) {
+        call->action = API_DELETE_QUEUE;
+        call->op.kind = SMQ_OP_DELETE_QUEUE;
+        return 0;
+    }
+    return errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
+}
+
+static int parse_ret_number(const char *text, int *out, struct smq_errinfo *ei)
+{
+    char *end;
+    long v;
+
+    if (text == NULL || *text == '\0')
+        return 0;                       /* keep the default */
+    v = strtol(text, &end, 10);
+    if (*end != '\0' || v < 1 || v > 1000)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                          "The value of x-mns-ret-number should between 1 and 1000.");
+    *out = (int)v;
+    return 0;
+}
+
+int api_prepare_list(const struct api_request *req, struct api_call *call, struct smq_errinfo *ei)
+{
+    const char *prefix = auth_header_get(req->auth, "x-mns-prefix");
+    const char *marker = auth_header_get(req->auth, "x-mns-marker");
+    struct smq_op *op = &call->op;
+
+    call->action = API_LIST_QUEUE;
+    op->kind = SMQ_OP_LIST_QUEUES;
+    /* Longer prefixes or markers than a queue name can never match one; the
+     * marker is opaque to clients, so a garbled one just means "start there". */
+    if (prefix != NULL && strlen(prefix) > SMQ_QUEUE_NAME_MAX)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The x-mns-prefix is longer than a queue name.");
+    snprintf(op->list.prefix, sizeof op->list.prefix, "%s", prefix ? prefix : "");
+    snprintf(op->list.marker, sizeof op->list.marker, "%s", marker ? marker : "");
+    return parse_ret_number(auth_header_get(req->auth, "x-mns-ret-number"), &op->list.ret_number, ei);
+}
+
+/* ---- responses ------------------------------------------------------------------- */
+
+static void queue_url(const struct api_request *req, const char *name, char *out, size_t size)
+{
+    snprintf(out, size, "http://%s/queues/%s", req->host, name);
+}
+
+static void attrs_elems(struct smq_buf *b, const struct smq_queue_info *i)
+{
+    xml_elem_str(b, "QueueName", i->name);
+    xml_elem_i64(b, "CreateTime", i->create_s);
+    xml_elem_i64(b, "LastModifyTime", i->modify_s);
+    xml_elem_i64(b, "DelaySeconds", i->attrs.delay_s);
+    xml_elem_i64(b, "MaximumMessageSize", i->attrs.max_msg_size);
+    xml_elem_i64(b, "MessageRetentionPeriod", i->attrs.retention_s);
+    xml_elem_i64(b, "VisibilityTimeout", i->attrs.visibility_s);
+    xml_elem_i64(b, "PollingWaitSeconds", i->attrs.polling_wait_s);
+    xml_elem_i64(b, "ActiveMessages", (int64_t)i->n_active);
+    xml_elem_i64(b, "InactiveMessages", (int64_t)i->n_inactive);
+    xml_elem_i64(b, "DelayMessages", (int64_t)i->n_delayed);
+    xml_elem_bool(b, "LoggingEnabled", i->attrs.logging != 0);
+}
+
+static bool with_meta(const struct api_request *req)
+{
+    const char *v = auth_header_get(req->auth, "x-mns-with-meta");
+    return v != NULL && strcasecmp(v, "true") == 0;
+}
+
+static void render_list(const struct api_request *req, const struct smq_op *op,
+                        struct smq_buf *b)
+{
+    char url[512];
+    bool meta = with_meta(req);
+
+    xml_begin(b, "Queues");
+    for (size_t i = 0; i < op->n_listed; i++) {
+        xml_open(b, "Queue");
+        queue_url(req, op->listed[i].name, url, sizeof url);
+        xml_elem_str(b, "QueueURL", url);
+        if (meta)
+            attrs_elems(b, &op->listed[i]);
+        xml_close(b, "Queue");
+    }
+    if (op->next_marker[0] != '\0')
+        xml_elem_str(b, "NextMarker", op->next_marker);
+    xml_close(b, "Queues");
+}
+
+void api_render_queue(const struct api_request *req, struct api_call *call,
+                      struct api_response *resp)
+{
+    const struct smq_op *op = &call->op;
+
+    buf_reset(&resp->body);
+    switch (op->kind) {
+    case SMQ_OP_CREATE_QUEUE:
+        resp->status = op->created ? 201 : 204;
+        queue_url(req, op->queue, resp->location, sizeof resp->location);
+        break;
+    case SMQ_OP_GET_QUEUE:
+        resp->status = 200;
+        xml_begin(&resp->body, "Queue");
+        attrs_elems(&resp->body, &op->info);
+        xml_close(&resp->body, "Queue");
+        break;
+    case SMQ_OP_LIST_QUEUES:
+        resp->status = 200;
+        render_list(req, op, &resp->body);
+        break;
+    default:                         /* Set, Delete */
+        resp->status = 204;
+        break;
+    }
+}

@@ -1,0 +1,1103 @@
+/*
+ * engine.c — owns every queue and message state transition, the group
+ * commit around them, recovery from the store, and parked long polls.
+ * The contract is described in engine.h; the in-memory model in queue.h.
+ */
+#include "smqd/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smqd/log.h"
+#include "smqd/queue.h"
+
+#define SEQ_RESERVE_STEP 65536      /* ids reserved per meta write */
+#define EXPIRED_FLUSH_AT 1024       /* lazily deleted expired rows per flush */
+#define META_KEYS "handle_keys"
+#define META_NEXT_SEQ "next_seq"
+
+struct expired_row {
+    int64_t queue_id;
+    uint64_t seq;
+};
+
+struct smq_engine {
+    const struct smq_clock *clock;
+    struct smq_store *store;
+    int max_queues;
+    struct handle_keys keys;
+    struct queue_timebase tb;
+    struct twheel msg_wheel;         /* message delay / visibility / expiry */
+    struct twheel wait_wheel;        /* long-poll deadlines */
+    struct queue_registry queues;
+    struct msg_table msgs;
+    uint64_t next_seq, seq_reserved;
+    int64_t next_queue_id;
+    size_t n_waiters;
+    uint64_t reloads;
+
+    /* state of the run in progress */
+    int64_t now_ms;                  /* epoch ms, fixed for one run */
+    bool txn_open, txn_lost;
+    struct smq_op *done_head, **done_tail;
+    struct smq_queue *ready_head;
+    struct expired_row expired[EXPIRED_FLUSH_AT];
+    size_t n_expired;
+};
+
+static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
+static void on_wait_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
+
+void engine_default_attrs(struct smq_queue_attrs *a)
+{
+    a->delay_s = 0;
+    a->max_msg_size = SMQ_MSG_SIZE_MAX;
+    a->retention_s = 345600;
+    a->visibility_s = 30;
+    a->polling_wait_s = 0;
+    a->logging = 0;
+}
+
+void engine_op_init(struct smq_op *op, enum smq_op_kind kind)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->max_msgs = 1;
+    op->wait_s = -1;
+    op->list.ret_number = 1000;
+    twheel_node_init(&op->wait_timer);
+}
+
+void engine_op_release(struct smq_op *op)
+{
+    for (size_t i = 0; i < op->n_msgs; i++) {
+        free(op->msgs[i].body);
+        op->msgs[i].body = NULL;
+    }
+    op->n_msgs = 0;
+    free(op->listed);
+    op->listed = NULL;
+    op->n_listed = 0;
+}
+
+const struct handle_keys *engine_keys(const struct smq_engine *e)
+{
+    return &e->keys;
+}
+
+/* ---- completion and the transaction of one run ---------------------------- */
+
+static void complete(struct smq_engine *e, struct smq_op *op, int err)
+{
+    if (err != 0 && op->result.err == 0)
+        errors_set(&op->result, err, NULL);
+    op->next = NULL;
+    *e->done_tail = op;
+    e->done_tail = &op->next;
+}
+
+/* Opens the run's transaction on first use. */
+static int ensure_txn(struct smq_engine *e)
+{
+    if (e->txn_lost)
+        return SMQ_E_INTERNAL;
+    if (!e->txn_open) {
+        if (store_begin(e->store) != 0)
+            return SMQ_E_INTERNAL;
+        e->txn_open = true;
+    }
+    return 0;
+}
+
+/* Every write of an op runs inside a savepoint so that a failed statement
+ * undoes only that op; memory is touched only after write_end succeeded. */
+static int write_begin(struct smq_engine *e)
+{
+    int rc = ensure_txn(e);
+    if (rc == 0 && store_savepoint(e->store) != 0)
+        rc = SMQ_E_INTERNAL;
+    return rc;
+}
+
+static int write_end(struct smq_engine *e, int rc)
+{
+    if (rc == 0 && store_release(e->store) != 0)
+        rc = SMQ_E_INTERNAL;
+    if (rc != 0) {
+        store_rollback_to(e->store);
+        if (!store_in_txn(e->store))
+            e->txn_lost = true;     /* SQLite rolled back the whole transaction */
+    }
+    return rc;
+}
+
+static void mark_ready(struct smq_engine *e, struct smq_queue *q)
+{
+    if (q->ready || q->waiters_head == NULL)
+        return;
+    q->ready = true;
+    q->ready_next = e->ready_head;
+    e->ready_head = q;
+}
+
+/* ---- messages in memory ----------------------------------------------------- */
+
+static void msg_rec(const struct smq_msg *m, struct store_msg_rec *r)
+{
+    r->queue_id = m->queue->id;
+    r->seq = m->seq;
+    r->priority = m->priority;
+    r->enqueue_ms = m->enqueue_ms;
+    r->first_dequeue_ms = m->first_dequeue_ms;
+    r->visible_ms = m->visible_ms;
+    r->expire_ms = m->expire_ms;
+    r->dequeue_count = m->dequeue_count;
+    r->handle_gen = m->handle_gen;
+}
+
+static void msg_link(struct smq_engine *e, struct smq_queue *q, struct smq_msg *m)
+{
+    m->queue = q;
+    twheel_node_init(&m->timer);
+    msg_table_insert(&e->msgs, m);
+    queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
+    if (m->state == SMQ_MSG_ACTIVE)
+        mark_ready(e, q);
+}
+
+static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
+{
+    queue_msg_unplace(m->queue, m, &e->msg_wheel);
+    msg_table_remove(&e->msgs, m);
+    free(m);
+}
+
+static void expire_msg(struct smq_engine *e, struct smq_msg *m)
+{
+    /* The row is deleted lazily: a row past its expiry is never loaded
+     * again, so losing this delete (full buffer, failed run) is harmless. */
+    if (e->n_expired < EXPIRED_FLUSH_AT) {
+        e->expired[e->n_expired].queue_id = m->queue->id;
+        e->expired[e->n_expired].seq = m->seq;
+        e->n_expired++;
+    }
+    msg_destroy(e, m);
+}
+
+static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg)
+{
+    struct smq_engine *e = arg;
+    struct smq_msg *m = queue_msg_from_timer(n);
+    struct smq_queue *q = m->queue;
+
+    (void)now_mono;
+    if (m->expire_ms <= e->now_ms) {
+        expire_msg(e, m);
+        return;
+    }
+    queue_msg_unplace(q, m, &e->msg_wheel);
+    queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
+    if (m->state == SMQ_MSG_ACTIVE)
+        mark_ready(e, q);
+}
+
+/* ---- long polls ------------------------------------------------------------------ */
+
+static void waiter_unlink(struct smq_engine *e, struct smq_op *op)
+{
+    struct smq_queue *q = op->wait_queue;
+
+    if (op->wait_prev != NULL)
+        op->wait_prev->wait_next = op->wait_next;
+    else
+        q->waiters_head = op->wait_next;
+    if (op->wait_next != NULL)
+        op->wait_next->wait_prev = op->wait_prev;
+    else
+        q->waiters_tail = op->wait_prev;
+    op->wait_prev = op->wait_next = NULL;
+    op->wait_queue = NULL;
+    twheel_cancel(&e->wait_wheel, &op->wait_timer);
+    e->n_waiters--;
+}
+
+static void waiter_link(struct smq_engine *e, struct smq_queue *q, struct smq_op *op)
+{
+    op->wait_queue = q;
+    op->wait_next = NULL;
+    op->wait_prev = q->waiters_tail;
+    if (q->waiters_tail != NULL)
+        q->waiters_tail->wait_next = op;
+    else
+        q->waiters_head = op;
+    q->waiters_tail = op;
+    e->n_waiters++;
+}
+
+static void on_wait_timer(struct twheel_node *n, uint64_t now_mono, void *arg)
+{
+    struct smq_engine *e = arg;
+    struct smq_op *op = (struct smq_op *)((char *)n - offsetof(struct smq_op, wait_timer));
+
+    (void)now_mono;
+    waiter_unlink(e, op);
+    complete(e, op, SMQ_E_MESSAGE_NOT_EXIST);
+}
+
+static void fail_waiters(struct smq_engine *e, struct smq_queue *q, int err)
+{
+    while (q->waiters_head != NULL) {
+        struct smq_op *op = q->waiters_head;
+        waiter_unlink(e, op);
+        complete(e, op, err);
+    }
+}
+
+/* ---- queue operations ---------------------------------------------------------------- */
+
+static void queue_rec(const struct smq_queue *q, struct store_queue_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = q->id;
+    snprintf(r->name, sizeof r->name, "%s", q->name);
+    r->create_s = q->create_s;
+    r->modify_s = q->modify_s;
+    r->delay_s = q->attrs.delay_s;
+    r->max_msg_size = q->attrs.max_msg_size;
+    r->retention_s = q->attrs.retention_s;
+    r->visibility_s = q->attrs.visibility_s;
+    r->polling_wait_s = q->attrs.polling_wait_s;
+    r->logging = q->attrs.logging;
+}
+
+/* The request's attributes laid over base. */
+static void overlay_attrs(struct smq_queue_attrs *base, const struct smq_op *op)
+{
+    unsigned p = op->attrs_present;
+
+    if (p & SMQ_ATTR_DELAY)
+        base->delay_s = op->attrs.delay_s;
+    if (p & SMQ_ATTR_MAX_MSG_SIZE)
+        base->max_msg_size = op->attrs.max_msg_size;
+    if (p & SMQ_ATTR_RETENTION)
+        base->retention_s = op->attrs.retention_s;
+    if (p & SMQ_ATTR_VISIBILITY)
+        base->visibility_s = op->attrs.visibility_s;
+    if (p & SMQ_ATTR_POLLING_WAIT)
+        base->polling_wait_s = op->attrs.polling_wait_s;
+    if (p & SMQ_ATTR_LOGGING)
+        base->logging = op->attrs.logging;
+}
+
+static bool attrs_equal(const struct smq_queue_attrs *a, const struct smq_queue_attrs *b)
+{
+    return a->delay_s == b->delay_s && a->max_msg_size == b->max_msg_size
+        && a->retention_s == b->retention_s && a->visibility_s == b->visibility_s
+        && a->polling_wait_s == b->polling_wait_s && a->logging == b->logging;
+}
+
+static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
+{
+    struct smq_queue_attrs attrs;
+    struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
+    struct store_queue_rec rec;
+    int64_t now_s = e->now_ms / 1000;
+    int rc;
+
+    engine_default_attrs(&attrs);
+    overlay_attrs(&attrs, op);
+    if (q != NULL) {
+        op->created = false;
+        return attrs_equal(&attrs, &q->attrs) ? 0 : SMQ_E_QUEUE_ALREADY_EXIST;
+    }
+    if (e->queues.n >= (size_t)e->max_queues)
+        return errors_set(&op->result, SMQ_E_TOO_MANY_QUEUES,
+                          "The number of queues has reached the limit of %d.", e->max_queues);
+    if (queue_registry_reserve(&e->queues) != 0
+        || (q = queue_new(e->next_queue_id, op->queue, &attrs, now_s, now_s)) == NULL)
+        return SMQ_E_NOMEM;
+    queue_rec(q, &rec);
+    rc = write_begin(e);
+    if (rc == 0)
+        rc = store_queue_insert(e->store, &rec);
+    rc = write_end(e, rc);
+    if (rc != 0) {
+        queue_free(q);
+        return rc;
+    }
+    e->next_queue_id++;
+    queue_registry_insert(&e->queues, q);
+    op->created = true;
+    return 0;
+}
+
+static int exec_set_queue(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_queue updated = *q;
+    struct store_queue_rec rec;
+    int rc;
+
+    overlay_attrs(&updated.attrs, op);
+    updated.modify_s = e->now_ms / 1000;
+    queue_rec(&updated, &rec);
+    rc = write_begin(e);
+    if (rc == 0)
+        rc = store_queue_update(e->store, &rec);
+    rc = write_end(e, rc);
+    if (rc == 0) {
+        q->attrs = updated.attrs;
+        q->modify_s = updated.modify_s;
+    }
+    return rc;
+}
+
+/* Frees every message of q; O(all messages), but deleting a queue is rare. */
+static void destroy_queue_msgs(struct smq_engine *e, struct smq_queue *q)
+{
+    for (size_t b = 0; b < e->msgs.n_buckets; b++) {
+        struct smq_msg *m = e->msgs.buckets[b];
+        while (m != NULL) {
+            struct smq_msg *next = m->hash_next;
+            if (m->queue == q)
+                msg_destroy(e, m);
+            m = next;
+        }
+    }
+}
+
+static int exec_delete_queue(struct smq_engine *e, struct smq_op *op)
+{
+    struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
+    int rc;
+
+    if (q == NULL)
+        return 0;               /* idempotent, like the service (docs/protocol-decisions.md) */
+    rc = write_begin(e);
+    if (rc == 0)
+        rc = store_queue_delete(e->store, q->id);
+    rc = write_end(e, rc);
+    if (rc != 0)
+        return rc;
+    fail_waiters(e, q, SMQ_E_QUEUE_NOT_EXIST);
+    destroy_queue_msgs(e, q);
+    queue_registry_remove(&e->queues, q);
+    if (q->ready) {             /* unlink from the ready list before freeing */
+        struct smq_queue **link = &e->ready_head;
+        while (*link != q)
+            link = &(*link)->ready_next;
+        *link = q->ready_next;
+    }
+    queue_free(q);
+    return 0;
+}
+
+static bool has_prefix(const char *name, const char *prefix)
+{
+    return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+static int exec_list_queues(struct smq_engine *e, struct smq_op *op)
+{
+    const char *from = strcmp(op->list.marker, op->list.prefix) > 0 ? op->list.marker : op->list.prefix;
+    size_t i = queue_registry_lower_bound(&e->queues, from);
+    size_t limit = (size_t)op->list.ret_number;
+
+    op->listed = calloc(limit, sizeof *op->listed);
+    if (op->listed == NULL)
+        return SMQ_E_NOMEM;
+    for (; i < e->queues.n && op->n_listed < limit; i++) {
+        if (!has_prefix(e->queues.items[i]->name, op->list.prefix))
+            break;
+        queue_info(e->queues.items[i], &op->listed[op->n_listed++]);
+    }
+    if (i < e->queues.n && has_prefix(e->queues.items[i]->name, op->list.prefix))
+        snprintf(op->next_marker, sizeof op->next_marker, "%s", e->queues.items[i]->name);
+    return 0;
+}
+
+/* ---- message operations ---------------------------------------------------------------- */
+
+static int next_seq(struct smq_engine *e, uint64_t *seq)
+{
+    if (e->next_seq >= e->seq_reserved) {
+        char text[24];
+        uint64_t reserve = e->next_seq + SEQ_RESERVE_STEP;
+        int n = snprintf(text, sizeof text, "%llu", (unsigned long long)reserve);
+        if (store_meta_set(e->store, META_NEXT_SEQ, text, (size_t)n) != 0)
+            return SMQ_E_INTERNAL;
+        e->seq_reserved = reserve;
+    }
+    *seq = e->next_seq++;
+    return 0;
+}
+
+static int check_send_items(const struct smq_queue *q, struct smq_op *op)
+{
+    for (size_t i = 0; i < op->n_send; i++) {
+        const struct smq_send_item *it = &op->send[i];
+        if (it->body_len < 1 || (int64_t)it->body_len > q->attrs.max_msg_size)
+            return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
+                              "The value of MessageBody should between 1 and %lld bytes%s.",
+                              (long long)q->attrs.max_msg_size,
+                              op->n_send > 1 ? " (in a message of the batch)" : "");
+    }
+    return 0;
+}
+
+static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_msg *fresh[SMQ_BATCH_MAX] = {0};
+    struct store_msg_rec rec;
+    int rc = check_send_items(q, op);
+    size_t i;
+
+    for (i = 0; rc == 0 && i < op->n_send; i++)
+        if ((fresh[i] = calloc(1, sizeof *fresh[i])) == NULL)
+            rc = SMQ_E_NOMEM;
+    if (rc == 0)
+        rc = write_begin(e);
+    for (i = 0; rc == 0 && i < op->n_send; i++) {
+        struct smq_msg *m = fresh[i];
+        const struct smq_send_item *it = &op->send[i];
+        int64_t delay_s = it->delay_s > 0 ? it->delay_s : q->attrs.delay_s;
+
+        m->queue = q;
+        m->priority = (uint8_t)it->priority;
+        m->enqueue_ms = e->now_ms;
+        m->visible_ms = e->now_ms + delay_s * 1000;
+        m->expire_ms = e->now_ms + q->attrs.retention_s * 1000;
+        rc = next_seq(e, &m->seq);
+        if (rc == 0) {
+            msg_rec(m, &rec);
+            rc = store_msg_insert(e->store, &rec, it->body, it->body_len);
+        }
+    }
+    if (fresh[0] != NULL && (rc == 0 || rc == SMQ_E_INTERNAL))
+        rc = write_end(e, rc);
+    for (i = 0; i < op->n_send; i++) {
+        if (rc == 0) {
+            op->sent_seq[i] = fresh[i]->seq;
+            msg_link(e, q, fresh[i]);
+        } else {
+            free(fresh[i]);
+        }
+    }
+    return rc;
+}
+
+/* Reads m's body into view (the caller fills the rest). */
+static int read_body(struct smq_engine *e, const struct smq_msg *m, struct smq_msg_view *view)
+{
+    struct smq_buf body;
+    int rc;
+
+    buf_init(&body);
+    rc = store_msg_body(e->store, m->queue->id, m->seq, &body);
+    if (rc == 0 && body.data == NULL)
+        buf_append(&body, "", 0);       /* an empty body still gets a buffer */
+    if (rc == 0 && buf_failed(&body))
+        rc = SMQ_E_NOMEM;
+    if (rc != 0) {
+        buf_free(&body);
+        return rc;
+    }
+    view->body = buf_take(&body, &view->body_len);
+    return 0;
+}
+
+static void fill_view(const struct smq_msg *m, struct smq_msg_view *v)
+{
+    v->seq = m->seq;
+    v->handle_gen = m->handle_gen;
+    v->enqueue_ms = m->enqueue_ms;
+    /* FirstDequeueTime equals EnqueueTime while DequeueCount is 0 (§6.1). */
+    v->first_dequeue_ms = m->dequeue_count > 0 ? m->first_dequeue_ms : m->enqueue_ms;
+    v->next_visible_ms = m->visible_ms;
+    v->dequeue_count = m->dequeue_count;
+    v->priority = m->priority;
+}
+
+/* Takes up to max Active messages out of q's heap, best first. */
+static size_t take_active(struct smq_engine *e, struct smq_queue *q, int max, struct smq_msg **out)
+{
+    size_t n = 0;
+    struct smq_msg *m;
+
+    while (n < (size_t)max && (m = queue_first_active(q)) != NULL) {
+        queue_msg_unplace(q, m, &e->msg_wheel);
+        out[n++] = m;
+    }
+    return n;
+}
+
+static void put_back(struct smq_engine *e, struct smq_queue *q, struct smq_msg **msgs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        queue_msg_place(q, msgs[i], e->now_ms, &e->msg_wheel, &e->tb);
+}
+
+static void drop_bodies(struct smq_op *op)
+{
+    engine_op_release(op);
+}
+
+static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_msg *taken[SMQ_BATCH_MAX];
+    size_t n = take_active(e, q, op->max_msgs, taken);
+    int64_t visible_ms = e->now_ms + q->attrs.visibility_s * 1000;
+    int rc = n > 0 ? write_begin(e) : 0;
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct smq_msg next = *taken[i];
+        struct store_msg_rec rec;
+
+        next.dequeue_count++;
+        next.handle_gen++;
+        if (next.first_dequeue_ms == 0)
+            next.first_dequeue_ms = e->now_ms;
+        next.visible_ms = visible_ms;
+        msg_rec(&next, &rec);
+        rc = store_msg_update(e->store, &rec);
+        if (rc == 0)
+            rc = read_body(e, taken[i], &op->msgs[op->n_msgs]);
+        if (rc == 0)
+            fill_view(&next, &op->msgs[op->n_msgs++]);
+    }
+    if (n > 0)
+        rc = write_end(e, rc);
+    if (rc != 0) {
+        drop_bodies(op);
+        put_back(e, q, taken, n);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct smq_msg *m = taken[i];
+        m->dequeue_count++;
+        m->handle_gen++;
+        if (m->first_dequeue_ms == 0)
+            m->first_dequeue_ms = e->now_ms;
+        m->visible_ms = visible_ms;
+        queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
+    }
+    return n > 0 ? 0 : SMQ_E_MESSAGE_NOT_EXIST;
+}
+
+/* Returns 1 when op was parked (it finishes later), else an op result. */
+static int exec_receive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    int64_t wait_s = op->wait_s >= 0 ? op->wait_s : q->attrs.polling_wait_s;
+    int rc;
+
+    /* Parked polls are served first (FIFO), so a newcomer may not overtake them. */
+    if (q->waiters_head != NULL && wait_s > 0) {
+        waiter_link(e, q, op);
+        twheel_arm(&e->wait_wheel, &op->wait_timer, clock_mono_ms(e->clock) + (uint64_t)wait_s * 1000);
+        return 1;
+    }
+    rc = receive_now(e, op, q);
+    if (rc != SMQ_E_MESSAGE_NOT_EXIST || wait_s <= 0)
+        return rc;
+    waiter_link(e, q, op);
+    twheel_arm(&e->wait_wheel, &op->wait_timer, clock_mono_ms(e->clock) + (uint64_t)wait_s * 1000);
+    return 1;
+}
+
+static int exec_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_msg *taken[SMQ_BATCH_MAX];
+    size_t n = take_active(e, q, op->max_msgs, taken);
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = read_body(e, taken[i], &op->msgs[op->n_msgs]);
+        if (rc == 0)
+            fill_view(taken[i], &op->msgs[op->n_msgs++]);
+    }
+    put_back(e, q, taken, n);
+    if (rc != 0)
+        drop_bodies(op);
+    return rc != 0 ? rc : (n > 0 ? 0 : SMQ_E_MESSAGE_NOT_EXIST);
+}
+
+/* The message a receipt handle names, if the handle is still current. */
+static struct smq_msg *handle_target(struct smq_engine *e, struct smq_queue *q,
+                                     const struct smq_handle_ref *ref, int *err)
+{
+    struct smq_msg *m;
+
+    if (ref->err != 0) {
+        *err = ref->err;
+        return NULL;
+    }
+    m = msg_table_find(&e->msgs, ref->seq);
+    if (m == NULL || m->queue != q || m->state != SMQ_MSG_INACTIVE || m->handle_gen != ref->gen) {
+        *err = SMQ_E_MESSAGE_NOT_EXIST;
+        return NULL;
+    }
+    *err = 0;
+    return m;
+}
+
+static int exec_delete_msgs(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_msg *doomed[SMQ_BATCH_MAX] = {0};
+    size_t n_doomed = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < op->n_handles; i++) {
+        struct smq_msg *m = handle_target(e, q, &op->handles[i], &op->handles[i].err);
+        for (size_t j = 0; m != NULL && j < n_doomed; j++)
+            if (doomed[j] == m) {           /* the same handle twice in one batch */
+                m = NULL;
+                op->handles[i].err = SMQ_E_MESSAGE_NOT_EXIST;
+            }
+        if (m != NULL)
+            doomed[n_doomed++] = m;
+    }
+    if (n_doomed > 0) {
+        rc = write_begin(e);
+        for (size_t j = 0; rc == 0 && j < n_doomed; j++)
+            rc = store_msg_delete(e->store, q->id, doomed[j]->seq);
+        rc = write_end(e, rc);
+    }
+    if (rc != 0)
+        return rc;
+    for (size_t j = 0; j < n_doomed; j++)
+        msg_destroy(e, doomed[j]);
+    return op->n_handles == 1 ? op->handles[0].err : 0;
+}
+
+static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    int err;
+    struct smq_msg *m = handle_target(e, q, &op->handles[0], &err);
+    struct smq_msg next;
+    struct store_msg_rec rec;
+    int rc;
+
+    if (m == NULL)
+        return err;
+    next = *m;
+    next.handle_gen++;
+    next.visible_ms = e->now_ms + op->visibility_s * 1000;
+    msg_rec(&next, &rec);
+    rc = write_begin(e);
+    if (rc == 0)
+        rc = store_msg_update(e->store, &rec);
+    rc = write_end(e, rc);
+    if (rc != 0)
+        return rc;
+    queue_msg_unplace(q, m, &e->msg_wheel);
+    m->handle_gen = next.handle_gen;
+    m->visible_ms = next.visible_ms;
+    queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
+    if (m->state == SMQ_MSG_ACTIVE)
+        mark_ready(e, q);
+    op->new_gen = m->handle_gen;
+    op->next_visible_ms = m->visible_ms;
+    return 0;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+/* Runs op; returns 1 if it was parked, else its result code. */
+static int exec_op(struct smq_engine *e, struct smq_op *op)
+{
+    struct smq_queue *q;
+
+    switch (op->kind) {
+    case SMQ_OP_CREATE_QUEUE:
+        return exec_create_queue(e, op);
+    case SMQ_OP_DELETE_QUEUE:
+        return exec_delete_queue(e, op);
+    case SMQ_OP_LIST_QUEUES:
+        return exec_list_queues(e, op);
+    default:
+        break;
+    }
+    q = queue_registry_find(&e->queues, op->queue);
+    if (q == NULL)
+        return SMQ_E_QUEUE_NOT_EXIST;
+    switch (op->kind) {
+    case SMQ_OP_SET_QUEUE:
+        return exec_set_queue(e, op, q);
+    case SMQ_OP_GET_QUEUE:
+        queue_info(q, &op->info);
+        return 0;
+    case SMQ_OP_SEND:
+        return exec_send(e, op, q);
+    case SMQ_OP_RECEIVE:
+        return exec_receive(e, op, q);
+    case SMQ_OP_PEEK:
+        return exec_peek(e, op, q);
+    case SMQ_OP_DELETE_MSG:
+        return exec_delete_msgs(e, op, q);
+    case SMQ_OP_CHANGE_VISIBILITY:
+        return exec_change_visibility(e, op, q);
+    default:
+        return SMQ_E_INTERNAL;
+    }
+}
+
+/* Hands newly Active messages to parked long polls, oldest poll first. */
+static void serve_ready(struct smq_engine *e)
+{
+    while (e->ready_head != NULL) {
+        struct smq_queue *q = e->ready_head;
+        e->ready_head = q->ready_next;
+        q->ready = false;
+        while (q->waiters_head != NULL && q->n_active > 0) {
+            struct smq_op *op = q->waiters_head;
+            int rc;
+            waiter_unlink(e, op);
+            rc = e->txn_lost ? SMQ_E_INTERNAL : receive_now(e, op, q);
+            complete(e, op, rc);
+        }
+    }
+}
+
+static void flush_expired(struct smq_engine *e, bool force)
+{
+    if (e->n_expired == 0 || (!force && !e->txn_open && e->n_expired < EXPIRED_FLUSH_AT))
+        return;
+    if (write_begin(e) != 0)
+        return;
+    for (size_t i = 0; i < e->n_expired; i++)
+        if (store_msg_delete(e->store, e->expired[i].queue_id, e->expired[i].seq) != 0)
+            break;
+    write_end(e, 0);
+    e->n_expired = 0;
+}
+
+static void reload(struct smq_engine *e);
+
+/* Commits the run (or recovers from its loss), then reports every finished op. */
+static void finish_run(struct smq_engine *e)
+{
+    struct smq_op *op;
+
+    if (e->txn_open) {
+        int rc = e->txn_lost ? SMQ_E_INTERNAL : store_commit(e->store);
+        if (rc != 0) {
+            store_rollback(e->store);
+            e->txn_lost = true;
+        }
+        e->txn_open = false;
+    }
+    if (e->txn_lost) {
+        reload(e);
+        for (op = e->done_head; op != NULL; op = op->next) {
+            engine_op_release(op);
+            op->created = false;
+            errors_set(&op->result, SMQ_E_INTERNAL, NULL);
+        }
+        e->txn_lost = false;
+    }
+    op = e->done_head;
+    e->done_head = NULL;
+    e->done_tail = &e->done_head;
+    while (op != NULL) {
+        struct smq_op *next = op->next;
+        op->next = NULL;
+        op->done(op, op->done_arg);
+        op = next;
+    }
+}
+
+static void advance_clock(struct smq_engine *e)
+{
+    uint64_t mono = clock_mono_ms(e->clock);
+
+    e->now_ms = (int64_t)mono + e->tb.epoch_minus_mono_ms;
+    twheel_advance(&e->msg_wheel, mono);
+    twheel_advance(&e->wait_wheel, mono);
+}
+
+void engine_run(struct smq_engine *e, struct smq_op *ops)
+{
+    advance_clock(e);
+    serve_ready(e);
+    while (ops != NULL) {
+        struct smq_op *op = ops;
+        int rc;
+        ops = ops->next;
+        op->next = NULL;
+        op->result.err = 0;
+        rc = e->txn_lost ? SMQ_E_INTERNAL : exec_op(e, op);
+        if (rc != 1)
+            complete(e, op, rc);
+        serve_ready(e);
+    }
+    flush_expired(e, false);
+    finish_run(e);
+}
+
+uint64_t engine_next_timeout_ms(struct smq_engine *e)
+{
+    uint64_t now = clock_mono_ms(e->clock);
+    uint64_t a = twheel_next_timeout_ms(&e->msg_wheel, now);
+    uint64_t b = twheel_next_timeout_ms(&e->wait_wheel, now);
+    return a < b ? a : b;
+}
+
+void engine_drain(struct smq_engine *e)
+{
+    advance_clock(e);
+    for (size_t i = 0; i < e->queues.n; i++)
+        fail_waiters(e, e->queues.items[i], SMQ_E_MESSAGE_NOT_EXIST);
+    flush_expired(e, true);
+    finish_run(e);
+}
+
+void engine_stats(const struct smq_engine *e, struct engine_stats *out)
+{
+    out->queues = e->queues.n;
+    out->messages = e->msgs.count;
+    out->waiters = e->n_waiters;
+    out->reloads = e->reloads;
+}
+
+/* ---- loading (start-up and after a lost transaction) ------------------------------------ */
+
+struct load_ctx {
+    struct smq_engine *e;
+    struct smq_queue *cur;           /* messages arrive ordered by queue id */
+    size_t n_expired_rows;
+    int rc;
+};
+
+static int load_queue(void *arg, const struct store_queue_rec *r)
+{
+    struct load_ctx *ctx = arg;
+    struct smq_engine *e = ctx->e;
+    struct smq_queue_attrs attrs = {r->delay_s, r->max_msg_size, r->retention_s,
+                                    r->visibility_s, r->polling_wait_s, r->logging};
+    struct smq_queue *q;
+
+    if (queue_registry_reserve(&e->queues) != 0
+        || (q = queue_new(r->id, r->name, &attrs, r->create_s, r->modify_s)) == NULL)
+        return ctx->rc = SMQ_E_NOMEM;
+    queue_registry_insert(&e->queues, q);
+    if (r->id >= e->next_queue_id)
+        e->next_queue_id = r->id + 1;
+    return 0;
+}
+
+static struct smq_queue *queue_by_id(struct smq_engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->queues.n; i++)
+        if (e->queues.items[i]->id == id)
+            return e->queues.items[i];
+    return NULL;
+}
+
+static int load_msg(void *arg, const struct store_msg_rec *r)
+{
+    struct load_ctx *ctx = arg;
+    struct smq_engine *e = ctx->e;
+    struct smq_msg *m;
+
+    if (r->seq >= e->next_seq)
+        e->next_seq = r->seq + 1;
+    if (ctx->cur == NULL || ctx->cur->id != r->queue_id)
+        ctx->cur = queue_by_id(e, r->queue_id);
+    if (ctx->cur == NULL || r->expire_ms <= e->now_ms) {
+        /* Orphan or expired: never comes back; delete the row if we can. */
+        if (e->n_expired < EXPIRED_FLUSH_AT) {
+            e->expired[e->n_expired].queue_id = r->queue_id;
+            e->expired[e->n_expired++].seq = r->seq;
+        }
+        ctx->n_expired_rows++;
+        return 0;
+    }
+    if ((m = calloc(1, sizeof *m)) == NULL)
+        return ctx->rc = SMQ_E_NOMEM;
+    m->seq = r->seq;
+    m->priority = (uint8_t)r->priority;
+    m->enqueue_ms = r->enqueue_ms;
+    m->first_dequeue_ms = r->first_dequeue_ms;
+    m->visible_ms = r->visible_ms;
+    m->expire_ms = r->expire_ms;
+    m->dequeue_count = r->dequeue_count;
+    m->handle_gen = r->handle_gen;
+    msg_link(e, ctx->cur, m);
+    return 0;
+}
+
+static int load_seq_mark(struct smq_engine *e)
+{
+    struct smq_buf val;
+    int found = 0, rc;
+
+    buf_init(&val);
+    rc = store_meta_get(e->store, META_NEXT_SEQ, &val, &found);
+    if (rc == 0 && found && val.data != NULL) {
+        unsigned long long mark = strtoull(val.data, NULL, 10);
+        if (mark > e->next_seq)
+            e->next_seq = mark;
+    }
+    buf_free(&val);
+    e->seq_reserved = e->next_seq;      /* the next id forces a fresh reservation */
+    return rc;
+}
+
+static int load_state(struct smq_engine *e)
+{
+    struct load_ctx ctx = {e, NULL, 0, 0};
+    int rc;
+
+    e->next_seq = 1;
+    e->next_queue_id = 1;
+    advance_clock(e);
+    rc = store_queue_load(e->store, load_queue, &ctx);
+    if (rc == 0)
+        rc = store_msg_load(e->store, load_msg, &ctx);
+    if (rc == 0)
+        rc = ctx.rc;
+    if (rc == 0)
+        rc = load_seq_mark(e);
+    if (ctx.n_expired_rows > EXPIRED_FLUSH_AT)
+        SMQ_INFO("recovery: %zu expired messages will be removed lazily", ctx.n_expired_rows);
+    return rc;
+}
+
+static void free_state(struct smq_engine *e)
+{
+    for (size_t b = 0; b < e->msgs.n_buckets; b++) {
+        struct smq_msg *m = e->msgs.buckets[b];
+        while (m != NULL) {
+            struct smq_msg *next = m->hash_next;
+            twheel_cancel(&e->msg_wheel, &m->timer);
+            free(m);
+            m = next;
+        }
+        e->msgs.buckets[b] = NULL;
+    }
+    e->msgs.count = 0;
+    for (size_t i = 0; i < e->queues.n; i++)
+        queue_free(e->queues.items[i]);
+    e->queues.n = 0;
+    e->ready_head = NULL;
+}
+
+/* After a lost transaction memory may be ahead of disk: rebuild it from the
+ * store, keeping parked long polls on the queues that still exist. */
+static void reload(struct smq_engine *e)
+{
+    struct smq_op *parked = NULL;
+    int rc;
+
+    for (size_t i = 0; i < e->queues.n; i++) {
+        struct smq_queue *q = e->queues.items[i];
+        while (q->waiters_head != NULL) {
+            struct smq_op *op = q->waiters_head;
+            uint64_t deadline = op->wait_timer.deadline_ms;
+            waiter_unlink(e, op);
+            op->wait_timer.deadline_ms = deadline;
+            op->next = parked;
+            parked = op;
+        }
+    }
+    free_state(e);
+    e->n_expired = 0;
+    rc = load_state(e);
+    e->reloads++;
+    SMQ_ERROR("engine: a transaction was lost; state reloaded from the store (%s)",
+              rc == 0 ? "ok" : "FAILED");
+    while (parked != NULL) {
+        struct smq_op *op = parked;
+        struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
+        parked = op->next;
+        if (q == NULL) {
+            complete(e, op, SMQ_E_QUEUE_NOT_EXIST);
+            continue;
+        }
+        waiter_link(e, q, op);
+        twheel_arm(&e->wait_wheel, &op->wait_timer, op->wait_timer.deadline_ms);
+    }
+}
+
+static int load_keys(struct smq_engine *e)
+{
+    struct smq_buf val;
+    int found = 0;
+    int rc;
+
+    buf_init(&val);
+    rc = store_meta_get(e->store, META_KEYS, &val, &found);
+    if (rc == 0 && found && val.len == sizeof e->keys) {
+        memcpy(&e->keys, val.data, sizeof e->keys);
+    } else if (rc == 0) {
+        rc = handle_keys_generate(&e->keys);
+        if (rc == 0 && store_begin(e->store) != 0)
+            rc = SMQ_E_INTERNAL;
+        if (rc == 0) {
+            rc = store_meta_set(e->store, META_KEYS, &e->keys, sizeof e->keys);
+            rc = rc == 0 ? store_commit(e->store) : rc;
+            if (rc != 0)
+                store_rollback(e->store);
+        }
+    }
+    buf_free(&val);
+    return rc;
+}
+
+int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
+                char *err, size_t err_size)
+{
+    struct smq_engine *e = calloc(1, sizeof *e);
+    uint64_t mono;
+    int rc = SMQ_E_NOMEM;
+
+    if (e == NULL)
+        goto fail;
+    e->clock = opts->clock;
+    e->store = opts->store;
+    e->max_queues = opts->max_queues > 0 ? opts->max_queues : 1000;
+    e->done_tail = &e->done_head;
+    mono = clock_mono_ms(e->clock);
+    e->tb.epoch_minus_mono_ms = clock_epoch_ms(e->clock) - (int64_t)mono;
+    twheel_init(&e->msg_wheel, mono, on_msg_timer, e);
+    twheel_init(&e->wait_wheel, mono, on_wait_timer, e);
+    queue_registry_init(&e->queues);
+    if (msg_table_init(&e->msgs) != 0)
+        goto fail_engine;
+    rc = load_keys(e);
+    if (rc != 0) {
+        snprintf(err, err_size, "cannot read or create the receipt-handle keys");
+        goto fail_state;
+    }
+    rc = load_state(e);
+    if (rc != 0) {
+        snprintf(err, err_size, "cannot load queues and messages from the store");
+        goto fail_state;
+    }
+    flush_expired(e, true);
+    finish_run(e);
+    *out = e;
+    return 0;
+
+fail_state:
+    free_state(e);
+    queue_registry_free(&e->queues);
+    msg_table_free(&e->msgs);
+fail_engine:
+    free(e);
+fail:
+    if (rc == SMQ_E_NOMEM)
+        snprintf(err, err_size, "out of memory");
+    return rc;
+}
+
+void engine_close(struct smq_engine *e)
+{
+    if (e == NULL)
+        return;
+    engine_drain(e);
+    free_state(e);
+    queue_registry_free(&e->queues);
+    msg_table_free(&e->msgs);
+    free(e);
+}

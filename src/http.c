@@ -1,0 +1,402 @@
+/*
+ * http.c — owns the libmicrohttpd daemon and the life of one HTTP request:
+ * raw target capture, body buffering under a cap, suspend while the engine
+ * works, the response with its mandatory headers, and the request log line.
+ */
+#include "smqd/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "smqd/crypto.h"
+#include "smqd/log.h"
+
+#define MAX_HEADERS 128
+
+enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
+
+struct smq_http {
+    struct MHD_Daemon *daemon;
+    struct http_opts opts;
+    uint16_t port;
+    char id_prefix[13];          /* 12 hex digits, random per process */
+    uint64_t id_counter;         /* atomic */
+};
+
+struct http_req {
+    struct smq_http *http;
+    struct MHD_Connection *conn;
+    char *target;                /* raw request target, as received */
+    char method[16];
+    char request_id[25];
+    uint64_t start_us;
+    struct smq_buf body;
+    bool started, too_large;
+    int state;                   /* enum req_state; crosses threads (atomic) */
+    struct api_call call;
+    int status;
+    const char *error_code;      /* for the log line; NULL on success */
+};
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- request ids and the request record ------------------------------------ */
+
+static void next_request_id(struct smq_http *h, char out[25])
+{
+    uint64_t n = __atomic_fetch_add(&h->id_counter, 1, __ATOMIC_RELAXED);
+    snprintf(out, 25, "%s%012llX", h->id_prefix, (unsigned long long)(n & 0xFFFFFFFFFFFFull));
+}
+
+/* libmicrohttpd calls this with the raw request target before anything else;
+ * its return value becomes the request's context. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct smq_http *h = cls;
+    struct http_req *r = calloc(1, sizeof *r);
+
+    (void)conn;
+    if (r == NULL)
+        return NULL;
+    r->http = h;
+    r->target = strdup(uri ? uri : "");
+    r->start_us = mono_us();
+    buf_init(&r->body);
+    api_call_init(&r->call);
+    next_request_id(h, r->request_id);
+    return r;
+}
+
+static void log_request(const struct http_req *r)
+{
+    const struct smq_op *op = &r->call.op;
+
+    SMQ_INFO("request id=%s action=%s queue=%s status=%d code=%s latency_ms=%.3f",
+             r->request_id, api_action_name(r->call.action),
+             op->queue[0] ? op->queue : "-", r->status,
+             r->error_code ? r->error_code : "-",
+             (double)(mono_us() - r->start_us) / 1000.0);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct http_req *r = *req_cls;
+
+    (void)cls, (void)conn, (void)toe;
+    if (r == NULL)
+        return;
+    if (r->http->opts.log_requests && r->started)
+        log_request(r);
+    api_call_free(&r->call);
+    buf_free(&r->body);
+    free(r->target);
+    free(r);
+    *req_cls = NULL;
+}
+
+/* ---- responses -------------------------------------------------------------- */
+
+static enum MHD_Result send_response(struct http_req *r, struct api_response *resp)
+{
+    size_t len = 0;
+    char *data = buf_failed(&resp->body) ? NULL : buf_take(&resp->body, &len);
+    struct MHD_Response *mr;
+    enum MHD_Result ret;
+
+    if (buf_failed(&resp->body)) {
+        resp->status = 500;             /* could not build the document */
+        r->error_code = "InternalError";
+    }
+    mr = (data != NULL && len > 0)
+             ? MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE)
+             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (mr == NULL) {
+        free(data);
+        return MHD_NO;
+    }
+    if (len == 0)
+        free(data);
+    MHD_add_response_header(mr, "x-mns-request-id", r->request_id);
+    MHD_add_response_header(mr, "x-mns-version", AUTH_MNS_VERSION);
+    if (len > 0)
+        MHD_add_response_header(mr, "Content-Type", "text/xml;charset=utf-8");
+    if (resp->location[0] != '\0')
+        MHD_add_response_header(mr, "Location", resp->location);
+    r->status = resp->status;
+    ret = MHD_queue_response(r->conn, (unsigned int)resp->status, mr);
+    MHD_destroy_response(mr);
+    return ret;
+}
+
+static struct api_request make_api_request(struct http_req *r, struct auth_request *auth)
+{
+    const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Host");
+    struct api_request req = {r->method, r->target, host ? host : "", r->body.data,
+                              r->body.len, auth};
+    if (req.body == NULL)
+        req.body = "";
+    return req;
+}
+
+static enum MHD_Result send_error(struct http_req *r, const struct api_request *req,
+                                  const struct smq_errinfo *ei)
+{
+    struct api_response resp = {0};
+    enum MHD_Result ret;
+
+    buf_init(&resp.body);
+    api_render_error(req, ei, r->request_id, &resp);
+    r->error_code = errors_info(ei->err)->code;
+    ret = send_response(r, &resp);
+    buf_free(&resp.body);
+    return ret;
+}
+
+/* ---- headers for signing ------------------------------------------------------- */
+
+struct header_vec {
+    struct auth_header items[MAX_HEADERS];
+    size_t n;
+    bool overflow;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    struct header_vec *v = cls;
+
+    (void)kind;
+    if (v->n == MAX_HEADERS) {
+        v->overflow = true;
+        return MHD_NO;
+    }
+    v->items[v->n].name = key;
+    v->items[v->n].value = value ? value : "";
+    v->n++;
+    return MHD_YES;
+}
+
+/* ---- the request path ------------------------------------------------------------- */
+
+static void on_op_done(struct smq_op *op, void *arg)
+{
+    struct http_req *r = arg;
+
+    (void)op;
+    __atomic_store_n(&r->state, REQ_DONE, __ATOMIC_RELEASE);
+    MHD_resume_connection(r->conn);
+}
+
+static enum MHD_Result render_done(struct http_req *r)
+{
+    struct auth_request auth = {r->method, r->target, NULL, 0};
+    struct api_request req = make_api_request(r, &auth);
+    struct api_response resp = {0};
+    enum MHD_Result ret;
+
+    buf_init(&resp.body);
+    api_render(&r->http->opts.api, &req, &r->call, r->request_id, &resp);
+    if (r->call.op.result.err != 0 && resp.status >= 400)
+        r->error_code = errors_info(r->call.op.result.err)->code;
+    else if (resp.status == 404)
+        r->error_code = "MessageNotExist";      /* BatchDelete partial failure */
+    ret = send_response(r, &resp);
+    buf_free(&resp.body);
+    return ret;
+}
+
+static enum MHD_Result process(struct http_req *r)
+{
+    struct header_vec *hv = calloc(1, sizeof *hv);
+    struct auth_request auth = {r->method, r->target, NULL, 0};
+    struct api_request req = make_api_request(r, &auth);
+    struct smq_errinfo ei = {0, ""};
+    enum MHD_Result ret;
+
+    if (hv == NULL)
+        return MHD_NO;
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, hv);
+    auth.headers = hv->items;
+    auth.n_headers = hv->n;
+    if (hv->overflow)
+        errors_set(&ei, SMQ_E_INVALID_ARGUMENT, "Too many request headers (at most %d).", MAX_HEADERS);
+    else if (r->too_large)
+        errors_set(&ei, SMQ_E_REQUEST_TOO_LARGE, "The request body is larger than %zu bytes.",
+                   r->http->opts.max_body_bytes);
+    else
+        api_prepare(&r->http->opts.api, &req, &r->call, &ei);
+    if (ei.err != 0) {
+        ret = send_error(r, &req, &ei);
+    } else {
+        r->call.op.done = on_op_done;
+        r->call.op.done_arg = r;
+        __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
+        MHD_suspend_connection(r->conn);
+        server_submit(r->http->opts.engine, &r->call.op);
+        ret = MHD_YES;
+    }
+    free(hv);
+    return ret;
+}
+
+/* First call for a request: refuse an announced oversize body before reading it. */
+static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *conn,
+                                     const char *method)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+
+    r->started = true;
+    r->conn = conn;
+    snprintf(r->method, sizeof r->method, "%s", method);
+    if (cl != NULL && strtoull(cl, NULL, 10) > r->http->opts.max_body_bytes) {
+        r->too_large = true;
+        return process(r);              /* answered now; the body is never read */
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **req_cls)
+{
+    struct http_req *r = *req_cls;
+
+    (void)cls, (void)url, (void)version;
+    if (r == NULL || r->target == NULL)
+        return MHD_NO;                  /* out of memory at on_uri: drop the connection */
+    if (!r->started)
+        return start_request(r, conn, method);
+    if (*upload_data_size > 0) {
+        if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes)
+            r->too_large = true;        /* keep reading (discarding) to answer cleanly */
+        else
+            buf_append(&r->body, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == REQ_DONE)
+        return render_done(r);
+    if (buf_failed(&r->body))
+        return MHD_NO;
+    return process(r);
+}
+
+/* ---- daemon ----------------------------------------------------------------------------- */
+
+static int make_addr(const char *host, uint16_t port, struct sockaddr_storage *ss,
+                     bool *ipv6, char *err, size_t err_size)
+{
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof *ss);
+    *ipv6 = false;
+    if (strcmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons(port);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(port);
+        *ipv6 = true;
+        return 0;
+    }
+    snprintf(err, err_size, "listen address '%s' is not an IP literal", host);
+    return -1;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+
+    (void)cls;
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    SMQ_DEBUG("libmicrohttpd: %s", line);
+}
+
+int http_start(const struct http_opts *opts, struct smq_http **out, char *err, size_t err_size)
+{
+    struct smq_http *h = calloc(1, sizeof *h);
+    struct sockaddr_storage ss;
+    unsigned char rnd[6];
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL
+                         | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    const union MHD_DaemonInfo *info;
+    bool ipv6;
+
+    if (h == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    h->opts = *opts;
+    if (make_addr(opts->host, opts->port, &ss, &ipv6, err, err_size) != 0)
+        goto fail;
+    if (crypto_random(rnd, sizeof rnd) != 0) {
+        snprintf(err, err_size, "no random bytes for request ids");
+        goto fail;
+    }
+    snprintf(h->id_prefix, sizeof h->id_prefix, "%02X%02X%02X%02X%02X%02X",
+             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    if (ipv6)
+        flags |= MHD_USE_IPv6;
+    h->daemon = MHD_start_daemon(
+        flags, opts->port, NULL, NULL, on_request, h,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->idle_timeout_s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+        MHD_OPTION_END);
+    if (h->daemon == NULL) {
+        snprintf(err, err_size, "cannot listen on %s:%u (in use, or not an address of this host)",
+                 opts->host, (unsigned)opts->port);
+        goto fail;
+    }
+    info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : opts->port;
+    *out = h;
+    return 0;
+
+fail:
+    free(h);
+    return -1;
+}
+
+uint16_t http_port(const struct smq_http *h)
+{
+    return h->port;
+}
+
+void http_quiesce(struct smq_http *h)
+{
+    if (h != NULL && h->daemon != NULL)
+        MHD_quiesce_daemon(h->daemon);
+}
+
+void http_stop(struct smq_http *h)
+{
+    if (h == NULL)
+        return;
+    if (h->daemon != NULL)
+        MHD_stop_daemon(h->daemon);
+    free(h);
+}
