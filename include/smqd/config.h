@@ -13,6 +13,13 @@
 #include "smqd/auth.h"
 #include "smqd/log.h"
 
+/* What config_print writes instead of a secret. */
+#define SMQ_CONFIG_SECRET_MASK "********"
+/* Access key ids: 1..SMQ_KEY_ID_MAX characters of [A-Za-z0-9_.-]. */
+#define SMQ_KEY_ID_MAX 128
+/* Secrets: 1..SMQ_KEY_SECRET_MAX printable ASCII characters, no spaces. */
+#define SMQ_KEY_SECRET_MAX 256
+
 enum smq_sync_mode {
     SMQ_SYNC_FULL = 0,      /* fsync the WAL on every commit: survives power loss */
     SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
@@ -20,7 +27,9 @@ enum smq_sync_mode {
 
 struct smq_config {
     /* [server] */
-    char listen_host[256];        /* listen = HOST:PORT; default 127.0.0.1:8080 */
+    char listen_host[256];        /* listen = HOST:PORT; default 127.0.0.1:8080.
+                                     An IPv4 literal, "localhost" or an IPv6
+                                     literal stored without its brackets. */
     uint16_t listen_port;         /* 0 = pick a free port */
     int threads;                  /* HTTP worker threads; default 2 */
     /* [storage] */
@@ -37,7 +46,7 @@ struct smq_config {
     int max_body_bytes;           /* request body cap; default 1 MiB */
     /* [log] */
     enum smq_log_level log_level; /* default info */
-    char log_file[4096];          /* "" or "-" = stderr */
+    char log_file[4096];          /* "-" = stderr (config_load stores "" as "-") */
     bool log_requests;            /* one line per request; default true */
 };
 
@@ -48,13 +57,26 @@ void config_defaults(struct smq_config *cfg);
  * Loads path over the defaults.  On an unknown section/key, a bad value or a
  * missing required key (at least one access key) returns -1 and writes
  * "path:line: message" (or "path: message") into err.
+ *
+ * cfg is always fully written and never read: the loaded settings on
+ * success, the defaults (no keys) on failure, so config_free(cfg) is safe
+ * either way.  An earlier key ring in cfg is NOT freed: call config_free
+ * first, or load into a fresh struct (e.g. for a reload).  The keys of the
+ * first pair (access_key_id/access_key_secret) come first in cfg->keys,
+ * then the key.<ID> pairs in file order.  Lines are limited to 198
+ * characters (libinih's line buffer); a longer line is an error.
  */
 int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_size);
 
-/* Prints the effective settings as a valid config file; secrets are masked. */
+/*
+ * Prints the effective settings as a valid config file, one commented line
+ * per key from the table; secrets are printed as SMQ_CONFIG_SECRET_MASK.
+ * With no keys (defaults) the auth lines are printed commented out.
+ */
 void config_print(const struct smq_config *cfg, FILE *out);
 
-/* Frees what config_load allocated (the key ring). */
+/* Frees what config_load allocated (the key ring).  Safe on defaults and
+ * when called twice. */
 void config_free(struct smq_config *cfg);
 
 #endif

@@ -8,6 +8,13 @@
 #ifndef SMQD_LOG_H
 #define SMQD_LOG_H
 
+#include <stdarg.h>
+
+/* Bytes per line including the final "\n".  A longer message is cut and
+ * ends in "..."; control characters in messages are written as \xHH so a
+ * message can never start a second line. */
+#define SMQ_LOG_LINE_MAX 2048
+
 enum smq_log_level {
     SMQ_LOG_ERROR = 0,
     SMQ_LOG_WARN = 1,
@@ -17,16 +24,25 @@ enum smq_log_level {
 
 void log_set_level(enum smq_log_level level);
 enum smq_log_level log_get_level(void);
-/* Parses "error" | "warn" | "info" | "debug".  0 or -1. */
+/* Parses "error" | "warn" | "info" | "debug" (any case).  0 or -1. */
 int log_level_parse(const char *s, enum smq_log_level *out);
+/* The lowercase name as log_level_parse accepts it; "?" if out of range. */
 const char *log_level_name(enum smq_log_level level);
 
-/* Redirects output to path (append); NULL or "-" means stderr.  0 or -1. */
+/* Redirects output to path (append); NULL, "" or "-" means stderr.  0 or -1
+ * (errno set; the previous destination stays in use).  Calling it again with
+ * the same path reopens the file, e.g. after log rotation. */
 int log_open(const char *path);
+/* Closes the log file, if any, and goes back to stderr. */
 void log_close(void);
 
+/* Writes one line if level is enabled.  Thread-safe; each line is a single
+ * write(2), so lines from different threads never interleave.  errno is
+ * preserved. */
 void log_write(enum smq_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 #define SMQ_LOG(level, ...)                          \
     do {                                             \
