@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# deps.sh — installs the Debian 12 packages smqd needs, only those missing.
+#   scripts/deps.sh build   compiler, CMake and the five libraries
+#   scripts/deps.sh test    the above plus cmocka, curl, Node.js/npm, valgrind
+# Must run as root (or with sudo available) on Debian 12.
+set -euo pipefail
+
+build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
+            libsqlite3-dev libinih-dev)
+test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps)
+
+want=("${build_pkgs[@]}")
+if [ "${1:-build}" = "test" ]; then
+  want+=("${test_pkgs[@]}")
+  # Node.js may come from elsewhere (e.g. a newer install); only add Debian's if absent.
+  command -v node >/dev/null 2>&1 || want+=(nodejs)
+  command -v npm >/dev/null 2>&1 || want+=(npm)
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

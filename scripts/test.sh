@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# test.sh — builds smqd and runs every test:
+#   1. unit + integration tests (cmocka, curl, official Node SDK) on a normal build;
+#   2. the same again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the unit tests under valgrind (zero leaks, zero errors).
+# Installs missing Debian packages and the pinned npm packages first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc)
+
+scripts/deps.sh test
+if [ ! -d tests/integration/node/node_modules ]; then
+  npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
+fi
+
+build_and_test() {   # build_and_test DIR [cmake args...]
+  local dir=$1; shift
+  echo "== build $dir $*"
+  cmake -S "$root" -B "$dir" "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  echo "== test $dir"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs")
+}
+
+build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON
+
+echo "== valgrind (unit tests of build/)"
+for t in build/tests/test_*; do
+  [ -x "$t" ] || continue
+  (cd build/tests && valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+      --error-exitcode=99 "./$(basename "$t")" >/dev/null) \
+    || { echo "valgrind: $(basename "$t") has memory errors or leaks"; exit 1; }
+  echo "valgrind: $(basename "$t") clean"
+done
+echo "== all tests passed"
