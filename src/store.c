@@ -88,21 +88,25 @@ static const char *const stmt_sql[ST__COUNT] = {
                         "logging = ?10 WHERE id = ?1",
     [ST_QUEUE_DELETE] = "DELETE FROM queue WHERE id = ?1",
     [ST_QUEUE_DELETE_MSGS] = "DELETE FROM msg WHERE queue_id = ?1",
-    [ST_QUEUE_DELETE_BODIES] = "DELETE FROM msg_body WHERE queue_id = ?1",
+    /* Must run before ST_QUEUE_DELETE_MSGS: msg names the bodies to delete. */
+    [ST_QUEUE_DELETE_BODIES] = "DELETE FROM msg_body WHERE seq IN "
+                               "(SELECT seq FROM msg WHERE queue_id = ?1)",
     [ST_QUEUE_LOAD] = "SELECT id, name, create_s, modify_s, delay_s, max_msg_size, "
                       "retention_s, visibility_s, polling_wait_s, logging "
                       "FROM queue ORDER BY id",
     [ST_MSG_INSERT] = "INSERT INTO msg(queue_id, seq, priority, enqueue_ms, "
                       "first_dequeue_ms, visible_ms, expire_ms, dequeue_count, handle_gen) "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [ST_BODY_INSERT] = "INSERT INTO msg_body(queue_id, seq, body) VALUES (?1, ?2, ?3)",
+    /* Body statements are bound like their msg twins; ?1 (queue_id) is
+     * bound but unused, since seq alone is the body's key. */
+    [ST_BODY_INSERT] = "INSERT INTO msg_body(seq, body) VALUES (?2, ?3)",
     /* Shares bind_msg with the INSERT; ?3, ?4 and ?7 are immutable. */
     [ST_MSG_UPDATE] = "UPDATE msg SET first_dequeue_ms = ?5, visible_ms = ?6, "
                       "dequeue_count = ?8, handle_gen = ?9 "
                       "WHERE queue_id = ?1 AND seq = ?2",
     [ST_MSG_DELETE] = "DELETE FROM msg WHERE queue_id = ?1 AND seq = ?2",
-    [ST_BODY_DELETE] = "DELETE FROM msg_body WHERE queue_id = ?1 AND seq = ?2",
-    [ST_BODY_GET] = "SELECT body FROM msg_body WHERE queue_id = ?1 AND seq = ?2",
+    [ST_BODY_DELETE] = "DELETE FROM msg_body WHERE seq = ?2",
+    [ST_BODY_GET] = "SELECT body FROM msg_body WHERE seq = ?2",
     [ST_MSG_LOAD] = "SELECT queue_id, seq, priority, enqueue_ms, first_dequeue_ms, "
                     "visible_ms, expire_ms, dequeue_count, handle_gen "
                     "FROM msg ORDER BY queue_id, seq",
@@ -150,12 +154,13 @@ static const char schema_v1[] =
     " handle_gen INTEGER NOT NULL,"
     " PRIMARY KEY(queue_id, seq)"
     ") WITHOUT ROWID;"
+    /* A rowid table on purpose: a WITHOUT ROWID b-tree keeps at most ~1000
+     * bytes of a row in its page, so every 1 KiB body would spill into an
+     * overflow page of its own (4.6 KB on disk per message, measured). */
     "CREATE TABLE msg_body("
-    " queue_id INTEGER NOT NULL,"
-    " seq INTEGER NOT NULL,"
-    " body BLOB NOT NULL,"
-    " PRIMARY KEY(queue_id, seq)"
-    ") WITHOUT ROWID;";
+    " seq INTEGER PRIMARY KEY,"
+    " body BLOB NOT NULL"
+    ");";
 
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
@@ -683,12 +688,13 @@ static int delete_by_queue(struct smq_store *s, enum stmt_id id, int64_t queue_i
 
 int store_queue_delete(struct smq_store *s, int64_t queue_id)
 {
-    int ret = delete_by_queue(s, ST_QUEUE_DELETE, queue_id, "queue delete");
+    /* Bodies first: their statement finds them through the msg rows. */
+    int ret = delete_by_queue(s, ST_QUEUE_DELETE_BODIES, queue_id, "queue delete bodies");
 
     if (ret == 0)
         ret = delete_by_queue(s, ST_QUEUE_DELETE_MSGS, queue_id, "queue delete msgs");
     if (ret == 0)
-        ret = delete_by_queue(s, ST_QUEUE_DELETE_BODIES, queue_id, "queue delete bodies");
+        ret = delete_by_queue(s, ST_QUEUE_DELETE, queue_id, "queue delete");
     return ret;
 }
 
