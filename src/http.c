@@ -280,6 +280,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!r->started)
         return start_request(r, conn, method);
     if (*upload_data_size > 0) {
+        /* A body trickling in byte by byte keeps the idle timer happy; bound
+         * the whole upload so one client cannot hold a connection forever. */
+        if (mono_us() - r->start_us > (uint64_t)r->http->opts.request_timeout_s * 1000000u)
+            return MHD_NO;
         if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes)
             r->too_large = true;        /* keep reading (discarding) to answer cleanly */
         else

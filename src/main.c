@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     hopts.threads = cfg->threads;
     hopts.max_connections = cfg->max_connections;
     hopts.idle_timeout_s = cfg->idle_timeout_s;
+    hopts.request_timeout_s = cfg->request_timeout_s;
     hopts.max_body_bytes = (size_t)cfg->max_body_bytes;
     hopts.log_requests = cfg->log_requests;
     hopts.api.keys = &cfg->keys;
@@ -180,8 +182,10 @@ static int run(const struct smq_config *cfg)
     xml_global_init();
     code = start_parts(cfg, &parts);
     if (code == EXIT_OK) {
-        SMQ_INFO("smqd %s listening on http://%s:%u (storage %s, sync=%s)", SMQD_VERSION,
-                 cfg->listen_host, (unsigned)http_port(parts.http), cfg->storage_path,
+        bool v6 = strchr(cfg->listen_host, ':') != NULL;
+        SMQ_INFO("smqd %s listening on http://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
+                 v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "",
+                 (unsigned)http_port(parts.http), cfg->storage_path,
                  cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
         wait_for_stop(&set);
     }

@@ -25,7 +25,8 @@ struct http_opts {
     uint16_t port;               /* 0 = any free port */
     int threads;
     int max_connections;
-    int idle_timeout_s;
+    int idle_timeout_s;          /* a connection silent this long is closed */
+    int request_timeout_s;       /* a request body still arriving after this is dropped */
     size_t max_body_bytes;
     bool log_requests;
     struct api_ctx api;
