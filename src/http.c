@@ -199,13 +199,29 @@ static void on_op_done(struct smq_op *op, void *arg)
     MHD_resume_connection(r->conn);
 }
 
+/* The request's headers, for signing and for header-driven options
+ * (ListQueue's x-mns-* headers are read again when rendering). */
+static void collect_headers(struct http_req *r, struct header_vec *hv, struct auth_request *auth)
+{
+    hv->n = 0;
+    hv->overflow = false;
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, hv);
+    auth->method = r->method;
+    auth->resource = r->target;
+    auth->headers = hv->items;
+    auth->n_headers = hv->n;
+}
+
 static enum MHD_Result render_done(struct http_req *r)
 {
-    struct auth_request auth = {r->method, r->target, NULL, 0};
-    struct api_request req = make_api_request(r, &auth);
+    struct header_vec hv;
+    struct auth_request auth;
+    struct api_request req;
     struct api_response resp = {0};
     enum MHD_Result ret;
 
+    collect_headers(r, &hv, &auth);
+    req = make_api_request(r, &auth);
     buf_init(&resp.body);
     api_render(&r->http->opts.api, &req, &r->call, r->request_id, &resp);
     if (r->call.op.result.err != 0 && resp.status >= 400)
@@ -219,36 +235,28 @@ static enum MHD_Result render_done(struct http_req *r)
 
 static enum MHD_Result process(struct http_req *r)
 {
-    struct header_vec *hv = calloc(1, sizeof *hv);
-    struct auth_request auth = {r->method, r->target, NULL, 0};
-    struct api_request req = make_api_request(r, &auth);
+    struct header_vec hv;
+    struct auth_request auth;
+    struct api_request req;
     struct smq_errinfo ei = {0, ""};
-    enum MHD_Result ret;
 
-    if (hv == NULL)
-        return MHD_NO;
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, hv);
-    auth.headers = hv->items;
-    auth.n_headers = hv->n;
-    if (hv->overflow)
+    collect_headers(r, &hv, &auth);
+    req = make_api_request(r, &auth);
+    if (hv.overflow)
         errors_set(&ei, SMQ_E_INVALID_ARGUMENT, "Too many request headers (at most %d).", MAX_HEADERS);
     else if (r->too_large)
         errors_set(&ei, SMQ_E_REQUEST_TOO_LARGE, "The request body is larger than %zu bytes.",
                    r->http->opts.max_body_bytes);
     else
         api_prepare(&r->http->opts.api, &req, &r->call, &ei);
-    if (ei.err != 0) {
-        ret = send_error(r, &req, &ei);
-    } else {
-        r->call.op.done = on_op_done;
-        r->call.op.done_arg = r;
-        __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
-        MHD_suspend_connection(r->conn);
-        server_submit(r->http->opts.engine, &r->call.op);
-        ret = MHD_YES;
-    }
-    free(hv);
-    return ret;
+    if (ei.err != 0)
+        return send_error(r, &req, &ei);
+    r->call.op.done = on_op_done;
+    r->call.op.done_arg = r;
+    __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
+    MHD_suspend_connection(r->conn);
+    server_submit(r->http->opts.engine, &r->call.op);
+    return MHD_YES;
 }
 
 /* First call for a request: refuse an announced oversize body before reading it. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "smqd/api.h"
@@ -111,6 +112,20 @@ static void wait_for_stop(const sigset_t *set)
     }
 }
 
+/* Each connection (a parked long poll included) is a descriptor: lift the
+ * soft limit to the hard one so max_connections is not capped at 1024. */
+static void raise_fd_limit(int max_connections)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < (rlim_t)max_connections + 64)
+        SMQ_WARN("open-file limit %llu is below max_connections %d plus headroom",
+                 (unsigned long long)rl.rlim_cur, max_connections);
+}
+
 struct daemon_parts {
     struct smq_store *store;
     struct smq_engine *engine;
@@ -179,6 +194,7 @@ static int run(const struct smq_config *cfg)
     int code;
 
     block_signals(&set);
+    raise_fd_limit(cfg->max_connections);
     xml_global_init();
     code = start_parts(cfg, &parts);
     if (code == EXIT_OK) {
