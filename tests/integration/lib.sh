@@ -194,6 +194,11 @@ smqd_stop() {
     SMQD_EXIT=$?
     kill "$SMQD_WATCHDOG_PID" 2>/dev/null
     wait "$SMQD_WATCHDOG_PID" 2>/dev/null
+    # Every orderly stop must exit 0: under the sanitizer build a leak or
+    # memory error found at exit turns into a non-zero status here.
+    if [ "$SMQD_EXIT" != 0 ]; then
+        not_ok "smqd_stop: server exited with status $SMQD_EXIT" "$(tail -n 40 "$SMQD_LOG")"
+    fi
     return 0
 }
 
