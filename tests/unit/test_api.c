@@ -1,0 +1,1969 @@
+/*
+ * test_api.c — unit tests for api.c, api_queue.c and api_message.c.
+ *
+ * Query parsing (§1.3) and queue-name checks (§5); api_prepare on signed
+ * requests (a fake clock at the Date of every request, the keyring
+ * {testAccessKeyId, testAccessKeySecret}): routing of every action of §1.2
+ * with its inputs, the fixed ranges of §5/§7, path and method errors,
+ * Content-MD5 and auth failures; then api_render / api_render_error on
+ * hand-filled finished operations, comparing the exact response bytes of
+ * §7 and §8 (element order, namespace, status, Location).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "smqd/api.h"
+#include "smqd/crypto.h"
+
+#define AK "testAccessKeyId"
+#define SK "testAccessKeySecret"
+#define HOST "127.0.0.1:8080"
+#define DATE "Tue, 02 Jan 2024 03:04:05 GMT"
+#define DATE_MS INT64_C(1704164645000)
+#define CT "text/xml;charset=UTF-8"
+#define DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+#define NS "xmlns=\"http://mns.aliyuncs.com/doc/v1\""
+#define REQ_NS "xmlns=\"http://mns.aliyuncs.com/doc/v1/\""
+#define RID "512B2A634403E52B1956133E"
+#define MAX_HDRS 16
+
+/* MessageId prefix of the fixed keys: ids read "0909FF0D9C3A630C" + 16 hex of seq. */
+#define ID_PREFIX "0909FF0D9C3A630C"
+#define CN_BODY "I am \xe6\xb5\x8b\xe8\xaf\x95\xe5\xad\x97\xe7\xac\xa6\xe4\xb8\xb2."
+#define CN_MD5 "9D75198CAA17528AB23790C1861987AF"
+
+static char ak[] = AK, sk[] = SK;
+static struct auth_key keys[] = {{ak, sk}};
+static const struct auth_keyring ring = {keys, 1};
+static struct handle_keys hkeys;
+static struct smq_fake_clock fake;
+static struct api_ctx ctx;
+
+/* ---- fixture --------------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    static const unsigned char prefix[8] = {0x09, 0x09, 0xFF, 0x0D, 0x9C, 0x3A, 0x63, 0x0C};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof hkeys.secret; i++)
+        hkeys.secret[i] = (unsigned char)(i * 13 + 1);
+    memcpy(hkeys.id_prefix, prefix, sizeof prefix);
+    clock_fake_init(&fake, 1000, DATE_MS);
+    ctx.keys = &ring;
+    ctx.handle_keys = &hkeys;
+    ctx.clock = &fake.clock;
+    ctx.max_skew_ms = AUTH_DEFAULT_MAX_SKEW_MS;
+    return 0;
+}
+
+/* ---- signed requests ------------------------------------------------------------------ */
+
+struct rq {
+    struct auth_header h[MAX_HDRS];
+    size_t n;
+    char authz[128];
+    char md5[64];
+    struct auth_request auth;
+    struct api_request req;
+};
+
+static void rq_add(struct rq *r, const char *name, const char *value)
+{
+    assert_true(r->n < MAX_HDRS);
+    r->h[r->n].name = name;
+    r->h[r->n].value = value;
+    r->n++;
+    r->auth.n_headers = r->n;
+}
+
+/* A request as the Python SDK sends it, not yet signed. */
+static void rq_init(struct rq *r, const char *method, const char *target, const char *body)
+{
+    memset(r, 0, sizeof *r);
+    r->req.method = method;
+    r->req.target = target;
+    r->req.host = HOST;
+    r->req.body = body;
+    r->req.body_len = body != NULL ? strlen(body) : 0;
+    r->req.auth = &r->auth;
+    r->auth.method = method;
+    r->auth.resource = target;
+    r->auth.headers = r->h;
+    rq_add(r, "Host", HOST);
+    rq_add(r, "Date", DATE);
+    rq_add(r, "x-mns-version", AUTH_MNS_VERSION);
+    if (body != NULL)
+        rq_add(r, "Content-Type", CT);
+}
+
+/* Content-MD5 in the SDKs' form: base64 of the lower-case hex MD5. */
+static void rq_add_md5_of(struct rq *r, const char *data)
+{
+    char hex[33];
+
+    crypto_md5_hex(data, strlen(data), false, hex);
+    crypto_base64(hex, 32, r->md5);
+    rq_add(r, "Content-MD5", r->md5);
+}
+
+static void rq_sign_with(struct rq *r, const char *id, const char *secret)
+{
+    struct smq_buf sts;
+    char sig[29];
+
+    buf_init(&sts);
+    assert_int_equal(auth_string_to_sign(&r->auth, &sts), 0);
+    assert_int_equal(auth_signature(secret, sts.data, sts.len, sig), 0);
+    buf_free(&sts);
+    snprintf(r->authz, sizeof r->authz, "MNS %s:%s", id, sig);
+    rq_add(r, "Authorization", r->authz);
+}
+
+static void rq_sign(struct rq *r)
+{
+    rq_sign_with(r, AK, SK);
+}
+
+static int prepare(struct rq *r, struct api_call *call, struct smq_errinfo *ei)
+{
+    api_call_init(call);
+    memset(ei, 0, sizeof *ei);
+    return api_prepare(&ctx, &r->req, call, ei);
+}
+
+/* Signs and prepares; the caller frees call. */
+static int run(struct api_call *call, struct smq_errinfo *ei, const char *method,
+               const char *target, const char *body)
+{
+    struct rq r;
+
+    rq_init(&r, method, target, body);
+    rq_sign(&r);
+    return prepare(&r, call, ei);
+}
+
+/* Expects success and the given action and op kind; the caller frees call. */
+static void run_ok(struct api_call *call, const char *method, const char *target,
+                   const char *body, enum api_action action, enum smq_op_kind kind)
+{
+    struct smq_errinfo ei;
+    int rc = run(call, &ei, method, target, body);
+
+    if (rc != 0)
+        fail_msg("%s %s: %d %s", method, target, rc, errors_message(&ei));
+    assert_int_equal(call->action, action);
+    assert_int_equal(call->op.kind, kind);
+}
+
+/* Expects err; returns nothing, frees everything. */
+static void run_err(const char *method, const char *target, const char *body, int err)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    int rc = run(&call, &ei, method, target, body);
+
+    if (rc != err)
+        fail_msg("%s %s: got %d (%s), want %d", method, target, rc,
+                 rc ? errors_message(&ei) : "ok", err);
+    assert_int_equal(ei.err, err);
+    api_call_free(&call);
+}
+
+/* Like run_err, and the message must be exactly msg. */
+static void run_err_msg(const char *method, const char *target, const char *body, int err,
+                        const char *msg)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    int rc = run(&call, &ei, method, target, body);
+
+    assert_int_equal(rc, err);
+    assert_string_equal(errors_message(&ei), msg);
+    api_call_free(&call);
+}
+
+/* ---- request bodies ------------------------------------------------------------------- */
+
+static void queue_body(char *out, size_t size, const char *elem, long long v)
+{
+    snprintf(out, size, DECL "<Queue " REQ_NS "><%s>%lld</%s></Queue>", elem, v, elem);
+}
+
+static void message_body(char *out, size_t size, const char *body, const char *extra)
+{
+    snprintf(out, size, DECL "<Message " REQ_NS "><MessageBody>%s</MessageBody>%s</Message>",
+             body, extra);
+}
+
+/* <Messages> with n items whose bodies are body_len bytes of 'x', the last
+ * one extra_last bytes longer.  Caller frees. */
+static char *batch_body_ex(size_t n, size_t body_len, size_t extra_last)
+{
+    struct smq_buf b;
+    size_t max = body_len + extra_last;
+    char *text = malloc(max + 1);
+
+    assert_non_null(text);
+    memset(text, 'x', max);
+    text[max] = '\0';
+    buf_init(&b);
+    buf_puts(&b, DECL "<Messages " REQ_NS ">");
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&b, "<Message><MessageBody>%.*s</MessageBody><Priority>%zu</Priority></Message>",
+                   (int)(i + 1 == n ? max : body_len), text, i % 16 + 1);
+    buf_puts(&b, "</Messages>");
+    free(text);
+    assert_false(buf_failed(&b));
+    return buf_take(&b, NULL);
+}
+
+static char *batch_body(size_t n, size_t body_len)
+{
+    return batch_body_ex(n, body_len, 0);
+}
+
+static void valid_handle(uint64_t seq, uint32_t gen, char out[HANDLE_TEXT_LEN + 1])
+{
+    handle_encode(&hkeys, seq, gen, out);
+}
+
+/* ================================ query parsing ================================ */
+
+static void test_api_query_plus_stays_plus(void **state)
+{
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_query_parse("ReceiptHandle=a+b+&x=%2B&y=x%20y&z=%2b", &q, &ei), 0);
+    assert_int_equal(q.n, 4);
+    assert_string_equal(api_query_get(&q, "ReceiptHandle"), "a+b+");
+    assert_string_equal(api_query_get(&q, "x"), "+");
+    assert_string_equal(api_query_get(&q, "y"), "x y");
+    assert_string_equal(api_query_get(&q, "z"), "+");
+    api_query_free(&q);
+}
+
+static void test_api_query_bad_escapes(void **state)
+{
+    const char *bad[] = {"a=%G1", "a=%00", "a=b%00c", "a=%", "a=%4", "a=%4g", "%zz=1", "a%00=1",
+                         "ok=1&a=%1"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct api_query q;
+        struct smq_errinfo ei = {0};
+        int rc = api_query_parse(bad[i], &q, &ei);
+        if (rc != SMQ_E_INVALID_QUERY_STRING)
+            fail_msg("%s: got %d", bad[i], rc);
+        assert_int_equal(ei.err, SMQ_E_INVALID_QUERY_STRING);
+        api_query_free(&q);
+    }
+}
+
+static void test_api_query_split_at_first_equals(void **state)
+{
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_query_parse("ReceiptHandle=1-ODU4OTkz==&a=b=c&flag&e=", &q, &ei), 0);
+    assert_int_equal(q.n, 4);
+    assert_string_equal(q.names[0], "ReceiptHandle");
+    assert_string_equal(q.values[0], "1-ODU4OTkz==");
+    assert_string_equal(api_query_get(&q, "a"), "b=c");
+    assert_string_equal(api_query_get(&q, "flag"), "");
+    assert_string_equal(api_query_get(&q, "e"), "");
+    api_query_free(&q);
+}
+
+static void test_api_query_names_case_insensitive(void **state)
+{
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_query_parse("receiptHandle=h1&VisibilityTimeout=5&%6EumOfMessages=3", &q, &ei),
+                     0);
+    assert_string_equal(api_query_get(&q, "ReceiptHandle"), "h1");
+    assert_string_equal(api_query_get(&q, "RECEIPTHANDLE"), "h1");
+    assert_string_equal(api_query_get(&q, "visibilitytimeout"), "5");
+    assert_string_equal(api_query_get(&q, "numOfMessages"), "3");   /* name decoded too */
+    assert_null(api_query_get(&q, "waitseconds"));
+    assert_null(api_query_get(&q, "ReceiptHandl"));
+    api_query_free(&q);
+}
+
+static void test_api_query_first_duplicate_wins(void **state)
+{
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_query_parse("a=1&A=2&&b=3", &q, &ei), 0);
+    assert_int_equal(q.n, 3);                 /* the empty pair is skipped */
+    assert_string_equal(api_query_get(&q, "a"), "1");
+    assert_string_equal(api_query_get(&q, "b"), "3");
+    api_query_free(&q);
+}
+
+static void test_api_query_utf8_value(void **state)
+{
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_query_parse("p=%E6%B5%8B%2F%3D%26", &q, &ei), 0);
+    assert_string_equal(api_query_get(&q, "p"), "\xe6\xb5\x8b/=&");
+    api_query_free(&q);
+}
+
+static void build_params(char *out, size_t size, size_t n)
+{
+    size_t o = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(out + o, size - o, "%sp%zu=%zu", i ? "&" : "", i, i);
+}
+
+static void test_api_query_too_many_params(void **state)
+{
+    char raw[1024];
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    build_params(raw, sizeof raw, API_MAX_QUERY_PARAMS);
+    assert_int_equal(api_query_parse(raw, &q, &ei), 0);
+    assert_int_equal(q.n, API_MAX_QUERY_PARAMS);
+    assert_string_equal(api_query_get(&q, "p31"), "31");
+    api_query_free(&q);
+
+    build_params(raw, sizeof raw, API_MAX_QUERY_PARAMS + 1);
+    assert_int_equal(api_query_parse(raw, &q, &ei), SMQ_E_INVALID_QUERY_STRING);
+    assert_int_equal(ei.err, SMQ_E_INVALID_QUERY_STRING);
+    api_query_free(&q);
+}
+
+static void test_api_query_empty(void **state)
+{
+    struct api_query q;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_query_parse("", &q, &ei), 0);
+    assert_int_equal(q.n, 0);
+    assert_null(api_query_get(&q, "a"));
+    api_query_free(&q);
+    assert_int_equal(api_query_parse(NULL, &q, &ei), 0);
+    assert_int_equal(q.n, 0);
+    api_query_free(&q);
+    assert_int_equal(api_query_parse("&&&", &q, &ei), 0);
+    assert_int_equal(q.n, 0);
+    api_query_free(&q);
+}
+
+/* ================================ queue names ================================ */
+
+static int check_name(const char *name)
+{
+    struct smq_errinfo ei = {0};
+    int rc = api_check_queue_name(name, strlen(name), &ei);
+
+    assert_int_equal(ei.err, rc);
+    return rc;
+}
+
+static void test_api_queue_name_lengths(void **state)
+{
+    char name[200];
+
+    (void)state;
+    assert_int_equal(check_name("a"), 0);
+    assert_int_equal(check_name("7"), 0);
+    memset(name, 'q', 120);
+    name[120] = '\0';
+    assert_int_equal(check_name(name), 0);
+    name[120] = 'q';
+    name[121] = '\0';
+    assert_int_equal(check_name(name), SMQ_E_QUEUE_NAME_LENGTH);
+    assert_int_equal(check_name(""), SMQ_E_QUEUE_NAME_LENGTH);
+}
+
+static void test_api_queue_name_characters(void **state)
+{
+    const char *bad[] = {"-abc", "a_b", "a.b", "a/b", "_a", ".a", "/a", "a b", "a%2F", "ab\xc3\xa9",
+                         "a+b", "..", "a:b"};
+
+    (void)state;
+    assert_int_equal(check_name("Queue-1-x"), 0);
+    assert_int_equal(check_name("0-"), 0);
+    assert_int_equal(check_name("ABCxyz0123456789"), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (check_name(bad[i]) != SMQ_E_INVALID_QUEUE_NAME)
+            fail_msg("\"%s\" accepted", bad[i]);
+}
+
+static void test_api_queue_name_embedded_nul(void **state)
+{
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(api_check_queue_name("ab\0c", 4, &ei), SMQ_E_INVALID_QUEUE_NAME);
+}
+
+/* ================================ routing ================================ */
+
+static void test_api_action_names(void **state)
+{
+    (void)state;
+    assert_string_equal(api_action_name(API_UNKNOWN), "-");
+    assert_string_equal(api_action_name(API_CREATE_QUEUE), "CreateQueue");
+    assert_string_equal(api_action_name(API_SET_QUEUE_ATTRIBUTES), "SetQueueAttributes");
+    assert_string_equal(api_action_name(API_GET_QUEUE_ATTRIBUTES), "GetQueueAttributes");
+    assert_string_equal(api_action_name(API_DELETE_QUEUE), "DeleteQueue");
+    assert_string_equal(api_action_name(API_LIST_QUEUE), "ListQueue");
+    assert_string_equal(api_action_name(API_SEND_MESSAGE), "SendMessage");
+    assert_string_equal(api_action_name(API_BATCH_SEND_MESSAGE), "BatchSendMessage");
+    assert_string_equal(api_action_name(API_RECEIVE_MESSAGE), "ReceiveMessage");
+    assert_string_equal(api_action_name(API_BATCH_RECEIVE_MESSAGE), "BatchReceiveMessage");
+    assert_string_equal(api_action_name(API_PEEK_MESSAGE), "PeekMessage");
+    assert_string_equal(api_action_name(API_BATCH_PEEK_MESSAGE), "BatchPeekMessage");
+    assert_string_equal(api_action_name(API_DELETE_MESSAGE), "DeleteMessage");
+    assert_string_equal(api_action_name(API_BATCH_DELETE_MESSAGE), "BatchDeleteMessage");
+    assert_string_equal(api_action_name(API_CHANGE_MESSAGE_VISIBILITY), "ChangeMessageVisibility");
+    assert_string_equal(api_action_name(API__COUNT), "-");
+    assert_string_equal(api_action_name((enum api_action)-1), "-");
+}
+
+static void test_api_prepare_create_queue(void **state)
+{
+    struct api_call call;
+    char body[256];
+
+    (void)state;
+    queue_body(body, sizeof body, "VisibilityTimeout", 60);
+    run_ok(&call, "PUT", "/queues/q1", body, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_string_equal(call.op.queue, "q1");
+    assert_int_equal(call.op.attrs_present, SMQ_ATTR_VISIBILITY);
+    assert_int_equal(call.op.attrs.visibility_s, 60);
+    api_call_free(&call);
+
+    /* No body: create with defaults. */
+    run_ok(&call, "PUT", "/queues/q1", NULL, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs_present, 0);
+    api_call_free(&call);
+
+    /* Python's empty body. */
+    run_ok(&call, "PUT", "/queues/q1", "<Queue " REQ_NS "></Queue>", API_CREATE_QUEUE,
+           SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs_present, 0);
+    api_call_free(&call);
+
+    /* metaoverride=false is still a create. */
+    run_ok(&call, "PUT", "/queues/q1?metaoverride=false", NULL, API_CREATE_QUEUE,
+           SMQ_OP_CREATE_QUEUE);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_create_queue_all_attributes(void **state)
+{
+    struct api_call call;
+    const char *body = DECL "<Queue " REQ_NS "><DelaySeconds>5</DelaySeconds>"
+                       "<MaximumMessageSize>2048</MaximumMessageSize>"
+                       "<MessageRetentionPeriod>3600</MessageRetentionPeriod>"
+                       "<VisibilityTimeout>45</VisibilityTimeout>"
+                       "<PollingWaitSeconds>10</PollingWaitSeconds>"
+                       "<LoggingEnabled>True</LoggingEnabled></Queue>";
+
+    (void)state;
+    run_ok(&call, "PUT", "/queues/q", body, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs_present,
+                     SMQ_ATTR_DELAY | SMQ_ATTR_MAX_MSG_SIZE | SMQ_ATTR_RETENTION
+                         | SMQ_ATTR_VISIBILITY | SMQ_ATTR_POLLING_WAIT | SMQ_ATTR_LOGGING);
+    assert_int_equal(call.op.attrs.delay_s, 5);
+    assert_int_equal(call.op.attrs.max_msg_size, 2048);
+    assert_int_equal(call.op.attrs.retention_s, 3600);
+    assert_int_equal(call.op.attrs.visibility_s, 45);
+    assert_int_equal(call.op.attrs.polling_wait_s, 10);
+    assert_int_equal(call.op.attrs.logging, 1);
+    api_call_free(&call);
+
+    run_ok(&call, "PUT", "/queues/q?metaoverride=true",
+           "<Queue><LoggingEnabled>false</LoggingEnabled></Queue>", API_SET_QUEUE_ATTRIBUTES,
+           SMQ_OP_SET_QUEUE);
+    assert_int_equal(call.op.attrs_present, SMQ_ATTR_LOGGING);
+    assert_int_equal(call.op.attrs.logging, 0);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_set_queue_attributes(void **state)
+{
+    struct api_call call;
+    char body[256];
+    const char *targets[] = {"/queues/q?metaoverride=true", "/queues/q?metaOverride=true",
+                             "/queues/q?metaoverride=True", "/queues/q?METAOVERRIDE=TRUE"};
+
+    (void)state;
+    queue_body(body, sizeof body, "DelaySeconds", 7);
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        run_ok(&call, "PUT", targets[i], body, API_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
+        assert_string_equal(call.op.queue, "q");
+        assert_int_equal(call.op.attrs_present, SMQ_ATTR_DELAY);
+        assert_int_equal(call.op.attrs.delay_s, 7);
+        api_call_free(&call);
+    }
+}
+
+static void test_api_prepare_queue_wrong_root(void **state)
+{
+    (void)state;
+    run_err("PUT", "/queues/q", "<Message><MessageBody>x</MessageBody></Message>",
+            SMQ_E_MALFORMED_XML);
+    run_err("PUT", "/queues/q?metaoverride=true", "<Queue>", SMQ_E_MALFORMED_XML);
+    run_err("PUT", "/queues/q", "<Queue><LoggingEnabled>maybe</LoggingEnabled></Queue>",
+            SMQ_E_INVALID_ARGUMENT);
+}
+
+static void test_api_prepare_get_and_delete_queue(void **state)
+{
+    struct api_call call;
+
+    (void)state;
+    run_ok(&call, "GET", "/queues/Abc-9", NULL, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    assert_string_equal(call.op.queue, "Abc-9");
+    api_call_free(&call);
+    run_ok(&call, "DELETE", "/queues/Abc-9", NULL, API_DELETE_QUEUE, SMQ_OP_DELETE_QUEUE);
+    assert_string_equal(call.op.queue, "Abc-9");
+    api_call_free(&call);
+}
+
+static void test_api_prepare_list_queue(void **state)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+
+    (void)state;
+    run_ok(&call, "GET", "/queues", NULL, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    assert_string_equal(call.op.list.prefix, "");
+    assert_string_equal(call.op.list.marker, "");
+    assert_int_equal(call.op.list.ret_number, 1000);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/", NULL, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    api_call_free(&call);
+
+    rq_init(&r, "GET", "/queues", NULL);
+    rq_add(&r, "x-mns-prefix", "abc");
+    rq_add(&r, "x-mns-marker", "abd");
+    rq_add(&r, "x-mns-ret-number", "7");
+    rq_add(&r, "x-mns-with-meta", "true");
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), 0);
+    assert_int_equal(call.action, API_LIST_QUEUE);
+    assert_string_equal(call.op.list.prefix, "abc");
+    assert_string_equal(call.op.list.marker, "abd");
+    assert_int_equal(call.op.list.ret_number, 7);
+    api_call_free(&call);
+}
+
+static void list_ret_number(const char *value, int want_rc, int want_n)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+
+    rq_init(&r, "GET", "/queues", NULL);
+    rq_add(&r, "x-mns-ret-number", value);
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), want_rc);
+    if (want_rc == 0)
+        assert_int_equal(call.op.list.ret_number, want_n);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_list_ret_number_range(void **state)
+{
+    (void)state;
+    list_ret_number("1", 0, 1);
+    list_ret_number("1000", 0, 1000);
+    list_ret_number("0", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number("1001", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number("-5", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number("ten", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number("5x", SMQ_E_INVALID_ARGUMENT, 0);
+}
+
+static void test_api_prepare_send_message(void **state)
+{
+    struct api_call call;
+    char body[512];
+
+    (void)state;
+    message_body(body, sizeof body, CN_BODY, "");
+    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_string_equal(call.op.queue, "q");
+    assert_int_equal(call.op.n_send, 1);
+    assert_int_equal(call.op.send[0].body_len, strlen(CN_BODY));
+    assert_memory_equal(call.op.send[0].body, CN_BODY, strlen(CN_BODY));
+    assert_int_equal(call.op.send[0].delay_s, 0);
+    assert_int_equal(call.op.send[0].priority, SMQ_PRIORITY_DEFAULT);
+    assert_string_equal(call.send_md5[0], CN_MD5);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_send_md5_of_text_after_unescaping(void **state)
+{
+    struct api_call call;
+    char body[512];
+
+    (void)state;
+    message_body(body, sizeof body, "SSBhbSDmtYvor5XlrZfnrKbkuLIu", "");
+    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_string_equal(call.send_md5[0], "A9B134C465C384F49EB89A6E3870D996");
+    api_call_free(&call);
+
+    message_body(body, sizeof body, "a&amp;b&lt;c&gt;", "");
+    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_int_equal(call.op.send[0].body_len, 6);
+    assert_memory_equal(call.op.send[0].body, "a&b<c>", 6);
+    assert_string_equal(call.send_md5[0], "2C972F2D55C613B960178EA72493B0B7");
+    api_call_free(&call);
+}
+
+static void send_with(const char *extra, int want_rc, int want_priority, int64_t want_delay)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    char body[512];
+    int rc;
+
+    message_body(body, sizeof body, "hello", extra);
+    rc = run(&call, &ei, "POST", "/queues/q/messages", body);
+    if (rc != want_rc)
+        fail_msg("%s: got %d (%s), want %d", extra, rc, rc ? errors_message(&ei) : "ok", want_rc);
+    if (rc == 0) {
+        assert_int_equal(call.op.send[0].priority, want_priority);
+        assert_int_equal(call.op.send[0].delay_s, want_delay);
+        assert_string_equal(call.send_md5[0], "5D41402ABC4B2A76B9719D911017C592");
+    }
+    api_call_free(&call);
+}
+
+static void test_api_prepare_send_priority(void **state)
+{
+    (void)state;
+    send_with("<Priority>0</Priority>", 0, 8, 0);         /* Go's "unset" (§6.5) */
+    send_with("<Priority>1</Priority>", 0, 1, 0);
+    send_with("<Priority>16</Priority>", 0, 16, 0);
+    send_with("<Priority>17</Priority>", SMQ_E_INVALID_ARGUMENT, 0, 0);
+    send_with("<Priority>-1</Priority>", SMQ_E_INVALID_ARGUMENT, 0, 0);
+    send_with("<Priority>abc</Priority>", SMQ_E_INVALID_ARGUMENT, 0, 0);
+}
+
+static void test_api_prepare_send_delay(void **state)
+{
+    (void)state;
+    send_with("<DelaySeconds>0</DelaySeconds>", 0, 8, 0);
+    send_with("<DelaySeconds>604800</DelaySeconds><Priority>3</Priority>", 0, 3, 604800);
+    send_with("<DelaySeconds>604801</DelaySeconds>", SMQ_E_INVALID_ARGUMENT, 0, 0);
+    send_with("<DelaySeconds>-1</DelaySeconds>", SMQ_E_INVALID_ARGUMENT, 0, 0);
+}
+
+static void test_api_prepare_send_error_messages(void **state)
+{
+    char body[512];
+
+    (void)state;
+    message_body(body, sizeof body, "x", "<Priority>17</Priority>");
+    run_err_msg("POST", "/queues/q/messages", body, SMQ_E_INVALID_ARGUMENT,
+                "The value of Priority should between 1 and 16.");
+    message_body(body, sizeof body, "x", "<DelaySeconds>604801</DelaySeconds>");
+    run_err_msg("POST", "/queues/q/messages", body, SMQ_E_INVALID_ARGUMENT,
+                "The value of DelaySeconds should between 0 and 604800 seconds.");
+}
+
+static void test_api_prepare_send_missing_body(void **state)
+{
+    (void)state;
+    run_err("POST", "/queues/q/messages", "<Message " REQ_NS "><Priority>3</Priority></Message>",
+            SMQ_E_INVALID_ARGUMENT);
+    run_err("POST", "/queues/q/messages", "<Message/>", SMQ_E_INVALID_ARGUMENT);
+    run_err("POST", "/queues/q/messages", NULL, SMQ_E_MALFORMED_XML);
+    run_err("POST", "/queues/q/messages", "not xml", SMQ_E_MALFORMED_XML);
+    run_err("POST", "/queues/q/messages", "<Queue><DelaySeconds>1</DelaySeconds></Queue>",
+            SMQ_E_MALFORMED_XML);
+    run_err("POST", "/queues/q/messages",
+            "<Messages><Message><Priority>3</Priority></Message></Messages>",
+            SMQ_E_INVALID_ARGUMENT);
+}
+
+static void test_api_prepare_batch_send(void **state)
+{
+    struct api_call call;
+    char *body = batch_body(16, 10);
+
+    (void)state;
+    run_ok(&call, "POST", "/queues/q/messages", body, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_int_equal(call.op.n_send, 16);
+    for (size_t i = 0; i < 16; i++) {
+        assert_int_equal(call.op.send[i].body_len, 10);
+        assert_memory_equal(call.op.send[i].body, "xxxxxxxxxx", 10);
+        assert_int_equal(call.op.send[i].priority, (int)(i % 16 + 1));
+        assert_string_equal(call.send_md5[i], call.send_md5[0]);
+    }
+    api_call_free(&call);
+    free(body);
+
+    /* One item is still the batch shape. */
+    body = batch_body(1, 3);
+    run_ok(&call, "POST", "/queues/q/messages", body, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_int_equal(call.op.n_send, 1);
+    api_call_free(&call);
+    free(body);
+}
+
+static void test_api_prepare_batch_send_limits(void **state)
+{
+    struct api_call call;
+    char *body;
+
+    (void)state;
+    body = batch_body(17, 10);
+    run_err("POST", "/queues/q/messages", body, SMQ_E_INVALID_ARGUMENT);
+    free(body);
+
+    /* Exactly 64 KiB in total is allowed, one byte more is not. */
+    body = batch_body(16, 4096);
+    run_ok(&call, "POST", "/queues/q/messages", body, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    api_call_free(&call);
+    free(body);
+    body = batch_body_ex(16, 4096, 1);
+    run_err("POST", "/queues/q/messages", body, SMQ_E_INVALID_ARGUMENT);
+    free(body);
+    body = batch_body(16, 4097);
+    run_err_msg("POST", "/queues/q/messages", body, SMQ_E_INVALID_ARGUMENT,
+                "The total size of the messages in a batch should not exceed 65536 bytes.");
+    free(body);
+    body = batch_body(2, 40000);
+    run_err("POST", "/queues/q/messages", body, SMQ_E_INVALID_ARGUMENT);
+    free(body);
+
+    run_err("POST", "/queues/q/messages", "<Messages></Messages>", SMQ_E_INVALID_ARGUMENT);
+    run_err("POST", "/queues/q/messages",
+            "<Messages><Message><MessageBody>a</MessageBody></Message>"
+            "<Message><MessageBody>b</MessageBody><Priority>17</Priority></Message></Messages>",
+            SMQ_E_INVALID_ARGUMENT);
+}
+
+static void test_api_prepare_receive(void **state)
+{
+    struct api_call call;
+
+    (void)state;
+    run_ok(&call, "GET", "/queues/q/messages", NULL, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    assert_string_equal(call.op.queue, "q");
+    assert_int_equal(call.op.max_msgs, 1);
+    assert_int_equal(call.op.wait_s, -1);          /* the queue's PollingWaitSeconds */
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?waitseconds=0", NULL, API_RECEIVE_MESSAGE,
+           SMQ_OP_RECEIVE);
+    assert_int_equal(call.op.wait_s, 0);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?waitseconds=30", NULL, API_RECEIVE_MESSAGE,
+           SMQ_OP_RECEIVE);
+    assert_int_equal(call.op.wait_s, 30);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=false", NULL, API_RECEIVE_MESSAGE,
+           SMQ_OP_RECEIVE);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_receive_waitseconds_errors(void **state)
+{
+    (void)state;
+    run_err("GET", "/queues/q/messages?waitseconds=31", NULL, SMQ_E_INVALID_ARGUMENT);
+    run_err("GET", "/queues/q/messages?waitseconds=-1", NULL, SMQ_E_INVALID_ARGUMENT);
+    run_err("GET", "/queues/q/messages?waitseconds=99999999999999999999", NULL,
+            SMQ_E_INVALID_ARGUMENT);
+    run_err("GET", "/queues/q/messages?waitseconds=abc", NULL, SMQ_E_INVALID_QUERY_STRING);
+    run_err("GET", "/queues/q/messages?waitseconds=", NULL, SMQ_E_INVALID_QUERY_STRING);
+    run_err("GET", "/queues/q/messages?waitseconds=5s", NULL, SMQ_E_INVALID_QUERY_STRING);
+    run_err("GET", "/queues/q/messages?waitseconds=%205", NULL, SMQ_E_INVALID_QUERY_STRING);
+    run_err("GET", "/queues/q/messages?waitseconds=+5", NULL, SMQ_E_INVALID_QUERY_STRING);
+    run_err("GET", "/queues/q/messages?waitseconds=%G0", NULL, SMQ_E_INVALID_QUERY_STRING);
+    run_err("GET", "/queues/q/messages?numOfMessages=2&waitseconds=31", NULL,
+            SMQ_E_INVALID_ARGUMENT);
+}
+
+static void test_api_prepare_batch_receive(void **state)
+{
+    struct api_call call;
+
+    (void)state;
+    run_ok(&call, "GET", "/queues/q/messages?numOfMessages=1", NULL, API_BATCH_RECEIVE_MESSAGE,
+           SMQ_OP_RECEIVE);
+    assert_int_equal(call.op.max_msgs, 1);
+    assert_int_equal(call.op.wait_s, -1);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?numOfMessages=16&waitseconds=3", NULL,
+           API_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    assert_int_equal(call.op.max_msgs, 16);
+    assert_int_equal(call.op.wait_s, 3);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?numofmessages=5", NULL, API_BATCH_RECEIVE_MESSAGE,
+           SMQ_OP_RECEIVE);
+    assert_int_equal(call.op.max_msgs, 5);
+    api_call_free(&call);
+
+    run_err("GET", "/queues/q/messages?numOfMessages=0", NULL, SMQ_E_INVALID_ARGUMENT);
+    run_err("GET", "/queues/q/messages?numOfMessages=17", NULL, SMQ_E_INVALID_ARGUMENT);
+    run_err("GET", "/queues/q/messages?numOfMessages=x", NULL, SMQ_E_INVALID_QUERY_STRING);
+}
+
+static void test_api_prepare_peek(void **state)
+{
+    struct api_call call;
+
+    (void)state;
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=true", NULL, API_PEEK_MESSAGE, SMQ_OP_PEEK);
+    assert_int_equal(call.op.max_msgs, 1);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=True", NULL, API_PEEK_MESSAGE, SMQ_OP_PEEK);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=true&numOfMessages=4", NULL,
+           API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    assert_int_equal(call.op.max_msgs, 4);
+    api_call_free(&call);
+
+    /* Go's parameter order. */
+    run_ok(&call, "GET", "/queues/q/messages?numOfMessages=16&peekonly=true", NULL,
+           API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    assert_int_equal(call.op.max_msgs, 16);
+    api_call_free(&call);
+
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=true&numOfMessages=1", NULL,
+           API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    api_call_free(&call);
+
+    run_err("GET", "/queues/q/messages?peekonly=true&numOfMessages=17", NULL,
+            SMQ_E_INVALID_ARGUMENT);
+}
+
+static void test_api_prepare_delete_message(void **state)
+{
+    struct api_call call;
+    char h[HANDLE_TEXT_LEN + 1], target[256];
+    const char *names[] = {"ReceiptHandle", "receiptHandle", "RECEIPTHANDLE"};
+
+    (void)state;
+    valid_handle(42, 3, h);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(target, sizeof target, "/queues/q/messages?%s=%s", names[i], h);
+        run_ok(&call, "DELETE", target, NULL, API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+        assert_int_equal(call.op.n_handles, 1);
+        assert_int_equal(call.op.handles[0].err, 0);
+        assert_int_equal(call.op.handles[0].seq, 42);
+        assert_int_equal(call.op.handles[0].gen, 3);
+        api_call_free(&call);
+    }
+
+    /* Go percent-escapes the handle: %41 is 'A', %2D is '-'. */
+    valid_handle(7, 0, h);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%%%02X%s", (unsigned)h[0], h + 1);
+    run_ok(&call, "DELETE", target, NULL, API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    assert_int_equal(call.op.handles[0].seq, 7);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_delete_query_handle_wins_over_body(void **state)
+{
+    struct api_call call;
+    char h[HANDLE_TEXT_LEN + 1], target[256];
+
+    (void)state;
+    valid_handle(5, 1, h);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s", h);
+    run_ok(&call, "DELETE", target, "<ReceiptHandles><ReceiptHandle>x</ReceiptHandle></ReceiptHandles>",
+           API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    assert_int_equal(call.op.n_handles, 1);
+    assert_int_equal(call.op.handles[0].seq, 5);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_delete_message_errors(void **state)
+{
+    char h[HANDLE_TEXT_LEN + 1], target[256];
+
+    (void)state;
+    run_err("DELETE", "/queues/q/messages", NULL, SMQ_E_MISSING_RECEIPT_HANDLE);
+    run_err("DELETE", "/queues/q/messages?ReceiptHandle=garbage", NULL, SMQ_E_RECEIPT_HANDLE_ERROR);
+    run_err("DELETE", "/queues/q/messages?ReceiptHandle=", NULL, SMQ_E_RECEIPT_HANDLE_ERROR);
+    run_err("DELETE", "/queues/q/messages?ReceiptHandle=8-0zxjHBaWtzPz8zphz0z6OGz5yWWidU1fJM", NULL,
+            SMQ_E_RECEIPT_HANDLE_ERROR);
+    valid_handle(42, 3, h);
+    h[3] = h[3] == 'A' ? 'B' : 'A';
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s", h);
+    run_err("DELETE", target, NULL, SMQ_E_RECEIPT_HANDLE_ERROR);
+}
+
+static void test_api_prepare_batch_delete(void **state)
+{
+    struct api_call call;
+    char h1[HANDLE_TEXT_LEN + 1], h2[HANDLE_TEXT_LEN + 1], body[1024];
+
+    (void)state;
+    valid_handle(10, 1, h1);
+    valid_handle(11, 2, h2);
+    snprintf(body, sizeof body,
+             DECL "<ReceiptHandles " REQ_NS "><ReceiptHandle>%s</ReceiptHandle>"
+             "<ReceiptHandle>garbage</ReceiptHandle><ReceiptHandle></ReceiptHandle>"
+             "<ReceiptHandle> %s\n</ReceiptHandle><ReceiptHandle>a+b/c=</ReceiptHandle>"
+             "</ReceiptHandles>",
+             h1, h2);
+    run_ok(&call, "DELETE", "/queues/q/messages", body, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    assert_int_equal(call.op.n_handles, 5);
+    assert_int_equal(call.handles.n, 5);
+    assert_int_equal(call.op.handles[0].err, 0);
+    assert_int_equal(call.op.handles[0].seq, 10);
+    assert_int_equal(call.op.handles[0].gen, 1);
+    assert_int_equal(call.op.handles[1].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_int_equal(call.op.handles[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_int_equal(call.op.handles[3].err, 0);           /* trimmed */
+    assert_int_equal(call.op.handles[3].seq, 11);
+    assert_int_equal(call.op.handles[3].gen, 2);
+    assert_int_equal(call.op.handles[4].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_string_equal(call.handles.handles[1], "garbage");
+    assert_string_equal(call.handles.handles[2], "");
+    assert_string_equal(call.handles.handles[3], h2);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_batch_delete_limits(void **state)
+{
+    struct smq_buf b;
+
+    (void)state;
+    buf_init(&b);
+    buf_puts(&b, "<ReceiptHandles>");
+    for (int i = 0; i < 17; i++)
+        buf_puts(&b, "<ReceiptHandle>x</ReceiptHandle>");
+    buf_puts(&b, "</ReceiptHandles>");
+    run_err("DELETE", "/queues/q/messages", b.data, SMQ_E_INVALID_ARGUMENT);
+    buf_free(&b);
+    run_err("DELETE", "/queues/q/messages", "<ReceiptHandles></ReceiptHandles>",
+            SMQ_E_INVALID_ARGUMENT);
+    run_err("DELETE", "/queues/q/messages", "<Handles><ReceiptHandle>x</ReceiptHandle></Handles>",
+            SMQ_E_MALFORMED_XML);
+}
+
+static void test_api_prepare_change_visibility(void **state)
+{
+    struct api_call call;
+    char h[HANDLE_TEXT_LEN + 1], target[256];
+
+    (void)state;
+    valid_handle(99, 4, h);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s&VisibilityTimeout=60", h);
+    run_ok(&call, "PUT", target, NULL, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    assert_int_equal(call.op.n_handles, 1);
+    assert_int_equal(call.op.handles[0].err, 0);
+    assert_int_equal(call.op.handles[0].seq, 99);
+    assert_int_equal(call.op.handles[0].gen, 4);
+    assert_int_equal(call.op.visibility_s, 60);
+    api_call_free(&call);
+
+    /* Node and the docs: lower-case first letters. */
+    snprintf(target, sizeof target, "/queues/q/messages?receiptHandle=%s&visibilityTimeout=43200", h);
+    run_ok(&call, "PUT", target, NULL, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    assert_int_equal(call.op.visibility_s, 43200);
+    api_call_free(&call);
+
+    /* 0 = "visible now" is accepted. */
+    snprintf(target, sizeof target, "/queues/q/messages?VisibilityTimeout=0&ReceiptHandle=%s", h);
+    run_ok(&call, "PUT", target, NULL, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    assert_int_equal(call.op.visibility_s, 0);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_change_visibility_errors(void **state)
+{
+    char h[HANDLE_TEXT_LEN + 1], target[256];
+
+    (void)state;
+    valid_handle(99, 4, h);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s&VisibilityTimeout=43201", h);
+    run_err("PUT", target, NULL, SMQ_E_INVALID_ARGUMENT);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s&VisibilityTimeout=-1", h);
+    run_err("PUT", target, NULL, SMQ_E_INVALID_ARGUMENT);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s&VisibilityTimeout=ten", h);
+    run_err("PUT", target, NULL, SMQ_E_INVALID_QUERY_STRING);
+    snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s", h);
+    run_err("PUT", target, NULL, SMQ_E_MISSING_VISIBILITY_TIMEOUT);
+    run_err("PUT", "/queues/q/messages?VisibilityTimeout=10", NULL, SMQ_E_MISSING_RECEIPT_HANDLE);
+    run_err("PUT", "/queues/q/messages", NULL, SMQ_E_MISSING_RECEIPT_HANDLE);
+    run_err("PUT", "/queues/q/messages?ReceiptHandle=garbage&VisibilityTimeout=10", NULL,
+            SMQ_E_RECEIPT_HANDLE_ERROR);
+}
+
+static void test_api_prepare_bad_queue_names_in_path(void **state)
+{
+    char target[512];
+
+    (void)state;
+    run_err("GET", "/queues/..", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/%2E%2E", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/a%00b", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/a%2Fb", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/a%2fb/messages", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/%2E%2E%2F%2E%2E%2Fetc/messages", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/a%zz", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/a_b", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/-a", NULL, SMQ_E_INVALID_QUEUE_NAME);
+    run_err("GET", "/queues/../x", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/../../etc/passwd", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/q/../messages", NULL, SMQ_E_INVALID_REQUEST_URL);
+
+    memset(target, 0, sizeof target);
+    memcpy(target, "/queues/", 8);
+    memset(target + 8, 'n', 120);
+    run_err("GET", target, NULL, 0);
+    target[8 + 120] = 'n';
+    run_err("GET", target, NULL, SMQ_E_QUEUE_NAME_LENGTH);
+    memset(target + 8, 'n', 400);
+    run_err("GET", target, NULL, SMQ_E_QUEUE_NAME_LENGTH);
+}
+
+static void test_api_prepare_percent_encoded_name_decoded(void **state)
+{
+    struct api_call call;
+
+    (void)state;
+    run_ok(&call, "GET", "/queues/%41bc", NULL, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    assert_string_equal(call.op.queue, "Abc");
+    api_call_free(&call);
+}
+
+static void test_api_prepare_unknown_paths(void **state)
+{
+    (void)state;
+    run_err("GET", "/", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queue", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queuesX", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/topics/t", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/q/messages/", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/q/messages/x", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/q/message", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/q/messagesX", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/queues/q/subscriptions", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/Queues/q", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("GET", "/?accountmeta=true", NULL, SMQ_E_INVALID_REQUEST_URL);
+}
+
+static void test_api_prepare_unknown_methods(void **state)
+{
+    (void)state;
+    run_err("POST", "/queues", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("PUT", "/queues", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("DELETE", "/queues", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("POST", "/queues/q", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("HEAD", "/queues/q", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("PATCH", "/queues/q/messages", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("get", "/queues/q", NULL, SMQ_E_INVALID_REQUEST_URL);
+}
+
+/* ---- queue attribute ranges (§5) ---- */
+
+struct attr_case {
+    const char *name;
+    long long min, max;
+    const char *unit;
+    unsigned bit;
+    size_t field;
+};
+
+static const struct attr_case attr_cases[] = {
+    {"DelaySeconds", 0, 604800, "seconds", SMQ_ATTR_DELAY, offsetof(struct smq_queue_attrs, delay_s)},
+    {"MaximumMessageSize", 1024, 65536, "bytes", SMQ_ATTR_MAX_MSG_SIZE,
+     offsetof(struct smq_queue_attrs, max_msg_size)},
+    {"MessageRetentionPeriod", 60, 604800, "seconds", SMQ_ATTR_RETENTION,
+     offsetof(struct smq_queue_attrs, retention_s)},
+    {"VisibilityTimeout", 1, 43200, "seconds", SMQ_ATTR_VISIBILITY,
+     offsetof(struct smq_queue_attrs, visibility_s)},
+    {"PollingWaitSeconds", 0, 30, "seconds", SMQ_ATTR_POLLING_WAIT,
+     offsetof(struct smq_queue_attrs, polling_wait_s)},
+};
+
+static void attr_accepted(const char *target, const struct attr_case *c, long long v)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    char body[256];
+    int rc;
+
+    queue_body(body, sizeof body, c->name, v);
+    rc = run(&call, &ei, "PUT", target, body);
+    if (rc != 0)
+        fail_msg("%s=%lld: %s", c->name, v, errors_message(&ei));
+    assert_int_equal(call.op.attrs_present, c->bit);
+    assert_int_equal(*(const int64_t *)(const void *)((const char *)&call.op.attrs + c->field), v);
+    api_call_free(&call);
+}
+
+static void attr_rejected(const char *target, const struct attr_case *c, long long v)
+{
+    char body[256], msg[256];
+
+    queue_body(body, sizeof body, c->name, v);
+    snprintf(msg, sizeof msg, "The value of %s should between %lld and %lld %s.", c->name, c->min,
+             c->max, c->unit);
+    run_err_msg("PUT", target, body, SMQ_E_INVALID_ARGUMENT, msg);
+}
+
+static void test_api_prepare_queue_attribute_ranges(void **state)
+{
+    const char *targets[] = {"/queues/q", "/queues/q?metaoverride=true"};
+
+    (void)state;
+    for (size_t t = 0; t < 2; t++) {
+        for (size_t i = 0; i < sizeof attr_cases / sizeof attr_cases[0]; i++) {
+            const struct attr_case *c = &attr_cases[i];
+            attr_accepted(targets[t], c, c->min);
+            attr_accepted(targets[t], c, c->max);
+            attr_rejected(targets[t], c, c->min - 1);
+            attr_rejected(targets[t], c, c->max + 1);
+        }
+    }
+}
+
+/* ---- Content-MD5 and authentication ---- */
+
+static void test_api_prepare_content_md5(void **state)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+    char body[256];
+
+    (void)state;
+    message_body(body, sizeof body, "hello", "");
+    rq_init(&r, "POST", "/queues/q/messages", body);
+    rq_add_md5_of(&r, body);
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), 0);
+    assert_int_equal(call.action, API_SEND_MESSAGE);
+    api_call_free(&call);
+
+    /* Signed correctly, but the digest is of other bytes. */
+    rq_init(&r, "POST", "/queues/q/messages", body);
+    rq_add_md5_of(&r, "something else");
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_INVALID_DIGEST);
+    assert_int_equal(ei.err, SMQ_E_INVALID_DIGEST);
+    api_call_free(&call);
+
+    /* Node sends the MD5 of "" on bodiless requests. */
+    rq_init(&r, "DELETE", "/queues/q", NULL);
+    rq_add_md5_of(&r, "");
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), 0);
+    assert_int_equal(call.action, API_DELETE_QUEUE);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_bad_signature(void **state)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+
+    (void)state;
+    rq_init(&r, "GET", "/queues/q", NULL);
+    rq_sign_with(&r, AK, "wrongSecret");
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_SIGNATURE_MISMATCH);
+    assert_int_equal(ei.err, SMQ_E_SIGNATURE_MISMATCH);
+    assert_string_equal(errors_info(ei.err)->code, "SignatureDoesNotMatch");
+    api_call_free(&call);
+
+    /* Auth comes before routing: a bad path with a bad signature. */
+    rq_init(&r, "GET", "/nowhere", NULL);
+    rq_sign_with(&r, AK, "wrongSecret");
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_SIGNATURE_MISMATCH);
+    api_call_free(&call);
+
+    /* The target is signed: changing it after signing breaks the signature. */
+    rq_init(&r, "GET", "/queues/q", NULL);
+    rq_sign(&r);
+    r.req.target = r.auth.resource = "/queues/p";
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_SIGNATURE_MISMATCH);
+    api_call_free(&call);
+}
+
+static void test_api_prepare_auth_errors(void **state)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+
+    (void)state;
+    rq_init(&r, "GET", "/queues/q", NULL);
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_MISSING_AUTHORIZATION);
+    api_call_free(&call);
+
+    rq_init(&r, "GET", "/queues/q", NULL);
+    rq_sign_with(&r, "otherKeyId", SK);
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_INVALID_ACCESS_KEY_ID);
+    api_call_free(&call);
+
+    /* 16 minutes of skew. */
+    fake.epoch_ms = DATE_MS + 16 * 60 * 1000;
+    rq_init(&r, "GET", "/queues/q", NULL);
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_TIME_EXPIRED);
+    api_call_free(&call);
+    fake.epoch_ms = DATE_MS + 14 * 60 * 1000;
+    assert_int_equal(prepare(&r, &call, &ei), 0);
+    api_call_free(&call);
+    fake.epoch_ms = DATE_MS;
+}
+
+/* ================================ rendering ================================ */
+
+struct render {
+    struct rq r;
+    struct api_call call;
+    struct api_response resp;
+};
+
+static void render_init(struct render *x, enum api_action action, enum smq_op_kind kind)
+{
+    rq_init(&x->r, "GET", "/queues/q", NULL);
+    api_call_init(&x->call);
+    x->call.action = action;
+    x->call.op.kind = kind;
+    snprintf(x->call.op.queue, sizeof x->call.op.queue, "q");
+    buf_init(&x->resp.body);
+    x->resp.status = 0;
+    x->resp.location[0] = '\0';
+}
+
+static void render_run(struct render *x)
+{
+    api_render(&ctx, &x->r.req, &x->call, RID, &x->resp);
+}
+
+static void render_free(struct render *x)
+{
+    api_call_free(&x->call);
+    buf_free(&x->resp.body);
+}
+
+static void assert_body(const struct api_response *resp, const char *want)
+{
+    if (resp->body.len != strlen(want) || memcmp(resp->body.data, want, resp->body.len) != 0)
+        fail_msg("body\n got: %.*s\nwant: %s", (int)resp->body.len,
+                 resp->body.data ? resp->body.data : "", want);
+}
+
+static void assert_no_body(const struct api_response *resp)
+{
+    assert_int_equal(resp->body.len, 0);
+}
+
+static char *copy_str(const char *s)
+{
+    char *p = strdup(s);
+
+    assert_non_null(p);
+    return p;
+}
+
+static void fill_info(struct smq_queue_info *i, const char *name)
+{
+    memset(i, 0, sizeof *i);
+    snprintf(i->name, sizeof i->name, "%s", name);
+    engine_default_attrs(&i->attrs);
+    i->create_s = 1704164645;
+    i->modify_s = 1704164700;
+    i->n_active = 3;
+    i->n_inactive = 2;
+    i->n_delayed = 1;
+}
+
+#define ATTRS_XML(name)                                                                        \
+    "<QueueName>" name "</QueueName><CreateTime>1704164645</CreateTime>"                        \
+    "<LastModifyTime>1704164700</LastModifyTime><DelaySeconds>0</DelaySeconds>"                 \
+    "<MaximumMessageSize>65536</MaximumMessageSize>"                                            \
+    "<MessageRetentionPeriod>345600</MessageRetentionPeriod>"                                   \
+    "<VisibilityTimeout>30</VisibilityTimeout><PollingWaitSeconds>0</PollingWaitSeconds>"       \
+    "<ActiveMessages>3</ActiveMessages><InactiveMessages>2</InactiveMessages>"                  \
+    "<DelayMessages>1</DelayMessages><LoggingEnabled>False</LoggingEnabled>"
+
+static void test_api_render_create_queue(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    x.call.op.created = true;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_string_equal(x.resp.location, "http://" HOST "/queues/q");
+    assert_no_body(&x.resp);
+    render_free(&x);
+
+    render_init(&x, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    x.call.op.created = false;                  /* same attributes: 204, still Location */
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_string_equal(x.resp.location, "http://" HOST "/queues/q");
+    assert_no_body(&x.resp);
+    render_free(&x);
+}
+
+static void test_api_render_set_and_delete_queue(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_no_body(&x.resp);
+    assert_string_equal(x.resp.location, "");
+    render_free(&x);
+
+    render_init(&x, API_DELETE_QUEUE, SMQ_OP_DELETE_QUEUE);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_no_body(&x.resp);
+    render_free(&x);
+}
+
+static void test_api_render_get_queue_attributes(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    fill_info(&x.call.op.info, "q");
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Queue " NS ">" ATTRS_XML("q") "</Queue>");
+    render_free(&x);
+
+    /* Set values and LoggingEnabled True. */
+    render_init(&x, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    fill_info(&x.call.op.info, "Q-2");
+    x.call.op.info.attrs.delay_s = 604800;
+    x.call.op.info.attrs.max_msg_size = 1024;
+    x.call.op.info.attrs.retention_s = 60;
+    x.call.op.info.attrs.visibility_s = 43200;
+    x.call.op.info.attrs.polling_wait_s = 30;
+    x.call.op.info.attrs.logging = 1;
+    x.call.op.info.n_active = 0;
+    render_run(&x);
+    assert_body(&x.resp,
+                DECL "<Queue " NS "><QueueName>Q-2</QueueName><CreateTime>1704164645</CreateTime>"
+                "<LastModifyTime>1704164700</LastModifyTime><DelaySeconds>604800</DelaySeconds>"
+                "<MaximumMessageSize>1024</MaximumMessageSize>"
+                "<MessageRetentionPeriod>60</MessageRetentionPeriod>"
+                "<VisibilityTimeout>43200</VisibilityTimeout><PollingWaitSeconds>30</PollingWaitSeconds>"
+                "<ActiveMessages>0</ActiveMessages><InactiveMessages>2</InactiveMessages>"
+                "<DelayMessages>1</DelayMessages><LoggingEnabled>True</LoggingEnabled></Queue>");
+    render_free(&x);
+}
+
+static void fill_list(struct smq_op *op, size_t n)
+{
+    static const char *const names[] = {"a", "b", "c"};
+
+    op->listed = calloc(n ? n : 1, sizeof *op->listed);
+    assert_non_null(op->listed);
+    for (size_t i = 0; i < n; i++)
+        fill_info(&op->listed[i], names[i]);
+    op->n_listed = n;
+}
+
+static void test_api_render_list_queue(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    fill_list(&x.call.op, 2);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Queues " NS "><Queue><QueueURL>http://" HOST "/queues/a</QueueURL>"
+                         "</Queue><Queue><QueueURL>http://" HOST "/queues/b</QueueURL></Queue>"
+                         "</Queues>");
+    render_free(&x);
+
+    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    fill_list(&x.call.op, 2);
+    snprintf(x.call.op.next_marker, sizeof x.call.op.next_marker, "b");
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Queues " NS "><Queue><QueueURL>http://" HOST "/queues/a</QueueURL>"
+                         "</Queue><Queue><QueueURL>http://" HOST "/queues/b</QueueURL></Queue>"
+                         "<NextMarker>b</NextMarker></Queues>");
+    render_free(&x);
+
+    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    fill_list(&x.call.op, 0);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Queues " NS "></Queues>");
+    render_free(&x);
+}
+
+static void test_api_render_list_queue_with_meta(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    rq_add(&x.r, "x-mns-with-meta", "true");
+    fill_list(&x.call.op, 2);
+    snprintf(x.call.op.next_marker, sizeof x.call.op.next_marker, "c");
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Queues " NS "><Queue><QueueURL>http://" HOST "/queues/a</QueueURL>"
+                         ATTRS_XML("a") "</Queue><Queue><QueueURL>http://" HOST
+                         "/queues/b</QueueURL>" ATTRS_XML("b") "</Queue>"
+                         "<NextMarker>c</NextMarker></Queues>");
+    render_free(&x);
+
+    /* x-mns-with-meta: false is the plain shape. */
+    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    rq_add(&x.r, "x-mns-with-meta", "false");
+    fill_list(&x.call.op, 1);
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Queues " NS "><Queue><QueueURL>http://" HOST "/queues/a</QueueURL>"
+                         "</Queue></Queues>");
+    render_free(&x);
+}
+
+static void test_api_render_send_message(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_SEND_MESSAGE, SMQ_OP_SEND);
+    x.call.op.n_send = 1;
+    x.call.op.sent_seq[0] = 5;
+    snprintf(x.call.send_md5[0], sizeof x.call.send_md5[0], CN_MD5);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_body(&x.resp, DECL "<Message " NS "><MessageId>" ID_PREFIX "0000000000000005</MessageId>"
+                         "<MessageBodyMD5>" CN_MD5 "</MessageBodyMD5></Message>");
+    render_free(&x);
+}
+
+static void test_api_render_batch_send_message(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    x.call.op.n_send = 2;
+    x.call.op.sent_seq[0] = 0x10;
+    x.call.op.sent_seq[1] = 0xABCDEF;
+    snprintf(x.call.send_md5[0], sizeof x.call.send_md5[0], CN_MD5);
+    snprintf(x.call.send_md5[1], sizeof x.call.send_md5[1], "5D41402ABC4B2A76B9719D911017C592");
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_body(&x.resp, DECL "<Messages " NS "><Message><MessageId>" ID_PREFIX
+                         "0000000000000010</MessageId><MessageBodyMD5>" CN_MD5
+                         "</MessageBodyMD5></Message><Message><MessageId>" ID_PREFIX
+                         "0000000000ABCDEF</MessageId><MessageBodyMD5>"
+                         "5D41402ABC4B2A76B9719D911017C592</MessageBodyMD5></Message></Messages>");
+    render_free(&x);
+}
+
+static void test_api_render_prepared_send_round_trip(void **state)
+{
+    struct api_call call;
+    struct api_response resp;
+    struct rq r;
+    char body[512];
+
+    (void)state;
+    message_body(body, sizeof body, CN_BODY, "<Priority>10</Priority>");
+    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
+    call.op.sent_seq[0] = 1;
+    rq_init(&r, "POST", "/queues/q/messages", body);
+    buf_init(&resp.body);
+    resp.location[0] = '\0';
+    api_render(&ctx, &r.req, &call, RID, &resp);
+    assert_int_equal(resp.status, 201);
+    assert_body(&resp, DECL "<Message " NS "><MessageId>" ID_PREFIX "0000000000000001</MessageId>"
+                       "<MessageBodyMD5>" CN_MD5 "</MessageBodyMD5></Message>");
+    buf_free(&resp.body);
+    api_call_free(&call);
+}
+
+static void fill_msg(struct smq_msg_view *v, uint64_t seq, const char *body)
+{
+    v->seq = seq;
+    v->handle_gen = 2;
+    v->enqueue_ms = INT64_C(1716809414944);
+    v->first_dequeue_ms = INT64_C(1716809420986);
+    v->next_visible_ms = INT64_C(1716809470986);
+    v->dequeue_count = 1;
+    v->priority = 10;
+    v->body = copy_str(body);
+    v->body_len = strlen(body);
+}
+
+/* The nine elements of a received message, §7.8 order. */
+static void received_xml(char *out, size_t size, uint64_t seq, uint32_t gen, const char *md5,
+                         const char *escaped_body)
+{
+    char h[HANDLE_TEXT_LEN + 1];
+
+    valid_handle(seq, gen, h);
+    snprintf(out, size,
+             "<Message><MessageId>" ID_PREFIX "%016llX</MessageId><ReceiptHandle>%s</ReceiptHandle>"
+             "<MessageBodyMD5>%s</MessageBodyMD5><MessageBody>%s</MessageBody>"
+             "<EnqueueTime>1716809414944</EnqueueTime><NextVisibleTime>1716809470986</NextVisibleTime>"
+             "<FirstDequeueTime>1716809420986</FirstDequeueTime><DequeueCount>1</DequeueCount>"
+             "<Priority>10</Priority></Message>",
+             (unsigned long long)seq, h, md5, escaped_body);
+}
+
+/* The seven elements of a peeked message. */
+static void peeked_xml(char *out, size_t size, uint64_t seq, const char *md5,
+                       const char *escaped_body)
+{
+    snprintf(out, size,
+             "<Message><MessageId>" ID_PREFIX "%016llX</MessageId>"
+             "<MessageBodyMD5>%s</MessageBodyMD5><MessageBody>%s</MessageBody>"
+             "<EnqueueTime>1716809414944</EnqueueTime>"
+             "<FirstDequeueTime>1716809420986</FirstDequeueTime><DequeueCount>1</DequeueCount>"
+             "<Priority>10</Priority></Message>",
+             (unsigned long long)seq, md5, escaped_body);
+}
+
+/* DECL + root with NS + inner, where inner starts with "<Message>" for a single message. */
+static void doc_single(char *out, size_t size, const char *item)
+{
+    snprintf(out, size, DECL "<Message " NS ">%s", item + strlen("<Message>"));
+}
+
+static void test_api_render_receive_message(void **state)
+{
+    struct render x;
+    char item[1024], want[1200];
+
+    (void)state;
+    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    fill_msg(&x.call.op.msgs[0], 0x0A, CN_BODY);
+    x.call.op.n_msgs = 1;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    received_xml(item, sizeof item, 0x0A, 2, CN_MD5, CN_BODY);
+    doc_single(want, sizeof want, item);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+static void test_api_render_receive_escapes_body(void **state)
+{
+    struct render x;
+    char item[1024], want[1200];
+
+    (void)state;
+    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    fill_msg(&x.call.op.msgs[0], 1, "a&b<c>");
+    x.call.op.n_msgs = 1;
+    render_run(&x);
+    received_xml(item, sizeof item, 1, 2, "2C972F2D55C613B960178EA72493B0B7", "a&amp;b&lt;c&gt;");
+    doc_single(want, sizeof want, item);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+static void test_api_render_batch_receive_one_message(void **state)
+{
+    struct render x;
+    char item[1024], want[1200];
+
+    (void)state;
+    render_init(&x, API_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    fill_msg(&x.call.op.msgs[0], 3, CN_BODY);
+    x.call.op.n_msgs = 1;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    received_xml(item, sizeof item, 3, 2, CN_MD5, CN_BODY);
+    snprintf(want, sizeof want, DECL "<Messages " NS ">%s</Messages>", item);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+static void test_api_render_batch_receive_two_messages(void **state)
+{
+    struct render x;
+    char a[1024], b[1024], want[2400];
+
+    (void)state;
+    render_init(&x, API_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    fill_msg(&x.call.op.msgs[0], 3, CN_BODY);
+    fill_msg(&x.call.op.msgs[1], 4, "hello");
+    x.call.op.msgs[1].handle_gen = 9;
+    x.call.op.n_msgs = 2;
+    render_run(&x);
+    received_xml(a, sizeof a, 3, 2, CN_MD5, CN_BODY);
+    received_xml(b, sizeof b, 4, 9, "5D41402ABC4B2A76B9719D911017C592", "hello");
+    snprintf(want, sizeof want, DECL "<Messages " NS ">%s%s</Messages>", a, b);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+static void test_api_render_peek_message(void **state)
+{
+    struct render x;
+    char item[1024], want[1200];
+
+    (void)state;
+    render_init(&x, API_PEEK_MESSAGE, SMQ_OP_PEEK);
+    fill_msg(&x.call.op.msgs[0], 0x0B, CN_BODY);
+    x.call.op.n_msgs = 1;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    peeked_xml(item, sizeof item, 0x0B, CN_MD5, CN_BODY);
+    doc_single(want, sizeof want, item);
+    assert_body(&x.resp, want);
+    assert_null(strstr(x.resp.body.data, "ReceiptHandle"));
+    assert_null(strstr(x.resp.body.data, "NextVisibleTime"));
+    render_free(&x);
+}
+
+static void test_api_render_batch_peek(void **state)
+{
+    struct render x;
+    char a[1024], b[1024], want[2400];
+
+    (void)state;
+    render_init(&x, API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    fill_msg(&x.call.op.msgs[0], 1, "hello");
+    fill_msg(&x.call.op.msgs[1], 2, CN_BODY);
+    x.call.op.n_msgs = 2;
+    render_run(&x);
+    peeked_xml(a, sizeof a, 1, "5D41402ABC4B2A76B9719D911017C592", "hello");
+    peeked_xml(b, sizeof b, 2, CN_MD5, CN_BODY);
+    snprintf(want, sizeof want, DECL "<Messages " NS ">%s%s</Messages>", a, b);
+    assert_body(&x.resp, want);
+    render_free(&x);
+
+    /* One peeked message asked for with numOfMessages: still <Messages>. */
+    render_init(&x, API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    fill_msg(&x.call.op.msgs[0], 1, "hello");
+    x.call.op.n_msgs = 1;
+    render_run(&x);
+    snprintf(want, sizeof want, DECL "<Messages " NS ">%s</Messages>", a);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+static void test_api_render_delete_message(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    x.call.op.n_handles = 1;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_no_body(&x.resp);
+    render_free(&x);
+}
+
+static void add_batch_handle(struct render *x, const char *text, int err)
+{
+    size_t i = x->call.handles.n++;
+
+    x->call.handles.handles[i] = copy_str(text);
+    x->call.op.handles[i].err = err;
+    x->call.op.n_handles = x->call.handles.n;
+}
+
+static void test_api_render_batch_delete_partial(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    add_batch_handle(&x, "okhandle", 0);
+    add_batch_handle(&x, "stale-handle", SMQ_E_MESSAGE_NOT_EXIST);
+    add_batch_handle(&x, "garbage", SMQ_E_RECEIPT_HANDLE_ERROR);
+    add_batch_handle(&x, "fine", 0);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 404);
+    assert_body(&x.resp, DECL "<Errors " NS "><Error><ErrorCode>MessageNotExist</ErrorCode>"
+                         "<ErrorMessage>Message not exist.</ErrorMessage>"
+                         "<ReceiptHandle>stale-handle</ReceiptHandle></Error>"
+                         "<Error><ErrorCode>ReceiptHandleError</ErrorCode>"
+                         "<ErrorMessage>The receipt handle you provide is not valid.</ErrorMessage>"
+                         "<ReceiptHandle>garbage</ReceiptHandle></Error></Errors>");
+    render_free(&x);
+}
+
+static void test_api_render_batch_delete_all_failed_and_empty_text(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    add_batch_handle(&x, "", SMQ_E_RECEIPT_HANDLE_ERROR);
+    add_batch_handle(&x, "a<b", SMQ_E_RECEIPT_HANDLE_ERROR);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 404);
+    /* Each item keeps three non-empty elements (§7.12). */
+    assert_body(&x.resp, DECL "<Errors " NS "><Error><ErrorCode>ReceiptHandleError</ErrorCode>"
+                         "<ErrorMessage>The receipt handle you provide is not valid.</ErrorMessage>"
+                         "<ReceiptHandle>(empty)</ReceiptHandle></Error>"
+                         "<Error><ErrorCode>ReceiptHandleError</ErrorCode>"
+                         "<ErrorMessage>The receipt handle you provide is not valid.</ErrorMessage>"
+                         "<ReceiptHandle>a&lt;b</ReceiptHandle></Error></Errors>");
+    render_free(&x);
+}
+
+static void test_api_render_batch_delete_all_ok(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    add_batch_handle(&x, "h1", 0);
+    add_batch_handle(&x, "h2", 0);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_no_body(&x.resp);
+    render_free(&x);
+}
+
+static void test_api_render_batch_delete_request_error(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    add_batch_handle(&x, "h1", SMQ_E_MESSAGE_NOT_EXIST);
+    errors_set(&x.call.op.result, SMQ_E_QUEUE_NOT_EXIST, NULL);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 404);
+    assert_body(&x.resp, DECL "<Error " NS "><Code>QueueNotExist</Code>"
+                         "<Message>The queue name you provided is not exist.</Message>"
+                         "<RequestId>" RID "</RequestId><HostId>http://" HOST "</HostId></Error>");
+    render_free(&x);
+}
+
+static void test_api_render_change_visibility(void **state)
+{
+    struct render x;
+    char h[HANDLE_TEXT_LEN + 1], want[512];
+
+    (void)state;
+    render_init(&x, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    x.call.op.n_handles = 1;
+    x.call.op.handles[0].seq = 77;
+    x.call.op.handles[0].gen = 3;
+    x.call.op.new_gen = 4;
+    x.call.op.next_visible_ms = INT64_C(1704164705000);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    valid_handle(77, 4, h);                    /* the new generation, not the old */
+    snprintf(want, sizeof want,
+             DECL "<ChangeVisibility " NS "><ReceiptHandle>%s</ReceiptHandle>"
+             "<NextVisibleTime>1704164705000</NextVisibleTime></ChangeVisibility>", h);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+static void test_api_render_op_error(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    errors_set(&x.call.op.result, SMQ_E_MESSAGE_NOT_EXIST, NULL);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 404);
+    assert_body(&x.resp, DECL "<Error " NS "><Code>MessageNotExist</Code>"
+                         "<Message>Message not exist.</Message>"
+                         "<RequestId>" RID "</RequestId><HostId>http://" HOST "</HostId></Error>");
+    render_free(&x);
+
+    render_init(&x, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    errors_set(&x.call.op.result, SMQ_E_QUEUE_ALREADY_EXIST, "The queue %s differs.", "q");
+    render_run(&x);
+    assert_int_equal(x.resp.status, 409);
+    assert_string_equal(x.resp.location, "");
+    assert_body(&x.resp, DECL "<Error " NS "><Code>QueueAlreadyExist</Code>"
+                         "<Message>The queue q differs.</Message>"
+                         "<RequestId>" RID "</RequestId><HostId>http://" HOST "</HostId></Error>");
+    render_free(&x);
+}
+
+static void test_api_render_error_document(void **state)
+{
+    struct rq r;
+    struct api_response resp;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    rq_init(&r, "GET", "/queues/q", NULL);
+    r.req.host = "1234567890123456.mns.cn-hangzhou.aliyuncs.com";
+    buf_init(&resp.body);
+    buf_puts(&resp.body, "stale bytes");
+    errors_set(&ei, SMQ_E_QUEUE_NOT_EXIST, NULL);
+    api_render_error(&r.req, &ei, RID, &resp);
+    assert_int_equal(resp.status, 404);
+    /* Protocol §8.1, byte for byte (namespace without a trailing slash). */
+    assert_body(&resp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+                       "<Error xmlns=\"http://mns.aliyuncs.com/doc/v1\"><Code>QueueNotExist</Code>"
+                       "<Message>The queue name you provided is not exist.</Message>"
+                       "<RequestId>512B2A634403E52B1956133E</RequestId>"
+                       "<HostId>http://1234567890123456.mns.cn-hangzhou.aliyuncs.com</HostId></Error>");
+    buf_free(&resp.body);
+}
+
+static void test_api_render_error_escapes_message(void **state)
+{
+    struct rq r;
+    struct api_response resp;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    rq_init(&r, "GET", "/queues/q", NULL);
+    buf_init(&resp.body);
+    errors_set(&ei, SMQ_E_SIGNATURE_MISMATCH, "StringToSign: \"GET\\n<&>\"");
+    api_render_error(&r.req, &ei, "R1", &resp);
+    assert_int_equal(resp.status, 403);
+    assert_body(&resp, DECL "<Error " NS "><Code>SignatureDoesNotMatch</Code>"
+                       "<Message>StringToSign: \"GET\\n&lt;&amp;&gt;\"</Message>"
+                       "<RequestId>R1</RequestId><HostId>http://" HOST "</HostId></Error>");
+    buf_free(&resp.body);
+}
+
+static void test_api_render_error_statuses(void **state)
+{
+    struct rq r;
+    struct api_response resp;
+    struct smq_errinfo ei = {0};
+    const int errs[] = {SMQ_E_TIME_EXPIRED, SMQ_E_INVALID_ACCESS_KEY_ID, SMQ_E_INTERNAL,
+                        SMQ_E_INVALID_ARGUMENT, 12345};
+    const int statuses[] = {408, 403, 500, 400, 500};
+
+    (void)state;
+    rq_init(&r, "GET", "/queues/q", NULL);
+    buf_init(&resp.body);
+    for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        errors_set(&ei, errs[i], NULL);
+        api_render_error(&r.req, &ei, RID, &resp);
+        assert_int_equal(resp.status, statuses[i]);
+        assert_non_null(strstr(resp.body.data, "<Code>"));
+        assert_int_equal(strncmp(resp.body.data, DECL "<Error " NS "><Code>",
+                                 strlen(DECL "<Error " NS "><Code>")), 0);
+    }
+    buf_free(&resp.body);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api_query_plus_stays_plus),
+        cmocka_unit_test(test_api_query_bad_escapes),
+        cmocka_unit_test(test_api_query_split_at_first_equals),
+        cmocka_unit_test(test_api_query_names_case_insensitive),
+        cmocka_unit_test(test_api_query_first_duplicate_wins),
+        cmocka_unit_test(test_api_query_utf8_value),
+        cmocka_unit_test(test_api_query_too_many_params),
+        cmocka_unit_test(test_api_query_empty),
+        cmocka_unit_test(test_api_queue_name_lengths),
+        cmocka_unit_test(test_api_queue_name_characters),
+        cmocka_unit_test(test_api_queue_name_embedded_nul),
+        cmocka_unit_test(test_api_action_names),
+        cmocka_unit_test(test_api_prepare_create_queue),
+        cmocka_unit_test(test_api_prepare_create_queue_all_attributes),
+        cmocka_unit_test(test_api_prepare_set_queue_attributes),
+        cmocka_unit_test(test_api_prepare_queue_wrong_root),
+        cmocka_unit_test(test_api_prepare_get_and_delete_queue),
+        cmocka_unit_test(test_api_prepare_list_queue),
+        cmocka_unit_test(test_api_prepare_list_ret_number_range),
+        cmocka_unit_test(test_api_prepare_send_message),
+        cmocka_unit_test(test_api_prepare_send_md5_of_text_after_unescaping),
+        cmocka_unit_test(test_api_prepare_send_priority),
+        cmocka_unit_test(test_api_prepare_send_delay),
+        cmocka_unit_test(test_api_prepare_send_error_messages),
+        cmocka_unit_test(test_api_prepare_send_missing_body),
+        cmocka_unit_test(test_api_prepare_batch_send),
+        cmocka_unit_test(test_api_prepare_batch_send_limits),
+        cmocka_unit_test(test_api_prepare_receive),
+        cmocka_unit_test(test_api_prepare_receive_waitseconds_errors),
+        cmocka_unit_test(test_api_prepare_batch_receive),
+        cmocka_unit_test(test_api_prepare_peek),
+        cmocka_unit_test(test_api_prepare_delete_message),
+        cmocka_unit_test(test_api_prepare_delete_query_handle_wins_over_body),
+        cmocka_unit_test(test_api_prepare_delete_message_errors),
+        cmocka_unit_test(test_api_prepare_batch_delete),
+        cmocka_unit_test(test_api_prepare_batch_delete_limits),
+        cmocka_unit_test(test_api_prepare_change_visibility),
+        cmocka_unit_test(test_api_prepare_change_visibility_errors),
+        cmocka_unit_test(test_api_prepare_bad_queue_names_in_path),
+        cmocka_unit_test(test_api_prepare_percent_encoded_name_decoded),
+        cmocka_unit_test(test_api_prepare_unknown_paths),
+        cmocka_unit_test(test_api_prepare_unknown_methods),
+        cmocka_unit_test(test_api_prepare_queue_attribute_ranges),
+        cmocka_unit_test(test_api_prepare_content_md5),
+        cmocka_unit_test(test_api_prepare_bad_signature),
+        cmocka_unit_test(test_api_prepare_auth_errors),
+        cmocka_unit_test(test_api_render_create_queue),
+        cmocka_unit_test(test_api_render_set_and_delete_queue),
+        cmocka_unit_test(test_api_render_get_queue_attributes),
+        cmocka_unit_test(test_api_render_list_queue),
+        cmocka_unit_test(test_api_render_list_queue_with_meta),
+        cmocka_unit_test(test_api_render_send_message),
+        cmocka_unit_test(test_api_render_batch_send_message),
+        cmocka_unit_test(test_api_render_prepared_send_round_trip),
+        cmocka_unit_test(test_api_render_receive_message),
+        cmocka_unit_test(test_api_render_receive_escapes_body),
+        cmocka_unit_test(test_api_render_batch_receive_one_message),
+        cmocka_unit_test(test_api_render_batch_receive_two_messages),
+        cmocka_unit_test(test_api_render_peek_message),
+        cmocka_unit_test(test_api_render_batch_peek),
+        cmocka_unit_test(test_api_render_delete_message),
+        cmocka_unit_test(test_api_render_batch_delete_partial),
+        cmocka_unit_test(test_api_render_batch_delete_all_failed_and_empty_text),
+        cmocka_unit_test(test_api_render_batch_delete_all_ok),
+        cmocka_unit_test(test_api_render_batch_delete_request_error),
+        cmocka_unit_test(test_api_render_change_visibility),
+        cmocka_unit_test(test_api_render_op_error),
+        cmocka_unit_test(test_api_render_error_document),
+        cmocka_unit_test(test_api_render_error_escapes_message),
+        cmocka_unit_test(test_api_render_error_statuses),
+    };
+    int rc;
+
+    xml_global_init();
+    rc = cmocka_run_group_tests(tests, setup, NULL);
+    xml_global_cleanup();
+    return rc;
+}
