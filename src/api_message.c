@@ -98,7 +98,7 @@ static int prepare_get(const struct api_query *query, struct api_call *call, str
     const char *num = api_query_get(query, "numOfMessages");
     const char *wait = api_query_get(query, "waitseconds");
     bool is_peek = peek != NULL && strcasecmp(peek, "true") == 0;
-    int64_t v;
+    int64_t v = 0;
     int rc = 0;
 
     call->op.kind = is_peek ? SMQ_OP_PEEK : SMQ_OP_RECEIVE;
@@ -108,11 +108,13 @@ static int prepare_get(const struct api_query *query, struct api_call *call, str
         call->action = num ? API_BATCH_RECEIVE_MESSAGE : API_RECEIVE_MESSAGE;
     if (num != NULL) {
         rc = query_int(num, "numOfMessages", 1, SMQ_BATCH_MAX, &v, ei);
-        call->op.max_msgs = (int)v;
+        if (rc == 0)
+            call->op.max_msgs = (int)v;
     }
     if (rc == 0 && wait != NULL && !is_peek) {
         rc = query_int(wait, "waitseconds", 0, SMQ_POLLING_WAIT_MAX_S, &v, ei);
-        call->op.wait_s = v;
+        if (rc == 0)
+            call->op.wait_s = v;
     }
     return rc;
 }
