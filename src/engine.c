@@ -16,6 +16,7 @@
 #define EXPIRED_FLUSH_AT 1024       /* lazily deleted expired rows per flush */
 #define META_KEYS "handle_keys"
 #define META_NEXT_SEQ "next_seq"
+#define META_NEXT_QUEUE_ID "next_queue_id"
 
 struct expired_row {
     int64_t queue_id;
@@ -33,6 +34,7 @@ struct smq_engine {
     struct queue_registry queues;
     struct msg_table msgs;
     uint64_t next_seq, seq_reserved;
+    uint64_t seq_reserve_pending;    /* written in the open savepoint, 0 = none */
     int64_t next_queue_id;
     size_t n_waiters;
     uint64_t reloads;
@@ -47,6 +49,7 @@ struct smq_engine {
 };
 
 static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
+static int write_mark(struct smq_engine *e, const char *key, uint64_t value);
 static void on_wait_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
 
 void engine_default_attrs(struct smq_queue_attrs *a)
@@ -124,6 +127,11 @@ static int write_end(struct smq_engine *e, int rc)
 {
     if (rc == 0 && store_release(e->store) != 0)
         rc = SMQ_E_INTERNAL;
+    /* An id reservation counts only once its savepoint is kept; if the
+     * whole transaction is lost later, reload() re-reads the mark anyway. */
+    if (rc == 0 && e->seq_reserve_pending != 0)
+        e->seq_reserved = e->seq_reserve_pending;
+    e->seq_reserve_pending = 0;
     if (rc != 0) {
         store_rollback_to(e->store);
         if (!store_in_txn(e->store))
@@ -321,6 +329,9 @@ static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
     rc = write_begin(e);
     if (rc == 0)
         rc = store_queue_insert(e->store, &rec);
+    /* Queue ids are never reused either (store.h): keep a mark past this one. */
+    if (rc == 0)
+        rc = write_mark(e, META_NEXT_QUEUE_ID, (uint64_t)e->next_queue_id + 1);
     rc = write_end(e, rc);
     if (rc != 0) {
         queue_free(q);
@@ -418,15 +429,27 @@ static int exec_list_queues(struct smq_engine *e, struct smq_op *op)
 
 /* ---- message operations ---------------------------------------------------------------- */
 
+/* Writes a high-water mark in meta (inside the caller's savepoint). */
+static int write_mark(struct smq_engine *e, const char *key, uint64_t value)
+{
+    char text[24];
+    int n = snprintf(text, sizeof text, "%llu", (unsigned long long)value);
+
+    return store_meta_set(e->store, key, text, (size_t)n) != 0 ? SMQ_E_INTERNAL : 0;
+}
+
+/* Message sequence numbers are never reused, even after the highest one is
+ * deleted and smqd restarts: ids are handed out below a persisted mark that
+ * is moved in steps, in the same savepoint as the message that needs it. */
 static int next_seq(struct smq_engine *e, uint64_t *seq)
 {
-    if (e->next_seq >= e->seq_reserved) {
-        char text[24];
+    uint64_t reserved = e->seq_reserve_pending ? e->seq_reserve_pending : e->seq_reserved;
+
+    if (e->next_seq >= reserved) {
         uint64_t reserve = e->next_seq + SEQ_RESERVE_STEP;
-        int n = snprintf(text, sizeof text, "%llu", (unsigned long long)reserve);
-        if (store_meta_set(e->store, META_NEXT_SEQ, text, (size_t)n) != 0)
+        if (write_mark(e, META_NEXT_SEQ, reserve) != 0)
             return SMQ_E_INTERNAL;
-        e->seq_reserved = reserve;
+        e->seq_reserve_pending = reserve;
     }
     *seq = e->next_seq++;
     return 0;
@@ -837,6 +860,9 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
 uint64_t engine_next_timeout_ms(struct smq_engine *e)
 {
     uint64_t now = clock_mono_ms(e->clock);
+
+    if (e->ready_head != NULL)
+        return 0;
     uint64_t a = twheel_next_timeout_ms(&e->msg_wheel, now);
     uint64_t b = twheel_next_timeout_ms(&e->wait_wheel, now);
     return a < b ? a : b;
@@ -926,20 +952,33 @@ static int load_msg(void *arg, const struct store_msg_rec *r)
     return 0;
 }
 
-static int load_seq_mark(struct smq_engine *e)
+/* Reads a high-water mark from meta; *mark is left alone when absent. */
+static int read_mark(struct smq_engine *e, const char *key, uint64_t *mark)
 {
     struct smq_buf val;
     int found = 0, rc;
 
     buf_init(&val);
-    rc = store_meta_get(e->store, META_NEXT_SEQ, &val, &found);
+    rc = store_meta_get(e->store, key, &val, &found);
     if (rc == 0 && found && val.data != NULL) {
-        unsigned long long mark = strtoull(val.data, NULL, 10);
-        if (mark > e->next_seq)
-            e->next_seq = mark;
+        unsigned long long v = strtoull(val.data, NULL, 10);
+        if (v > *mark)
+            *mark = v;
     }
     buf_free(&val);
+    return rc;
+}
+
+static int load_marks(struct smq_engine *e)
+{
+    uint64_t queue_id = (uint64_t)e->next_queue_id;
+    int rc = read_mark(e, META_NEXT_SEQ, &e->next_seq);
+
+    if (rc == 0)
+        rc = read_mark(e, META_NEXT_QUEUE_ID, &queue_id);
+    e->next_queue_id = (int64_t)queue_id;
     e->seq_reserved = e->next_seq;      /* the next id forces a fresh reservation */
+    e->seq_reserve_pending = 0;
     return rc;
 }
 
@@ -957,7 +996,7 @@ static int load_state(struct smq_engine *e)
     if (rc == 0)
         rc = ctx.rc;
     if (rc == 0)
-        rc = load_seq_mark(e);
+        rc = load_marks(e);
     if (ctx.n_expired_rows > EXPIRED_FLUSH_AT)
         SMQ_INFO("recovery: %zu expired messages will be removed lazily", ctx.n_expired_rows);
     return rc;
@@ -986,9 +1025,10 @@ static void free_state(struct smq_engine *e)
  * store, keeping parked long polls on the queues that still exist. */
 static void reload(struct smq_engine *e)
 {
-    struct smq_op *parked = NULL;
+    struct smq_op *parked = NULL, **tail = &parked;
     int rc;
 
+    /* Detach every parked poll in FIFO order (per queue), keeping its deadline. */
     for (size_t i = 0; i < e->queues.n; i++) {
         struct smq_queue *q = e->queues.items[i];
         while (q->waiters_head != NULL) {
@@ -996,8 +1036,9 @@ static void reload(struct smq_engine *e)
             uint64_t deadline = op->wait_timer.deadline_ms;
             waiter_unlink(e, op);
             op->wait_timer.deadline_ms = deadline;
-            op->next = parked;
-            parked = op;
+            op->next = NULL;
+            *tail = op;
+            tail = &op->next;
         }
     }
     free_state(e);
@@ -1016,6 +1057,9 @@ static void reload(struct smq_engine *e)
         }
         waiter_link(e, q, op);
         twheel_arm(&e->wait_wheel, &op->wait_timer, op->wait_timer.deadline_ms);
+        /* Messages were placed before their waiters came back: serve them
+         * on the next run (engine_next_timeout_ms reports 0 until then). */
+        mark_ready(e, q);
     }
 }
 

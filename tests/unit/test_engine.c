@@ -20,8 +20,8 @@
  * fixture, not on a test's stack: if an assertion fails while one is
  * parked, teardown's engine_close still completes it into valid memory.
  *
- * Tests marked "BUG:" expose a defect in src/engine.c and fail until it is
- * fixed; the comment above each says what is expected and why.
+ * Tests marked "Regression:" reproduce defects found in src/engine.c (since
+ * fixed); the comment above each says what went wrong and what is expected.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -1743,7 +1743,7 @@ static void test_engine_commit_fault_rolls_back_whole_run(void **state)
 }
 
 /*
- * BUG: src/engine.c next_seq() (lines 421-433) writes the id reservation
+ * Regression: src/engine.c next_seq() (lines 421-433) writes the id reservation
  * (meta "next_seq") inside the current op's savepoint but records it in
  * memory (e->seq_reserved) at once.  If a later write of the same op fails,
  * exec_send's write_end() (lines 476-477) rolls the savepoint back -- the
@@ -1774,14 +1774,14 @@ static void test_engine_seq_not_reused_after_rolled_back_reservation(void **stat
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     fresh = send_text(f, "ids", "after restart", 0, 8);
     if (fresh <= first)
-        print_error("BUG engine.c next_seq: seq %llu issued again after restart "
+        print_error("regression engine.c next_seq: seq %llu issued again after restart "
                     "(previous highest %llu)\n",
                     (unsigned long long)fresh, (unsigned long long)first);
     assert_true(fresh > first);
 }
 
 /*
- * BUG: src/engine.c reload() (lines 992-1019) collects the parked long polls
+ * Regression: src/engine.c reload() (lines 992-1019) collects the parked long polls
  * by pushing each onto a singly linked stack and re-links them in stack
  * order, so after any lost transaction the waiters of a queue are served in
  * reverse (LIFO) order.  Expected: the first parked poll is still served
@@ -1812,7 +1812,7 @@ static void test_engine_reload_keeps_waiter_fifo(void **state)
 }
 
 /*
- * BUG: src/engine.c reload() (lines 1009-1019) re-parks the surviving long
+ * Regression: src/engine.c reload() (lines 1009-1019) re-parks the surviving long
  * polls with waiter_link() but never marks their queue ready, and
  * load_state() placed the messages before the waiters were back.  So when
  * the lost run had made a message Active (here: its visibility ran out and
@@ -1846,7 +1846,7 @@ static void test_engine_reload_serves_reparked_waiter(void **state)
     /* By the end of the next run at the latest, w2 has the message. */
     tick(f, 1);
     if (f->park_done[1] == 0)
-        print_error("BUG engine.c reload: waiter left parked next to an Active message\n");
+        print_error("regression engine.c reload: waiter left parked next to an Active message\n");
     assert_int_equal(f->park_done[1], 1);
     assert_int_equal(w2->result.err, 0);
     assert_int_equal(w2->n_msgs, 1);
@@ -1859,7 +1859,7 @@ static void test_engine_reload_serves_reparked_waiter(void **state)
 }
 
 /*
- * CONTRACT (store.h, store_queue_rec.id: "assigned by the engine, never
+ * Regression, contract (store.h, store_queue_rec.id: "assigned by the engine, never
  * reused"): src/engine.c load_queue() (lines 883-884) restarts queue ids at
  * the highest id still on disk + 1, and no high-water mark is persisted, so
  * after deleting the newest queue and restarting, the next queue gets the
