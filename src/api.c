@@ -211,7 +211,7 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
     size_t key_index;
     int rc;
 
-    rc = auth_verify(ctx->keys, req->auth, clock_epoch_ms(ctx->clock), ctx->max_skew_ms,
+    rc = auth_verify(auth_keyring_get(ctx->keys), req->auth, clock_epoch_ms(ctx->clock), ctx->max_skew_ms,
                      &key_index, ei);
     if (rc != 0)
         return rc;

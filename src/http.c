@@ -27,6 +27,7 @@ struct smq_http {
     uint16_t port;
     char id_prefix[13];          /* 12 hex digits, random per process */
     uint64_t id_counter;         /* atomic */
+    int64_t active;              /* atomic: requests begun and not yet completed */
 };
 
 struct http_req {
@@ -70,6 +71,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     if (r == NULL)
         return NULL;
     r->http = h;
+    __atomic_fetch_add(&h->active, 1, __ATOMIC_RELAXED);
     r->target = strdup(uri ? uri : "");
     r->start_us = mono_us();
     buf_init(&r->body);
@@ -102,6 +104,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     api_call_free(&r->call);
     buf_free(&r->body);
     free(r->target);
+    __atomic_fetch_sub(&r->http->active, 1, __ATOMIC_RELAXED);
     free(r);
     *req_cls = NULL;
 }
@@ -396,6 +399,11 @@ fail:
 uint16_t http_port(const struct smq_http *h)
 {
     return h->port;
+}
+
+int64_t http_active_requests(struct smq_http *h)
+{
+    return h != NULL ? __atomic_load_n(&h->active, __ATOMIC_RELAXED) : 0;
 }
 
 void http_quiesce(struct smq_http *h)

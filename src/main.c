@@ -97,14 +97,61 @@ static void block_signals(sigset_t *set)
     signal(SIGPIPE, SIG_IGN);
 }
 
-static void wait_for_stop(const sigset_t *set)
+/* Configurations loaded by SIGHUP.  Each one's key ring may still be in use
+ * by a request that read the slot just before a swap, so none is freed
+ * before shutdown (reloads are rare; each costs a few hundred bytes). */
+struct reloads {
+    struct smq_config **cfgs;
+    size_t n;
+};
+
+/* SIGHUP: re-reads the file; a valid one replaces the access keys and the
+ * log level without touching connections.  Other settings need a restart. */
+static void reload_config(const char *path, struct auth_keyring_slot *slot, struct reloads *r)
+{
+    char err[1024] = "";
+    struct smq_config *fresh = malloc(sizeof *fresh);
+    struct smq_config **grown = realloc(r->cfgs, (r->n + 1) * sizeof *grown);
+
+    if (grown != NULL)
+        r->cfgs = grown;
+    if (fresh == NULL || grown == NULL) {
+        SMQ_ERROR("SIGHUP: out of memory; configuration not reloaded");
+        free(fresh);
+        return;
+    }
+    config_defaults(fresh);
+    if (config_load(path, fresh, err, sizeof err) != 0) {
+        SMQ_ERROR("SIGHUP: %s; keeping the running configuration", err);
+        config_free(fresh);
+        free(fresh);
+        return;
+    }
+    r->cfgs[r->n++] = fresh;
+    auth_keyring_set(slot, &fresh->keys);
+    log_set_level(fresh->log_level);
+    SMQ_INFO("SIGHUP: reloaded %s: %zu access key(s), log level %s; other settings apply "
+             "at the next restart", path, fresh->keys.n, log_level_name(fresh->log_level));
+}
+
+static void free_reloads(struct reloads *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        config_free(r->cfgs[i]);
+        free(r->cfgs[i]);
+    }
+    free(r->cfgs);
+}
+
+static void wait_for_stop(const sigset_t *set, const char *path, struct auth_keyring_slot *slot,
+                          struct reloads *r)
 {
     for (;;) {
         int sig = 0;
         if (sigwait(set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            SMQ_INFO("SIGHUP: reload is not supported yet; ignored");
+            reload_config(path, slot, r);
             continue;
         }
         SMQ_INFO("received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -127,6 +174,7 @@ static void raise_fd_limit(int max_connections)
 }
 
 struct daemon_parts {
+    struct auth_keyring_slot keys;
     struct smq_store *store;
     struct smq_engine *engine;
     struct smq_server *server;
@@ -159,7 +207,8 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     hopts.request_timeout_s = cfg->request_timeout_s;
     hopts.max_body_bytes = (size_t)cfg->max_body_bytes;
     hopts.log_requests = cfg->log_requests;
-    hopts.api.keys = &cfg->keys;
+    p->keys.current = (struct auth_keyring *)&cfg->keys;
+    hopts.api.keys = &p->keys;
     hopts.api.handle_keys = engine_keys(p->engine);
     hopts.api.clock = clock_system();
     hopts.api.max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000;
@@ -173,23 +222,38 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 
 /* Stops in reverse order: no new connections, the engine finishes what it
  * has (parked long polls answer MessageNotExist), then the sockets close. */
+#define DRAIN_MAX_MS 2000
+
+/* Waits (bounded) until every begun request has been answered. */
+static void wait_requests_done(struct smq_http *http)
+{
+    struct timespec pause = {0, 10 * 1000 * 1000};
+
+    for (int waited = 0; http_active_requests(http) > 0 && waited < DRAIN_MAX_MS; waited += 10)
+        nanosleep(&pause, NULL);
+    if (http_active_requests(http) > 0)
+        SMQ_WARN("stopping with %lld request(s) unanswered after %d ms",
+                 (long long)http_active_requests(http), DRAIN_MAX_MS);
+}
+
 static void stop_parts(struct daemon_parts *p)
 {
+    /* No new connections; the engine finishes what it was given, answers
+     * parked long polls with MessageNotExist, and refuses what comes later
+     * with ServiceUnavailable; then the last responses are flushed. */
     http_quiesce(p->http);
     server_free(p->server);
-    if (p->http != NULL) {
-        /* Give resumed connections a moment to flush their last responses. */
-        struct timespec pause = {0, 100 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
+    if (p->http != NULL)
+        wait_requests_done(p->http);
     http_stop(p->http);
     engine_close(p->engine);
     store_close(p->store);
 }
 
-static int run(const struct smq_config *cfg)
+static int run(const char *path, const struct smq_config *cfg)
 {
     struct daemon_parts parts = {0};
+    struct reloads reloads = {NULL, 0};
     sigset_t set;
     int code;
 
@@ -203,9 +267,10 @@ static int run(const struct smq_config *cfg)
                  v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "",
                  (unsigned)http_port(parts.http), cfg->storage_path,
                  cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
-        wait_for_stop(&set);
+        wait_for_stop(&set, path, &parts.keys, &reloads);
     }
     stop_parts(&parts);
+    free_reloads(&reloads);
     xml_global_cleanup();
     if (code == EXIT_OK)
         SMQ_INFO("stopped");
@@ -237,7 +302,7 @@ int main(int argc, char **argv)
     if (log_open(cfg.log_file) != 0)
         fprintf(stderr, "smqd: cannot open log file %s: %s; logging to stderr\n", cfg.log_file,
                 strerror(errno));
-    code = run(&cfg);
+    code = run(cli.config_path, &cfg);
     log_close();
     config_free(&cfg);
     return code;

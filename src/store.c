@@ -26,6 +26,9 @@
 #include "smqd/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +117,7 @@ static const char *const stmt_sql[ST__COUNT] = {
 };
 
 struct smq_store {
+    int lock_fd;                  /* flock'ed PATH.lock: one smqd per database */
     sqlite3 *db;
     sqlite3_stmt *st[ST__COUNT];
     unsigned fault_writes_left;   /* STORE_FAULT_OFF = no injected write fault */
@@ -487,6 +491,43 @@ static void finalize_all(struct smq_store *s)
     }
 }
 
+/* Takes an exclusive, non-blocking flock on PATH.lock so that a second
+ * smqd on the same data refuses to start instead of sharing the database
+ * (SQLite would allow it, and two engines would each believe they own every
+ * message).  The kernel drops the lock when the process dies, even by kill -9. */
+static int lock_data(const char *path, char *err, size_t err_size)
+{
+    char lock_path[4200], pid[24];
+    int fd, n;
+
+    if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
+        set_err(err, err_size, "%s: path too long", path);
+        return -1;
+    }
+    fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        set_err(err, err_size, "cannot open lock file %s: %s", lock_path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        ssize_t got = pread(fd, pid, sizeof pid - 1, 0);
+        pid[got > 0 ? got : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        if (e == EWOULDBLOCK)
+            set_err(err, err_size, "%s is in use by another smqd process (pid %s holds %s)",
+                    path, pid[0] ? pid : "?", lock_path);
+        else
+            set_err(err, err_size, "cannot lock %s: %s", lock_path, strerror(e));
+        close(fd);
+        return -1;
+    }
+    n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+        { /* the pid is only informational */ }
+    return fd;
+}
+
 int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out,
                char *err, size_t err_size)
 {
@@ -501,6 +542,9 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
         goto fail_alloc;
     }
     s->fault_writes_left = STORE_FAULT_OFF;
+    s->lock_fd = lock_data(path, err, err_size);
+    if (s->lock_fd < 0)
+        goto fail_lock;
     /* Even a failed open can hand back a handle that must be closed. */
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         set_err(err, err_size, "cannot open %s: %s", path,
@@ -520,6 +564,8 @@ fail_stmts:
     finalize_all(s);
 fail_db:
     sqlite3_close(s->db);   /* NULL is a harmless no-op */
+    close(s->lock_fd);
+fail_lock:
     free(s);
 fail_alloc:
     return SMQ_E_INTERNAL;
@@ -534,6 +580,7 @@ void store_close(struct smq_store *s)
      * last close also checkpoints and removes the -wal file. */
     if (sqlite3_close(s->db) != SQLITE_OK)
         fail("close", sqlite3_errmsg(s->db));
+    close(s->lock_fd);          /* releases the flock */
     free(s);
 }
 

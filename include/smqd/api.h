@@ -48,7 +48,7 @@ const char *api_action_name(enum api_action a);
 
 /* Read-only context shared by every HTTP thread. */
 struct api_ctx {
-    const struct auth_keyring *keys;
+    struct auth_keyring_slot *keys;      /* swapped on SIGHUP */
     const struct handle_keys *handle_keys;
     const struct smq_clock *clock;
     int64_t max_skew_ms;

@@ -42,6 +42,25 @@ struct auth_keyring {
     size_t n;
 };
 
+/*
+ * Where HTTP threads find the current key ring.  SIGHUP swaps the pointer
+ * atomically; a ring that was ever current is kept alive until shutdown, so
+ * a request that loaded the old pointer can finish with it.
+ */
+struct auth_keyring_slot {
+    struct auth_keyring *current;
+};
+
+static inline const struct auth_keyring *auth_keyring_get(struct auth_keyring_slot *slot)
+{
+    return __atomic_load_n(&slot->current, __ATOMIC_ACQUIRE);
+}
+
+static inline void auth_keyring_set(struct auth_keyring_slot *slot, struct auth_keyring *ring)
+{
+    __atomic_store_n(&slot->current, ring, __ATOMIC_RELEASE);
+}
+
 /* Looks up a header value by case-insensitive name; NULL if absent. */
 const char *auth_header_get(const struct auth_request *r, const char *name);
 

@@ -39,6 +39,8 @@ struct smq_http;
 int http_start(const struct http_opts *opts, struct smq_http **out, char *err, size_t err_size);
 /* The bound port (the real one when 0 was asked for). */
 uint16_t http_port(const struct smq_http *h);
+/* Requests begun (request line read) and not yet completed. */
+int64_t http_active_requests(struct smq_http *h);
 /* Stops accepting new connections (existing ones keep working). */
 void http_quiesce(struct smq_http *h);
 /* Closes every connection and frees h.  The engine must already be stopped,

@@ -42,7 +42,8 @@
 
 static char ak[] = AK, sk[] = SK;
 static struct auth_key keys[] = {{ak, sk}};
-static const struct auth_keyring ring = {keys, 1};
+static struct auth_keyring ring = {keys, 1};
+static struct auth_keyring_slot ring_slot;
 static struct handle_keys hkeys;
 static struct smq_fake_clock fake;
 static struct api_ctx ctx;
@@ -58,7 +59,8 @@ static int setup(void **state)
         hkeys.secret[i] = (unsigned char)(i * 13 + 1);
     memcpy(hkeys.id_prefix, prefix, sizeof prefix);
     clock_fake_init(&fake, 1000, DATE_MS);
-    ctx.keys = &ring;
+    ring_slot.current = &ring;
+    ctx.keys = &ring_slot;
     ctx.handle_keys = &hkeys;
     ctx.clock = &fake.clock;
     ctx.max_skew_ms = AUTH_DEFAULT_MAX_SKEW_MS;
