@@ -130,8 +130,11 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot, stru
     r->cfgs[r->n++] = fresh;
     auth_keyring_set(slot, &fresh->keys);
     log_set_level(fresh->log_level);
-    SMQ_INFO("SIGHUP: reloaded %s: %zu access key(s), log level %s; other settings apply "
-             "at the next restart", path, fresh->keys.n, log_level_name(fresh->log_level));
+    /* Written whatever the new level: an operator who lowers the level
+     * still needs to see that the reload happened. */
+    log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s), log level %s; other "
+              "settings apply at the next restart", path, fresh->keys.n,
+              log_level_name(fresh->log_level));
 }
 
 static void free_reloads(struct reloads *r)

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# test_lifecycle.sh — the process lifecycle of the real smqd binary: one
+# server per database, SIGHUP reload of keys and log level without dropping
+# connections, SIGTERM drain (parked long polls answered, exit 0), refusal to
+# start on a corrupt or newer database, and configuration errors.
+#
+# Run: SMQD_BIN=build/smqd bash tests/integration/test_lifecycle.sh
+
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+require_tools curl openssl xmllint md5sum
+require_bin
+
+# A second smqd on the same data must refuse to start, naming the holder.
+t_second_instance() {
+    local out="$SUITE_TMP/second.err" rc
+    timeout 10 "$SMQD_BIN" -c "$SMQD_DIR/smqd.conf" 2>"$out" </dev/null
+    rc=$?
+    assert_eq "second smqd exits with the storage code" 2 "$rc"
+    assert_match "it says the data is in use and by whom" "in use by another smqd process \(pid $SMQD_PID" "$(cat "$out")"
+    mns_request GET /queues
+    assert_status "the first one still serves" 200
+}
+
+# SIGHUP swaps the access keys and the log level; a bad file changes nothing.
+t_sighup() {
+    local conf="$SMQD_DIR/smqd.conf" keep="$SUITE_TMP/conf.keep"
+    cp "$conf" "$keep"
+    mns_request PUT /queues/hup
+    assert_status "queue for the reload test" 201
+
+    sed -i 's/^access_key_secret = .*/access_key_secret = rotated-secret/' "$conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "reload is logged" 5000 grep -q "SIGHUP: reloaded" "$SMQD_LOG"
+    mns_request GET /queues/hup
+    assert_error "the old secret is refused after the reload" 403 SignatureDoesNotMatch
+    MNS_SK=rotated-secret mns_request GET /queues/hup
+    assert_status "the new secret works" 200
+    MNS_AK=secondKey MNS_SK=secondSecret mns_request GET /queues/hup
+    assert_status "an extra key pair kept in the file still works" 200
+
+    printf '[limits]\nmax_connections = lots\n' >>"$conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "a bad file is reported with file:line" 5000 \
+        grep -q "SIGHUP: $conf:[0-9]*: \[limits\] max_connections" "$SMQD_LOG"
+    MNS_SK=rotated-secret mns_request GET /queues/hup
+    assert_status "after a bad file the running keys stay" 200
+
+    cp "$keep" "$conf"
+    sed -i 's/^level = info/level = warn/' "$conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "second reload is logged" 5000 grep -q "log level warn" "$SMQD_LOG"
+    mns_request GET /queues/hup
+    assert_status "the original secret works again" 200
+    local id=$RESP_ID
+    mns_request GET /queues/hup
+    assert_eq "at level warn the request lines are no longer logged" 0 "$(grep -c "id=$id" "$SMQD_LOG")"
+    cp "$keep" "$conf"
+}
+
+# SIGTERM answers parked long polls with MessageNotExist at once and exits 0.
+t_sigterm_drains() {
+    local out="$SUITE_TMP/lp" t0
+    mns_request PUT /queues/drain
+    assert_status "queue for the drain test" 201
+    mns_request_bg "$out" GET '/queues/drain/messages?waitseconds=25'
+    sleep 0.5                       # let the poll reach the engine and park
+    t0=$(now_ms)
+    smqd_stop
+    assert_eq "SIGTERM exits 0" 0 "$SMQD_EXIT"
+    bg_wait "$out" 5000
+    assert_eq "the parked long poll got an answer" 404 "$BG_STATUS"
+    assert_match "that answer is MessageNotExist" '<Code>MessageNotExist</Code>' "$BG_BODY"
+    assert_range "stop took well under the poll's 25 s" 0 3000 "$(( $(now_ms) - t0 ))"
+}
+
+# A file that is not a database is refused, never rebuilt, and left untouched.
+t_corrupt_database() {
+    local dir before rc out
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    head -c 8192 /dev/urandom >"$dir/smqd.db"
+    before=$(md5sum <"$dir/smqd.db")
+    out="$SUITE_TMP/corrupt.err"
+    timeout 10 "$SMQD_BIN" -c "$dir/smqd.conf" 2>"$out" </dev/null
+    rc=$?
+    assert_eq "smqd refuses a corrupt database (storage exit code)" 2 "$rc"
+    assert_match "with a message naming the file" "$dir/smqd.db" "$(cat "$out")"
+    assert_eq "the file is left byte for byte" "$before" "$(md5sum <"$dir/smqd.db")"
+}
+
+# A database written by a newer smqd (higher user_version) is refused.
+t_newer_database() {
+    local dir rc out before
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    smqd_start "$dir" || return
+    mns_request PUT /queues/newer
+    smqd_stop
+    # user_version is the 4-byte big-endian integer at offset 60 of the header.
+    printf '\x00\x00\x00\x63' | dd of="$dir/smqd.db" bs=1 seek=60 conv=notrunc status=none
+    before=$(md5sum <"$dir/smqd.db")
+    out="$SUITE_TMP/newer.err"
+    timeout 10 "$SMQD_BIN" -c "$dir/smqd.conf" 2>"$out" </dev/null
+    rc=$?
+    assert_eq "smqd refuses a newer schema (storage exit code)" 2 "$rc"
+    assert_match "and says why" "newer than this smqd supports" "$(cat "$out")"
+    assert_eq "the newer database is left untouched" "$before" "$(md5sum <"$dir/smqd.db")"
+}
+
+# Configuration errors stop start-up with file:line and exit code 1.
+t_config_errors() {
+    local dir out rc
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    printf '[server]\nthreads = 0\n' >"$dir/bad.conf"
+    out="$SUITE_TMP/conf.err"
+    timeout 10 "$SMQD_BIN" -c "$dir/bad.conf" 2>"$out" </dev/null
+    rc=$?
+    assert_eq "a bad value exits 1" 1 "$rc"
+    assert_match "with file:line" "$dir/bad.conf:2: \[server\] threads" "$(cat "$out")"
+    timeout 10 "$SMQD_BIN" -t -c "$dir/smqd.conf" >"$SUITE_TMP/t.out" 2>/dev/null
+    assert_eq "-t on a good file exits 0" 0 "$?"
+    assert_match "-t prints the effective settings, secrets masked" 'access_key_secret = \*\*\*\*\*\*\*\*' \
+        "$(cat "$SUITE_TMP/t.out")"
+}
+
+run_test t_config_errors
+run_test t_corrupt_database
+run_test t_newer_database
+if smqd_start; then
+    run_test t_second_instance
+    run_test t_sighup
+    run_test t_sigterm_drains
+fi
+finish
