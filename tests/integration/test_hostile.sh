@@ -168,7 +168,12 @@ hc_summary() {
         s="$HC_FINAL"
         [ -n "$(code_of)" ] && s+=" $(code_of)"
         [ "$HC_FIRST" != "$HC_FINAL" ] && s="$HC_FIRST then $s"
-        [ -z "$(code_of)" ] && [ -n "$RESP_BODY" ] && s+=" (libmicrohttpd page)"
+        if [ -z "$(code_of)" ] && [ -n "$RESP_BODY" ]; then
+            case $RESP_BODY in
+                '<html'*) s+=" (libmicrohttpd page)" ;;
+                *) s+=" (a \`<$(xml_root)>\` document)" ;;
+            esac
+        fi
         case $HC_CLOSED in
             eof|reset) s+=", then closed" ;;
             timeout) s+=", then no more data" ;;
@@ -600,7 +605,7 @@ t_broken_http() {
     case_end
 
     case_begin "chunked body without the last chunk" \
-        "signed SendMessage, chunked, one valid chunk holding a whole <Message>, then silence" \
+        "signed SendMessage, chunked, one valid chunk holding a whole \`<Message>\`, then silence" \
         "no answer, connection closed within request_timeout_s ($REQUEST_S s); nothing stored"
     { signed_head POST /queues/hq/messages 'text/xml;charset=UTF-8'
       m='<Message><MessageBody>partial</MessageBody></Message>'
@@ -843,7 +848,7 @@ t_handles() {
     big=$(repeat 10240 A)
     case_begin "10 KB receipt handle" \
         "DeleteMessage and ChangeMessageVisibility with \`ReceiptHandle=<10240 × A>\`; BatchDeleteMessage with it and \`x+/=\`, and with it alone" \
-        "400 ReceiptHandleError; batches: 404 <Errors> with one ReceiptHandleError item per handle (§7.12); nothing deleted"
+        "400 ReceiptHandleError; batches: 404 \`<Errors>\` with one ReceiptHandleError item per handle (§7.12); nothing deleted"
     req DELETE "/queues/hq/messages?ReceiptHandle=$big"
     assert_error "10 KB handle: DeleteMessage" 400 ReceiptHandleError
     obs "Delete: $RESP_STATUS $(code_of)"
