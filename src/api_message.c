@@ -132,6 +132,7 @@ static int prepare_batch_delete(const struct api_ctx *ctx, const struct api_requ
     int rc;
 
     call->action = API_BATCH_DELETE_MESSAGE;
+    call->op.batch_delete = true;
     if (req->body_len == 0)
         return errors_set(ei, SMQ_E_MISSING_RECEIPT_HANDLE, NULL);
     rc = xml_parse_handles(req->body, req->body_len, &call->handles, ei);

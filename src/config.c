@@ -79,6 +79,8 @@ static const struct setting settings[] = {
      "SQLite database file, relative to the working directory"},
     {"storage", "sync", OPT_ENUM, "full", 0, 0, sync_names, FIELD(sync),
      "full: acknowledged writes survive power loss; normal: only an smqd crash"},
+    {"storage", "reserve_mb", OPT_INT, "16", 0, 4096, NULL, FIELD(reserve_mb),
+     "MiB kept in PATH.reserve and freed when the disk fills, so deletes still work"},
     {"auth", "access_key_id", OPT_KEY_ID, NULL, 1, SMQ_KEY_ID_MAX, NULL, NO_FIELD,
      "first access key id (required unless a key.<ID> line exists)"},
     {"auth", "access_key_secret", OPT_SECRET, NULL, 1, SMQ_KEY_SECRET_MAX, NULL, NO_FIELD,

@@ -13,6 +13,7 @@
 #include "smqd/queue.h"
 
 #define SEQ_RESERVE_STEP 65536      /* ids reserved per meta write */
+#define FULL_COOLDOWN_MS 5000       /* sends refused this long after the disk filled */
 #define EXPIRED_FLUSH_AT 1024       /* lazily deleted expired rows per flush */
 #define META_KEYS "handle_keys"
 #define META_NEXT_SEQ "next_seq"
@@ -38,10 +39,16 @@ struct smq_engine {
     int64_t next_queue_id;
     size_t n_waiters;
     uint64_t reloads;
+    bool storage_full;               /* refusing what grows data (engine.h) */
+    bool reserve_missing;            /* released and not yet taken back */
+    uint64_t reserve_margin;         /* bytes that must stay free beside it */
+    uint64_t full_until_mono;        /* end of the current cool-down */
 
     /* state of the run in progress */
     int64_t now_ms;                  /* epoch ms, fixed for one run */
     bool txn_open, txn_lost;
+    bool in_savepoint;               /* write_begin succeeded, write_end pending */
+    int lost_rc;                     /* why the transaction was lost (for the ops' answers) */
     struct smq_op *done_head, **done_tail;
     struct smq_queue *ready_head;
     struct expired_row expired[EXPIRED_FLUSH_AT];
@@ -106,11 +113,49 @@ static int ensure_txn(struct smq_engine *e)
     if (e->txn_lost)
         return SMQ_E_INTERNAL;
     if (!e->txn_open) {
-        if (store_begin(e->store) != 0)
-            return SMQ_E_INTERNAL;
+        int rc = store_begin(e->store);
+        if (rc != 0)
+            return rc;
         e->txn_open = true;
     }
     return 0;
+}
+
+/*
+ * The disk (or database) is full.  Free the reserve so that receives,
+ * deletes and visibility changes (which need WAL space but no new pages)
+ * keep working, and refuse sends and queue creation for a cool-down; after
+ * it, sends are tried again and re-enter this state if there is still no room.
+ */
+static void storage_full(struct smq_engine *e)
+{
+    if (!e->storage_full) {
+        SMQ_ERROR("engine: storage is full; refusing new messages for %d s at a time, "
+                  "receive and delete keep working", FULL_COOLDOWN_MS / 1000);
+        store_reserve_release(e->store);
+        e->reserve_missing = true;
+    }
+    e->storage_full = true;
+    e->full_until_mono = clock_mono_ms(e->clock) + FULL_COOLDOWN_MS;
+}
+
+/* At the start of a run: after the cool-down, try sends again.  The reserve
+ * is taken back only when as much again stays free beside it, otherwise a
+ * later run retries; sends themselves find out whether there is room. */
+static void storage_recheck(struct smq_engine *e, uint64_t now_mono)
+{
+    if (e->storage_full && now_mono >= e->full_until_mono) {
+        e->storage_full = false;
+        e->reserve_missing = true;
+        SMQ_WARN("engine: trying new messages again after a full disk");
+    }
+    if (e->reserve_missing && now_mono >= e->full_until_mono
+        && store_reserve_restore(e->store, e->reserve_margin) == 0) {
+        e->reserve_missing = false;
+        SMQ_WARN("engine: the disk reserve is back");
+    }
+    if (e->reserve_missing && now_mono >= e->full_until_mono)
+        e->full_until_mono = now_mono + FULL_COOLDOWN_MS;   /* next attempt */
 }
 
 /* Every write of an op runs inside a savepoint so that a failed statement
@@ -118,15 +163,21 @@ static int ensure_txn(struct smq_engine *e)
 static int write_begin(struct smq_engine *e)
 {
     int rc = ensure_txn(e);
-    if (rc == 0 && store_savepoint(e->store) != 0)
-        rc = SMQ_E_INTERNAL;
+    if (rc == 0)
+        rc = store_savepoint(e->store);
+    e->in_savepoint = rc == 0;
+    if (rc == SMQ_E_STORAGE_FULL)
+        storage_full(e);
     return rc;
 }
 
 static int write_end(struct smq_engine *e, int rc)
 {
-    if (rc == 0 && store_release(e->store) != 0)
-        rc = SMQ_E_INTERNAL;
+    if (!e->in_savepoint)
+        return rc;              /* write_begin failed: nothing to release or undo */
+    e->in_savepoint = false;
+    if (rc == 0)
+        rc = store_release(e->store);
     /* An id reservation counts only once its savepoint is kept; if the
      * whole transaction is lost later, reload() re-reads the mark anyway. */
     if (rc == 0 && e->seq_reserve_pending != 0)
@@ -134,9 +185,13 @@ static int write_end(struct smq_engine *e, int rc)
     e->seq_reserve_pending = 0;
     if (rc != 0) {
         store_rollback_to(e->store);
-        if (!store_in_txn(e->store))
+        if (!store_in_txn(e->store)) {
             e->txn_lost = true;     /* SQLite rolled back the whole transaction */
+            e->lost_rc = rc;
+        }
     }
+    if (rc == SMQ_E_STORAGE_FULL)
+        storage_full(e);
     return rc;
 }
 
@@ -319,6 +374,8 @@ static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
         op->created = false;
         return attrs_equal(&attrs, &q->attrs) ? 0 : SMQ_E_QUEUE_ALREADY_EXIST;
     }
+    if (e->storage_full)
+        return SMQ_E_STORAGE_FULL;
     if (e->queues.n >= (size_t)e->max_queues)
         return errors_set(&op->result, SMQ_E_TOO_MANY_QUEUES,
                           "The number of queues has reached the limit of %d.", e->max_queues);
@@ -468,19 +525,15 @@ static int check_send_items(const struct smq_queue *q, struct smq_op *op)
     return 0;
 }
 
-static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+/* Fills the fresh messages of a send and writes their rows (inside the
+ * caller's savepoint). */
+static int insert_msgs(struct smq_engine *e, struct smq_op *op, struct smq_queue *q,
+                       struct smq_msg **fresh)
 {
-    struct smq_msg *fresh[SMQ_BATCH_MAX] = {0};
     struct store_msg_rec rec;
-    int rc = check_send_items(q, op);
-    size_t i;
+    int rc = 0;
 
-    for (i = 0; rc == 0 && i < op->n_send; i++)
-        if ((fresh[i] = calloc(1, sizeof *fresh[i])) == NULL)
-            rc = SMQ_E_NOMEM;
-    if (rc == 0)
-        rc = write_begin(e);
-    for (i = 0; rc == 0 && i < op->n_send; i++) {
+    for (size_t i = 0; rc == 0 && i < op->n_send; i++) {
         struct smq_msg *m = fresh[i];
         const struct smq_send_item *it = &op->send[i];
         int64_t delay_s = it->delay_s > 0 ? it->delay_s : q->attrs.delay_s;
@@ -496,8 +549,23 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
             rc = store_msg_insert(e->store, &rec, it->body, it->body_len);
         }
     }
-    if (fresh[0] != NULL && (rc == 0 || rc == SMQ_E_INTERNAL))
-        rc = write_end(e, rc);
+    return rc;
+}
+
+static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_msg *fresh[SMQ_BATCH_MAX] = {0};
+    int rc = e->storage_full ? SMQ_E_STORAGE_FULL : check_send_items(q, op);
+    size_t i;
+
+    for (i = 0; rc == 0 && i < op->n_send; i++)
+        if ((fresh[i] = calloc(1, sizeof *fresh[i])) == NULL)
+            rc = SMQ_E_NOMEM;
+    if (rc == 0) {
+        rc = write_begin(e);
+        if (rc == 0)
+            rc = write_end(e, insert_msgs(e, op, q, fresh));
+    }
     for (i = 0; i < op->n_send; i++) {
         if (rc == 0) {
             op->sent_seq[i] = fresh[i]->seq;
@@ -689,7 +757,8 @@ static int exec_delete_msgs(struct smq_engine *e, struct smq_op *op, struct smq_
         return rc;
     for (size_t j = 0; j < n_doomed; j++)
         msg_destroy(e, doomed[j]);
-    return op->n_handles == 1 ? op->handles[0].err : 0;
+    /* BatchDeleteMessage reports per handle (even a batch of one). */
+    return op->batch_delete ? 0 : op->handles[0].err;
 }
 
 static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
@@ -805,18 +874,28 @@ static void finish_run(struct smq_engine *e)
         int rc = e->txn_lost ? SMQ_E_INTERNAL : store_commit(e->store);
         if (rc != 0) {
             store_rollback(e->store);
+            if (!e->txn_lost)
+                e->lost_rc = rc;
             e->txn_lost = true;
         }
+        if (rc == SMQ_E_STORAGE_FULL)
+            storage_full(e);
         e->txn_open = false;
     }
+    /* While the disk is full, give the WAL's space back after every run:
+     * deletes free pages inside the database, a truncated WAL frees disk. */
+    if (e->storage_full)
+        store_checkpoint(e->store);
     if (e->txn_lost) {
         reload(e);
         for (op = e->done_head; op != NULL; op = op->next) {
             engine_op_release(op);
             op->created = false;
-            errors_set(&op->result, SMQ_E_INTERNAL, NULL);
+            errors_set(&op->result, e->lost_rc == SMQ_E_STORAGE_FULL ? SMQ_E_STORAGE_FULL
+                                                                     : SMQ_E_INTERNAL, NULL);
         }
         e->txn_lost = false;
+        e->lost_rc = 0;
     }
     op = e->done_head;
     e->done_head = NULL;
@@ -834,6 +913,7 @@ static void advance_clock(struct smq_engine *e)
     uint64_t mono = clock_mono_ms(e->clock);
 
     e->now_ms = (int64_t)mono + e->tb.epoch_minus_mono_ms;
+    storage_recheck(e, mono);
     twheel_advance(&e->msg_wheel, mono);
     twheel_advance(&e->wait_wheel, mono);
 }
@@ -883,6 +963,7 @@ void engine_stats(const struct smq_engine *e, struct engine_stats *out)
     out->messages = e->msgs.count;
     out->waiters = e->n_waiters;
     out->reloads = e->reloads;
+    out->storage_full = e->storage_full;
 }
 
 /* ---- loading (start-up and after a lost transaction) ------------------------------------ */
@@ -1100,6 +1181,7 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
     e->clock = opts->clock;
     e->store = opts->store;
     e->max_queues = opts->max_queues > 0 ? opts->max_queues : 1000;
+    e->reserve_margin = opts->reserve_margin;
     e->done_tail = &e->done_head;
     mono = clock_mono_ms(e->clock);
     e->tb.epoch_minus_mono_ms = clock_epoch_ms(e->clock) - (int64_t)mono;

@@ -7,6 +7,9 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,28 @@
 
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
+/*
+ * Where a connection is in its current request, for the slow-client reaper.
+ * libmicrohttpd's own timeout only measures silence, so a client sending
+ * one byte per second holds a connection for ever; the reaper bounds the
+ * time from connect (or the end of the last request) to a complete request.
+ */
+enum conn_phase {
+    PHASE_NEW,          /* accepted, no request line yet */
+    PHASE_HEADERS,      /* request line read, headers arriving */
+    PHASE_BODY,         /* headers read, body arriving */
+    PHASE_WORKING,      /* request complete: with the engine or answering (never reaped) */
+    PHASE_IDLE          /* between requests on a kept-alive connection */
+};
+
+struct conn_track {
+    struct conn_track *prev, *next;
+    int fd;
+    enum conn_phase phase;       /* guarded by smq_http.track_lock */
+    uint64_t since_us;
+    bool shut;
+};
+
 struct smq_http {
     struct MHD_Daemon *daemon;
     struct http_opts opts;
@@ -28,6 +53,11 @@ struct smq_http {
     char id_prefix[13];          /* 12 hex digits, random per process */
     uint64_t id_counter;         /* atomic */
     int64_t active;              /* atomic: requests begun and not yet completed */
+    pthread_mutex_t track_lock;  /* guards tracked and every conn_track's phase */
+    struct conn_track tracked;   /* list sentinel */
+    pthread_t reaper;
+    pthread_cond_t reaper_wake;
+    bool reaper_running, reaper_stop;
 };
 
 struct http_req {
@@ -39,6 +69,7 @@ struct http_req {
     uint64_t start_us;
     struct smq_buf body;
     bool started, too_large;
+    bool nul_in_target;          /* the request line had a NUL inside the target */
     int state;                   /* enum req_state; crosses threads (atomic) */
     struct api_call call;
     int status;
@@ -52,12 +83,158 @@ static uint64_t mono_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* ---- slow-client reaper ------------------------------------------------------- */
+
+static struct conn_track *track_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
+}
+
+static void conn_phase_set(struct smq_http *h, struct MHD_Connection *conn, enum conn_phase phase)
+{
+    struct conn_track *t = track_of(conn);
+
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&h->track_lock);
+    t->phase = phase;
+    t->since_us = mono_us();
+    pthread_mutex_unlock(&h->track_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct smq_http *h = cls;
+    struct conn_track *t = *socket_context;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (fd == NULL || (t = calloc(1, sizeof *t)) == NULL)
+            return;                     /* untracked: only the idle timeout applies */
+        t->fd = fd->connect_fd;
+        t->phase = PHASE_NEW;
+        t->since_us = mono_us();
+        pthread_mutex_lock(&h->track_lock);
+        t->next = h->tracked.next;
+        t->prev = &h->tracked;
+        h->tracked.next->prev = t;
+        h->tracked.next = t;
+        pthread_mutex_unlock(&h->track_lock);
+        *socket_context = t;
+    } else if (t != NULL) {
+        /* libmicrohttpd closes the socket only after this notification, so
+         * the reaper (under the same lock) never touches a reused fd. */
+        pthread_mutex_lock(&h->track_lock);
+        t->prev->next = t->next;
+        t->next->prev = t->prev;
+        pthread_mutex_unlock(&h->track_lock);
+        free(t);
+        *socket_context = NULL;
+    }
+}
+
+/* Shuts down (not closes: the fd stays libmicrohttpd's) every connection
+ * whose request has been incomplete for longer than request_timeout_s. */
+static void reap_slow(struct smq_http *h)
+{
+    uint64_t limit_us = (uint64_t)h->opts.request_timeout_s * 1000000u, now = mono_us();
+
+    for (struct conn_track *t = h->tracked.next; t != &h->tracked; t = t->next) {
+        bool incomplete = t->phase == PHASE_NEW || t->phase == PHASE_HEADERS || t->phase == PHASE_BODY;
+        if (incomplete && !t->shut && now - t->since_us > limit_us) {
+            shutdown(t->fd, SHUT_RDWR);
+            t->shut = true;
+            SMQ_INFO("closed a connection whose request was incomplete after %d s",
+                     h->opts.request_timeout_s);
+        }
+    }
+}
+
+static void *reaper_thread(void *arg)
+{
+    struct smq_http *h = arg;
+
+    pthread_mutex_lock(&h->track_lock);
+    while (!h->reaper_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 250 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->reaper_wake, &h->track_lock, &ts);
+        reap_slow(h);
+    }
+    pthread_mutex_unlock(&h->track_lock);
+    return NULL;
+}
+
+static int reaper_start(struct smq_http *h)
+{
+    pthread_condattr_t attr;
+
+    pthread_mutex_init(&h->track_lock, NULL);
+    h->tracked.next = h->tracked.prev = &h->tracked;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->reaper_wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&h->reaper, NULL, reaper_thread, h) != 0)
+        return -1;
+    h->reaper_running = true;
+    return 0;
+}
+
+static void reaper_stop(struct smq_http *h)
+{
+    if (h->reaper_running) {
+        pthread_mutex_lock(&h->track_lock);
+        h->reaper_stop = true;
+        pthread_cond_signal(&h->reaper_wake);
+        pthread_mutex_unlock(&h->track_lock);
+        pthread_join(h->reaper, NULL);
+        h->reaper_running = false;
+    }
+}
+
 /* ---- request ids and the request record ------------------------------------ */
 
 static void next_request_id(struct smq_http *h, char out[25])
 {
     uint64_t n = __atomic_fetch_add(&h->id_counter, 1, __ATOMIC_RELAXED);
     snprintf(out, 25, "%s%012llX", h->id_prefix, (unsigned long long)(n & 0xFFFFFFFFFFFFull));
+}
+
+/*
+ * libmicrohttpd 0.9.75 cuts the request line in place: the target handed to
+ * on_uri ends where it wrote a NUL over the space before "HTTP/1.x".  A
+ * client NUL inside the target ends the string earlier, and what follows it
+ * is then not the version.  (The line is still in libmicrohttpd's read
+ * buffer, so the bytes after the terminator are the rest of that line.)
+ */
+static bool target_has_nul(const char *uri)
+{
+    return strncmp(uri + strlen(uri) + 1, "HTTP/", 5) != 0;
+}
+
+/*
+ * The same for a header value: libmicrohttpd 0.9.75 ends a header line by
+ * writing NULs over its CR/LF (and over trailing blanks), so after the
+ * value's terminator only blanks or line ends may follow.  Anything else
+ * is what a client NUL cut off.
+ */
+static bool value_has_nul(const char *value)
+{
+    const char *p = value + strlen(value) + 1;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return !(*p == '\0' || *p == '\r' || *p == '\n');
 }
 
 /* libmicrohttpd calls this with the raw request target before anything else;
@@ -73,6 +250,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->http = h;
     __atomic_fetch_add(&h->active, 1, __ATOMIC_RELAXED);
     r->target = strdup(uri ? uri : "");
+    r->nul_in_target = uri != NULL && target_has_nul(uri);
+    conn_phase_set(h, conn, PHASE_HEADERS);
     r->start_us = mono_us();
     buf_init(&r->body);
     api_call_init(&r->call);
@@ -96,9 +275,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
     struct http_req *r = *req_cls;
 
-    (void)cls, (void)conn, (void)toe;
+    (void)cls, (void)toe;
     if (r == NULL)
         return;
+    conn_phase_set(r->http, conn, PHASE_IDLE);
     if (r->http->opts.log_requests && r->started)
         log_request(r);
     api_call_free(&r->call);
@@ -173,14 +353,20 @@ struct header_vec {
     struct auth_header items[MAX_HEADERS];
     size_t n;
     bool overflow;
+    bool nul;                    /* a name or value holds a NUL byte */
 };
 
 static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+                                      size_t key_size, const char *value, size_t value_size)
 {
     struct header_vec *v = cls;
 
     (void)kind;
+    /* libmicrohttpd hands values on as C strings: one with a NUL inside
+     * would be read only up to it (RFC 9110 §5.5 says reject it). */
+    if (strlen(key) != key_size || (value != NULL && (strlen(value) != value_size
+                                                      || value_has_nul(value))))
+        v->nul = true;
     if (v->n == MAX_HEADERS) {
         v->overflow = true;
         return MHD_NO;
@@ -208,7 +394,8 @@ static void collect_headers(struct http_req *r, struct header_vec *hv, struct au
 {
     hv->n = 0;
     hv->overflow = false;
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, hv);
+    hv->nul = false;
+    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, hv);
     auth->method = r->method;
     auth->resource = r->target;
     auth->headers = hv->items;
@@ -243,10 +430,15 @@ static enum MHD_Result process(struct http_req *r)
     struct api_request req;
     struct smq_errinfo ei = {0, ""};
 
+    conn_phase_set(r->http, r->conn, PHASE_WORKING);
     collect_headers(r, &hv, &auth);
     req = make_api_request(r, &auth);
     if (hv.overflow)
         errors_set(&ei, SMQ_E_INVALID_ARGUMENT, "Too many request headers (at most %d).", MAX_HEADERS);
+    else if (hv.nul)
+        errors_set(&ei, SMQ_E_INVALID_ARGUMENT, "A request header contains a NUL byte.");
+    else if (r->nul_in_target)
+        errors_set(&ei, SMQ_E_INVALID_REQUEST_URL, "The request target contains a NUL byte.");
     else if (r->too_large)
         errors_set(&ei, SMQ_E_REQUEST_TOO_LARGE, "The request body is larger than %zu bytes.",
                    r->http->opts.max_body_bytes);
@@ -270,6 +462,7 @@ static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *
 
     r->started = true;
     r->conn = conn;
+    conn_phase_set(r->http, conn, PHASE_BODY);
     snprintf(r->method, sizeof r->method, "%s", method);
     if (cl != NULL && strtoull(cl, NULL, 10) > r->http->opts.max_body_bytes) {
         r->too_large = true;
@@ -361,6 +554,10 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         return -1;
     }
     h->opts = *opts;
+    if (reaper_start(h) != 0) {
+        snprintf(err, err_size, "cannot start the slow-client reaper thread");
+        goto fail;
+    }
     if (make_addr(opts->host, opts->port, &ss, &ipv6, err, err_size) != 0)
         goto fail;
     if (crypto_random(rnd, sizeof rnd) != 0) {
@@ -373,13 +570,14 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
         flags, opts->port, NULL, NULL, on_request, h,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,   /* first, so it sees every message */
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->idle_timeout_s,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
         MHD_OPTION_END);
     if (h->daemon == NULL) {
         snprintf(err, err_size, "cannot listen on %s:%u (in use, or not an address of this host)",
@@ -392,6 +590,7 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
     return 0;
 
 fail:
+    reaper_stop(h);
     free(h);
     return -1;
 }
@@ -416,7 +615,10 @@ void http_stop(struct smq_http *h)
 {
     if (h == NULL)
         return;
+    reaper_stop(h);
     if (h->daemon != NULL)
         MHD_stop_daemon(h->daemon);
+    pthread_cond_destroy(&h->reaper_wake);
+    pthread_mutex_destroy(&h->track_lock);
     free(h);
 }

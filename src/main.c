@@ -187,13 +187,20 @@ struct daemon_parts {
 static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 {
     char err[512] = "";
-    struct smq_engine_opts eopts = {clock_system(), NULL, cfg->max_queues};
+    struct smq_engine_opts eopts = {clock_system(), NULL, cfg->max_queues,
+                                    (uint64_t)cfg->reserve_mb << 20};
     struct http_opts hopts;
 
     if (store_open(cfg->storage_path, cfg->sync, &p->store, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
         return EXIT_STORE;
     }
+    /* Without room for the reserve smqd still starts: the first send that
+     * finds the disk full puts the engine in its storage-full mode. */
+    if (store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20) != 0)
+        SMQ_WARN("storage: cannot allocate the %d MiB disk reserve next to %s (disk full?); "
+                 "sends will be refused while there is no room", cfg->reserve_mb,
+                 cfg->storage_path);
     eopts.store = p->store;
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
         SMQ_ERROR("recovery: %s", err);

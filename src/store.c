@@ -28,6 +28,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -118,10 +120,13 @@ static const char *const stmt_sql[ST__COUNT] = {
 
 struct smq_store {
     int lock_fd;                  /* flock'ed PATH.lock: one smqd per database */
+    char *reserve_path;           /* PATH.reserve */
+    uint64_t reserve_bytes;       /* 0 = no reserve */
     sqlite3 *db;
     sqlite3_stmt *st[ST__COUNT];
     unsigned fault_writes_left;   /* STORE_FAULT_OFF = no injected write fault */
     int fault_commit;             /* non-zero: the next COMMIT fails */
+    int fault_full;               /* the write fault reads as SQLITE_FULL, else IOERR */
 };
 
 /* ---- schema migrations ------------------------------------------------ */
@@ -203,6 +208,14 @@ static int fail(const char *what, const char *sqlite_msg)
     return SMQ_E_INTERNAL;
 }
 
+/* Like fail(), but a full disk (or database) is told apart: the engine
+ * reacts to it by freeing its reserve and refusing only what grows data. */
+static int fail_rc(const char *what, int rc, const char *sqlite_msg)
+{
+    int ret = fail(what, sqlite_msg);
+    return (rc & 0xff) == SQLITE_FULL ? SMQ_E_STORAGE_FULL : ret;
+}
+
 /* ---- statement helpers ------------------------------------------------ */
 
 /* Collects the first bind error so a function can bind every parameter and
@@ -270,13 +283,14 @@ static int run_write(struct smq_store *s, struct binder *b, const char *what, in
     int rc = b->rc, ret = 0;
 
     if (rc == SQLITE_OK && write_fault_due(s)) {
-        ret = fail(what, "database or disk is full (injected)");
+        ret = s->fault_full ? fail_rc(what, SQLITE_FULL, "database or disk is full (injected)")
+                            : fail_rc(what, SQLITE_IOERR, "disk I/O error (injected)");
         goto out;
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_step(b->st);
     if (rc != SQLITE_DONE) {
-        ret = fail(what, sqlite3_errmsg(s->db));
+        ret = fail_rc(what, rc, sqlite3_errmsg(s->db));
         goto out;
     }
     if (changes != NULL)
@@ -290,7 +304,8 @@ out:
 static int run_control(struct smq_store *s, enum stmt_id id, const char *what)
 {
     /* Not run_write: control statements are not writes for the fault seam. */
-    int ret = sqlite3_step(s->st[id]) == SQLITE_DONE ? 0 : fail(what, sqlite3_errmsg(s->db));
+    int rc = sqlite3_step(s->st[id]);
+    int ret = rc == SQLITE_DONE ? 0 : fail_rc(what, rc, sqlite3_errmsg(s->db));
 
     stmt_reset(s->st[id]);
     return ret;
@@ -392,7 +407,9 @@ static int exec_pragma(sqlite3 *db, const char *sql, const char *path, char *err
  * Connection settings.  journal_mode is checked because SQLite silently
  * keeps the old mode when it cannot switch (e.g. on a file system without
  * shared memory), and our crash story assumes WAL.  wal_autocheckpoint is
- * left at SQLite's default (1000 pages).
+ * left at SQLite's default (1000 pages); journal_size_limit truncates the
+ * WAL back to 16 MiB after a checkpoint, so a burst does not hold disk
+ * space for ever.
  */
 static int set_pragmas(sqlite3 *db, enum smq_sync_mode sync, const char *path, char *err,
                        size_t err_size)
@@ -422,7 +439,8 @@ static int set_pragmas(sqlite3 *db, enum smq_sync_mode sync, const char *path, c
         return -1;
     if (exec_pragma(db, "PRAGMA foreign_keys=OFF", path, err, err_size) != 0 ||
         exec_pragma(db, "PRAGMA cache_size=-65536", path, err, err_size) != 0 ||
-        exec_pragma(db, "PRAGMA temp_store=MEMORY", path, err, err_size) != 0)
+        exec_pragma(db, "PRAGMA temp_store=MEMORY", path, err, err_size) != 0 ||
+        exec_pragma(db, "PRAGMA journal_size_limit=16777216", path, err, err_size) != 0)
         return -1;
     return 0;
 }
@@ -581,7 +599,94 @@ void store_close(struct smq_store *s)
     if (sqlite3_close(s->db) != SQLITE_OK)
         fail("close", sqlite3_errmsg(s->db));
     close(s->lock_fd);          /* releases the flock */
+    free(s->reserve_path);
     free(s);
+}
+
+void store_fault_inject_full(struct smq_store *s, unsigned after_n_writes)
+{
+    s->fault_writes_left = after_n_writes;
+    s->fault_full = 1;
+}
+
+int store_checkpoint(struct smq_store *s)
+{
+    int log_frames = 0, done = 0;
+    /* TRUNCATE: copy the WAL into the database and cut the WAL file to zero
+     * bytes, giving its space back to the file system. */
+    int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames, &done);
+
+    if (rc == SQLITE_OK)
+        return 0;
+    return fail_rc("checkpoint", rc, sqlite3_errmsg(s->db));
+}
+
+/* ---- disk-space reserve ------------------------------------------------ */
+
+int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes)
+{
+    size_t n = strlen(db_path) + sizeof ".reserve";
+
+    free(s->reserve_path);
+    s->reserve_path = malloc(n);
+    if (s->reserve_path == NULL)
+        return SMQ_E_NOMEM;
+    snprintf(s->reserve_path, n, "%s.reserve", db_path);
+    s->reserve_bytes = bytes;
+    if (bytes == 0) {
+        unlink(s->reserve_path);     /* a reserve left by an earlier config */
+        return 0;
+    }
+    return store_reserve_restore(s, 0);
+}
+
+/* Free bytes on the file system of the directory holding path (the file
+ * itself may not exist); UINT64_MAX if unknown. */
+static uint64_t free_bytes(const char *path)
+{
+    struct statvfs st;
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    int rc;
+
+    if (slash == NULL)
+        rc = statvfs(".", &st);
+    else if (snprintf(dir, sizeof dir, "%.*s", (int)(slash - path + 1), path) >= (int)sizeof dir)
+        return UINT64_MAX;
+    else
+        rc = statvfs(dir, &st);
+    return rc == 0 ? (uint64_t)st.f_bavail * st.f_frsize : UINT64_MAX;
+}
+
+int store_reserve_restore(struct smq_store *s, uint64_t keep_free)
+{
+    struct stat st;
+    int fd, rc;
+
+    if (s->reserve_path == NULL || s->reserve_bytes == 0)
+        return 0;
+    if (stat(s->reserve_path, &st) == 0 && (uint64_t)st.st_blocks * 512 >= s->reserve_bytes)
+        return 0;                    /* already held */
+    if (free_bytes(s->reserve_path) < s->reserve_bytes + keep_free)
+        return SMQ_E_STORAGE_FULL;
+    fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno == ENOSPC ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
+    /* Real blocks, not a sparse file: the point is that they exist to be freed. */
+    rc = posix_fallocate(fd, 0, (off_t)s->reserve_bytes);
+    close(fd);
+    if (rc != 0) {
+        unlink(s->reserve_path);     /* a partial reserve is worth nothing */
+        return rc == ENOSPC ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
+    }
+    return 0;
+}
+
+void store_reserve_release(struct smq_store *s)
+{
+    if (s->reserve_path != NULL && s->reserve_bytes > 0 && unlink(s->reserve_path) == 0)
+        SMQ_WARN("store: released the %llu-byte disk reserve %s",
+                 (unsigned long long)s->reserve_bytes, s->reserve_path);
 }
 
 /* ---- transactions ----------------------------------------------------- */
@@ -597,7 +702,7 @@ int store_commit(struct smq_store *s)
 {
     if (s->fault_commit) {
         s->fault_commit = 0;
-        return fail("COMMIT", "database or disk is full (injected)");
+        return fail("COMMIT", "disk I/O error (injected)");
     }
     return run_control(s, ST_COMMIT, "COMMIT");
 }
@@ -640,6 +745,7 @@ void store_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_c
 {
     s->fault_writes_left = after_n_writes;
     s->fault_commit = fail_commit;
+    s->fault_full = 0;
 }
 
 /* ---- meta ------------------------------------------------------------- */

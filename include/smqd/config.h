@@ -35,6 +35,7 @@ struct smq_config {
     /* [storage] */
     char storage_path[4096];      /* SQLite file; default ./smqd.db */
     enum smq_sync_mode sync;      /* default full */
+    int reserve_mb;               /* space held back for deletes when the disk fills; default 16 */
     /* [auth] */
     struct auth_keyring keys;     /* access_key_id/access_key_secret + key.<ID> = <SECRET> */
     int max_clock_skew_s;         /* default 900 */

@@ -19,6 +19,10 @@
  * timer-driven transitions need no write; retention expiry removes the
  * message from memory and deletes its rows lazily.
  *
+ * A full disk (SMQ_E_STORAGE_FULL from the store) frees the store's space
+ * reserve and refuses only what grows the data (SendMessage, CreateQueue)
+ * for a cool-down, so consumers can keep receiving and deleting.
+ *
  * Time: wire and disk use epoch ms; scheduling uses the monotonic clock.
  * The engine derives "now" in epoch ms as epoch_at_open + (mono - mono_at_open)
  * so a wall-clock step cannot reorder its timers.
@@ -138,6 +142,7 @@ struct smq_op {
     int64_t wait_s;                          /* RECEIVE: 0..30, -1 = queue default */
     struct smq_handle_ref handles[SMQ_BATCH_MAX];   /* DELETE_MSG, CHANGE_VISIBILITY */
     size_t n_handles;
+    bool batch_delete;                       /* DELETE_MSG: per-handle results, op result 0 */
     int64_t visibility_s;                    /* CHANGE_VISIBILITY: 0..43200 */
 
     /* ---- outputs ---- */
@@ -175,6 +180,7 @@ struct smq_engine_opts {
     const struct smq_clock *clock;
     struct smq_store *store;      /* borrowed; outlives the engine */
     int max_queues;
+    uint64_t reserve_margin;      /* free bytes required beside the reserve to retake it */
 };
 
 /* Loads every queue and message from the store (recovery) and arms timers.
@@ -203,6 +209,7 @@ void engine_drain(struct smq_engine *e);
 struct engine_stats {
     size_t queues, messages, waiters;
     uint64_t reloads;             /* state reloads after a lost transaction */
+    bool storage_full;            /* refusing sends: the disk filled up */
 };
 void engine_stats(const struct smq_engine *e, struct engine_stats *out);
 

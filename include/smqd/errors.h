@@ -41,7 +41,8 @@ enum smq_err {
     SMQ_E_SERVICE_UNAVAILABLE = -27,
     SMQ_E_INTERNAL = -28,
     SMQ_E_NOMEM = -29,
-    SMQ_E__COUNT = 30            /* one past the most negative code */
+    SMQ_E_STORAGE_FULL = -30,
+    SMQ_E__COUNT = 31            /* one past the most negative code */
 };
 
 struct smq_error_info {

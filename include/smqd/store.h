@@ -61,6 +61,23 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
 /* Rolls back an open transaction, if any, and frees s (NULL is a no-op). */
 void store_close(struct smq_store *s);
 
+/*
+ * Disk-space reserve: a file PATH.reserve of `bytes` real blocks.  When the
+ * disk fills, the engine releases it so that deletes (which need WAL space
+ * but no new pages) keep working, and restores it once space is back.
+ * init/restore return 0, SMQ_E_STORAGE_FULL (no room) or SMQ_E_INTERNAL.
+ * A write or commit that fails because the disk or database is full
+ * returns SMQ_E_STORAGE_FULL instead of SMQ_E_INTERNAL.
+ */
+int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes);
+/* Copies the WAL into the database and truncates it (outside a transaction).
+ * 0, SMQ_E_STORAGE_FULL or SMQ_E_INTERNAL. */
+int store_checkpoint(struct smq_store *s);
+/* Takes the reserve back only if keep_free bytes stay free beside it, so
+ * that taking it cannot by itself fill the disk again. */
+int store_reserve_restore(struct smq_store *s, uint64_t keep_free);
+void store_reserve_release(struct smq_store *s);
+
 int store_begin(struct smq_store *s);
 int store_commit(struct smq_store *s);
 /* Safe to call when no transaction is open (e.g. SQLite already rolled
@@ -125,10 +142,10 @@ int store_integrity_check(struct smq_store *s, char *err, size_t err_size);
 
 /*
  * Test seam (style.md 1.9).  After after_n_writes more write statements have
- * succeeded, the next one fails as if SQLite had returned SQLITE_FULL,
- * without touching the database; STORE_FAULT_OFF disables it.  If
- * fail_commit is non-zero the next store_commit fails the same way and the
- * transaction stays open, so the caller must store_rollback.  Both faults are
+ * succeeded, the next one fails as an I/O error would (SMQ_E_INTERNAL),
+ * without touching the database; STORE_FAULT_OFF disables it.  If fail_commit is non-zero the next store_commit fails as an
+ * I/O error would (SMQ_E_INTERNAL) and the transaction stays open, so the
+ * caller must store_rollback.  Both faults are
  * one-shot and are logged like real failures.  A write statement is one
  * INSERT/UPDATE/DELETE: store_msg_insert issues two, store_msg_delete two,
  * store_queue_delete three.  Transaction control (BEGIN, SAVEPOINT, ...) is
@@ -136,5 +153,7 @@ int store_integrity_check(struct smq_store *s, char *err, size_t err_size);
  */
 #define STORE_FAULT_OFF UINT_MAX
 void store_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_commit);
+/* The same write fault, but as a full disk: SMQ_E_STORAGE_FULL. */
+void store_fault_inject_full(struct smq_store *s, unsigned after_n_writes);
 
 #endif

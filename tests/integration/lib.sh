@@ -145,7 +145,8 @@ smqd_start() {
         write_config "$dir"
     fi
     SMQD_DIR=$dir
-    SMQD_LOG="$dir/smqd.$(date +%s%N).log"
+    # SMQD_LOG_DIR: keep the log elsewhere (e.g. when DIR is a deliberately full disk).
+    SMQD_LOG="${SMQD_LOG_DIR:-$dir}/smqd.$(date +%s%N).log"
     "$SMQD_BIN" -c "$dir/smqd.conf" </dev/null >>"$SMQD_LOG" 2>&1 &
     SMQD_PID=$!
     SERVER_PIDS+=("$SMQD_PID")

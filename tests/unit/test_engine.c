@@ -24,6 +24,7 @@
  * fixed); the comment above each says what went wrong and what is expected.
  */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -89,7 +90,7 @@ static void on_done(struct smq_op *op, void *arg)
 
 static void open_engine(struct fixture *f, int max_queues)
 {
-    struct smq_engine_opts opts = {&f->clock.clock, f->store, max_queues};
+    struct smq_engine_opts opts = {&f->clock.clock, f->store, max_queues, 0};
     char err[256] = "";
 
     assert_int_equal(engine_open(&opts, &f->e, err, sizeof err), 0);
@@ -121,7 +122,7 @@ static int setup(void **state)
     clock_fake_init(&f->clock, MONO0, EPOCH0);
     if (store_open(f->path, SMQ_SYNC_NORMAL, &f->store, err, sizeof err) != 0)
         return -1;
-    opts = (struct smq_engine_opts){&f->clock.clock, f->store, MAX_QUEUES_DEFAULT};
+    opts = (struct smq_engine_opts){&f->clock.clock, f->store, MAX_QUEUES_DEFAULT, 0};
     return engine_open(&opts, &f->e, err, sizeof err) == 0 ? 0 : -1;
 }
 
@@ -1168,6 +1169,7 @@ static void test_engine_delete_batch_mixed(void **state)
     make_ref(f, v[2].seq, v[2].handle_gen, &op.handles[3]);          /* valid */
     make_ref(f, v[2].seq, v[2].handle_gen, &op.handles[4]);          /* same again */
     op.n_handles = 5;
+    op.batch_delete = true;
     /* A batch succeeds as a whole; the failures are per item. */
     assert_int_equal(run_one(f, &op), 0);
     assert_int_equal(op.handles[0].err, SMQ_E_MESSAGE_NOT_EXIST);
@@ -1184,11 +1186,19 @@ static void test_engine_delete_batch_mixed(void **state)
     assert_int_equal(delete_msg(f, "b", v[1].seq, v[1].handle_gen), 0);
     assert_counts(f, "b", 0, 0, 0);
 
-    /* A single malformed handle reports its own error as the op result. */
+    /* A single DeleteMessage reports its handle's error as the op result... */
     op_init(f, &op, SMQ_OP_DELETE_MSG, "b");
     op.handles[0].err = SMQ_E_RECEIPT_HANDLE_ERROR;
     op.n_handles = 1;
     assert_int_equal(run_one(f, &op), SMQ_E_RECEIPT_HANDLE_ERROR);
+    engine_op_release(&op);
+    /* ...a BatchDeleteMessage of one handle reports it per item (§7.12). */
+    op_init(f, &op, SMQ_OP_DELETE_MSG, "b");
+    op.handles[0].err = SMQ_E_RECEIPT_HANDLE_ERROR;
+    op.n_handles = 1;
+    op.batch_delete = true;
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.handles[0].err, SMQ_E_RECEIPT_HANDLE_ERROR);
     engine_op_release(&op);
 }
 
@@ -1691,6 +1701,60 @@ static void test_engine_write_fault_fails_only_that_send(void **state)
     assert_int_equal(stats(f).messages, 2);
 }
 
+/*
+ * A full disk: the failing send reports SMQ_E_STORAGE_FULL, the disk reserve
+ * file is released, further sends and queue creation are refused for the
+ * cool-down without touching the store, while receive, delete and change
+ * visibility keep working; after the cool-down sends work again and the
+ * reserve is taken back.  Nothing acknowledged is lost.
+ */
+static void test_engine_storage_full_refuses_sends_keeps_deletes(void **state)
+{
+    struct fixture *f = *state;
+    char reserve[256];
+    struct smq_msg_view a, b;
+    struct stat st;
+    struct smq_op create;
+
+    snprintf(reserve, sizeof reserve, "%s.reserve", f->path);
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    assert_int_equal(stat(reserve, &st), 0);
+    assert_true(st.st_blocks * 512 >= (1 << 20));       /* real blocks, not sparse */
+
+    assert_int_equal(create_queue(f, "full", NULL, 0, NULL), 0);
+    send_text(f, "full", "one", 0, 8);
+    send_text(f, "full", "two", 0, 8);
+    store_fault_inject_full(f->store, 0);
+    assert_int_equal(send_msg(f, "full", "lost", 4, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_true(stats(f).storage_full);
+    assert_int_not_equal(stat(reserve, &st), 0);         /* released for the deletes */
+
+    /* Refused without a write: an injected fault would otherwise fire. */
+    store_fault_inject(f->store, 0, 0);
+    assert_int_equal(send_msg(f, "full", "refused", 7, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    op_init(f, &create, SMQ_OP_CREATE_QUEUE, "other");
+    assert_int_equal(run_one(f, &create), SMQ_E_STORAGE_FULL);
+    store_fault_inject(f->store, STORE_FAULT_OFF, 0);
+
+    assert_int_equal(receive_one(f, "full", &a), 0);
+    assert_int_equal(receive_one(f, "full", &b), 0);
+    assert_int_equal(delete_msg(f, "full", a.seq, a.handle_gen), 0);
+    assert_int_equal(change_vis(f, "full", b.seq, b.handle_gen, 0, NULL, NULL), 0);
+    assert_counts(f, "full", 1, 0, 0);
+
+    tick(f, 4999);
+    assert_int_equal(send_msg(f, "full", "still", 5, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    tick(f, 5001);                                       /* past the cool-down */
+    send_text(f, "full", "three", 0, 8);
+    assert_false(stats(f).storage_full);
+    assert_int_equal(stat(reserve, &st), 0);             /* taken back */
+    assert_counts(f, "full", 2, 0, 0);
+
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_counts(f, "full", 2, 0, 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 2);
+}
+
 static void test_engine_commit_fault_rolls_back_whole_run(void **state)
 {
     struct fixture *f = *state;
@@ -1964,6 +2028,7 @@ static void test_engine_ten_thousand_messages(void **state)
             received++;
         }
         del.n_handles = op.n_msgs;
+        del.batch_delete = true;
         engine_op_release(&op);
         assert_int_equal(run_one(f, &del), 0);
         for (size_t i = 0; i < del.n_handles; i++)
@@ -2010,6 +2075,7 @@ int main(void)
         T(test_engine_recovery_restores_states),
         T(test_engine_write_fault_fails_only_that_send),
         T(test_engine_commit_fault_rolls_back_whole_run),
+        T(test_engine_storage_full_refuses_sends_keeps_deletes),
         T(test_engine_seq_not_reused_after_rolled_back_reservation),
         T(test_engine_reload_keeps_waiter_fifo),
         T(test_engine_reload_serves_reparked_waiter),

@@ -955,6 +955,40 @@ static void test_store_bulk_insert_100k(void **state)
     assert_int_equal(store_integrity_check(f->s, err, sizeof err), 0);
 }
 
+/* A full disk is told apart from other failures, and the reserve file holds
+ * real blocks that release frees and restore takes back. */
+static void test_store_full_and_reserve(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "q");
+    char reserve[256];
+    struct stat st;
+
+    assert_int_equal(store_begin(f->s), 0);
+    store_fault_inject_full(f->s, 0);
+    assert_int_equal(store_queue_insert(f->s, &q), SMQ_E_STORAGE_FULL);
+    store_fault_inject(f->s, 0, 0);
+    assert_int_equal(store_queue_insert(f->s, &q), SMQ_E_INTERNAL);
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    assert_int_equal(store_commit(f->s), 0);
+
+    snprintf(reserve, sizeof reserve, "%s.reserve", f->path);
+    assert_int_equal(store_reserve_init(f->s, f->path, 3 << 20), 0);
+    assert_int_equal(stat(reserve, &st), 0);
+    assert_int_equal(st.st_size, 3 << 20);
+    assert_true((long long)st.st_blocks * 512 >= 3 << 20);
+    store_reserve_release(f->s);
+    assert_int_not_equal(stat(reserve, &st), 0);
+    /* Not taken back when it would leave less than keep_free bytes free. */
+    assert_int_equal(store_reserve_restore(f->s, UINT64_MAX / 2), SMQ_E_STORAGE_FULL);
+    assert_int_not_equal(stat(reserve, &st), 0);
+    assert_int_equal(store_reserve_restore(f->s, 0), 0);
+    assert_int_equal(store_reserve_restore(f->s, UINT64_MAX / 2), 0);   /* already held */
+    assert_int_equal(stat(reserve, &st), 0);
+    assert_int_equal(store_reserve_init(f->s, f->path, 0), 0);   /* 0 removes it */
+    assert_int_not_equal(stat(reserve, &st), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -989,6 +1023,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_failed_write_in_txn_then_rollback,
                                         store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_fault_on_nth_write, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_full_and_reserve, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_fault_on_commit_then_rollback, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_savepoint_undoes_one_op, store_setup,
