@@ -1,0 +1,344 @@
+/*
+ * fuzz_request.c — libFuzzer target for the whole decision path of one HTTP
+ * request: api_prepare (authentication, Content-MD5, routing, query, XML
+ * body, range checks, receipt handles) and the rendering of its answer.
+ *
+ * The input is a request in the format of fuzz_common.h.  Any Authorization
+ * header in it is replaced by a correct signature over whatever the input
+ * yields (fixed keyring, fake clock at the §3.4 Date), so the fuzzer gets
+ * past authentication into routing and XML; seeds carry Date and
+ * x-mns-version.  Checked:
+ *   - a refused request has a defined code, ei filled, never an
+ *     authorization or signature error (it is signed), never an outcome
+ *     only the engine can know (QueueNotExist, MessageNotExist, ...); its
+ *     <Error> document is well-formed with the table's HTTP status;
+ *   - an accepted request has an action matching op.kind, a valid queue
+ *     name, and inputs inside the fixed ranges of §5/§7 (batch sizes,
+ *     delays, priorities, waits, visibility, attributes, ret-number); each
+ *     body's MD5 is the upper-case hex MD5 of the parsed body; each batch
+ *     handle that decoded re-encodes to its text, the others are
+ *     ReceiptHandleError;
+ *   - the op is then finished as the engine would (success with plausible
+ *     outputs, or QueueNotExist on odd-sized inputs) and api_render must
+ *     give a well-formed document with the right root and status.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "smqd/api.h"
+#include "smqd/clock.h"
+#include "smqd/crypto.h"
+#include "smqd/errors.h"
+#include "smqd/xml.h"
+
+#define BATCH_SEND_MAX_BYTES 65536      /* api_message.c */
+
+static struct smq_fake_clock fake;
+static struct auth_keyring_slot slot;
+static struct api_ctx ctx;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    xml_global_init();
+    clock_fake_init(&fake, 1000, FUZZ_NOW_MS);
+    auth_keyring_set(&slot, fuzz_keyring());
+    ctx.keys = &slot;
+    ctx.handle_keys = fuzz_handle_keys();
+    ctx.clock = &fake.clock;
+    ctx.max_skew_ms = AUTH_DEFAULT_MAX_SKEW_MS;
+    return 0;
+}
+
+static enum smq_op_kind kind_of(enum api_action a)
+{
+    switch (a) {
+    case API_CREATE_QUEUE: return SMQ_OP_CREATE_QUEUE;
+    case API_SET_QUEUE_ATTRIBUTES: return SMQ_OP_SET_QUEUE;
+    case API_GET_QUEUE_ATTRIBUTES: return SMQ_OP_GET_QUEUE;
+    case API_DELETE_QUEUE: return SMQ_OP_DELETE_QUEUE;
+    case API_LIST_QUEUE: return SMQ_OP_LIST_QUEUES;
+    case API_SEND_MESSAGE:
+    case API_BATCH_SEND_MESSAGE: return SMQ_OP_SEND;
+    case API_RECEIVE_MESSAGE:
+    case API_BATCH_RECEIVE_MESSAGE: return SMQ_OP_RECEIVE;
+    case API_PEEK_MESSAGE:
+    case API_BATCH_PEEK_MESSAGE: return SMQ_OP_PEEK;
+    case API_DELETE_MESSAGE:
+    case API_BATCH_DELETE_MESSAGE: return SMQ_OP_DELETE_MSG;
+    case API_CHANGE_MESSAGE_VISIBILITY: return SMQ_OP_CHANGE_VISIBILITY;
+    default: fuzz_fail(__FILE__, __LINE__, "an accepted request without an action");
+    }
+    return SMQ_OP_GET_QUEUE;
+}
+
+static bool is_batch(enum api_action a)
+{
+    return a == API_BATCH_SEND_MESSAGE || a == API_BATCH_RECEIVE_MESSAGE
+           || a == API_BATCH_PEEK_MESSAGE || a == API_BATCH_DELETE_MESSAGE;
+}
+
+/* ---- refused requests ------------------------------------------------------ */
+
+static void check_refused(const struct api_request *req, int rc, const struct smq_errinfo *ei)
+{
+    struct api_response resp;
+
+    FUZZ_CHECK(rc < 0 && rc > -SMQ_E__COUNT);
+    FUZZ_CHECK(ei->err == rc);
+    FUZZ_CHECK(rc != SMQ_E_MISSING_AUTHORIZATION && rc != SMQ_E_INVALID_AUTHORIZATION
+               && rc != SMQ_E_INVALID_ACCESS_KEY_ID && rc != SMQ_E_SIGNATURE_MISMATCH);
+    FUZZ_CHECK(rc != SMQ_E_QUEUE_NOT_EXIST && rc != SMQ_E_QUEUE_ALREADY_EXIST
+               && rc != SMQ_E_MESSAGE_NOT_EXIST && rc != SMQ_E_TOO_MANY_QUEUES);
+
+    memset(&resp, 0, sizeof resp);
+    buf_init(&resp.body);
+    api_render_error(req, ei, "512B2A634403E52B1956133E", &resp);
+    FUZZ_CHECK(resp.status == errors_info(rc)->http_status);
+    FUZZ_CHECK(!buf_failed(&resp.body));
+    FUZZ_CHECK(fuzz_xml_root_is(resp.body.data, resp.body.len, "Error"));
+    buf_free(&resp.body);
+}
+
+/* ---- accepted requests ----------------------------------------------------- */
+
+static void check_send(const struct api_call *call)
+{
+    const struct smq_op *op = &call->op;
+    size_t total = 0;
+
+    FUZZ_CHECK(op->n_send >= 1 && op->n_send <= SMQ_BATCH_MAX);
+    FUZZ_CHECK(op->n_send == call->send.n);
+    if (call->action == API_SEND_MESSAGE)
+        FUZZ_CHECK(op->n_send == 1);
+    for (size_t i = 0; i < op->n_send; i++) {
+        const struct smq_send_item *s = &op->send[i];
+        char md5[33];
+
+        FUZZ_CHECK(s->body == call->send.items[i].body && s->body != NULL);
+        FUZZ_CHECK(s->body_len == call->send.items[i].body_len);
+        FUZZ_CHECK(s->priority >= SMQ_PRIORITY_MIN && s->priority <= SMQ_PRIORITY_MAX);
+        FUZZ_CHECK(s->delay_s >= 0 && s->delay_s <= SMQ_DELAY_MAX_S);
+        crypto_md5_hex(s->body, s->body_len, true, md5);
+        FUZZ_CHECK(strcmp(md5, call->send_md5[i]) == 0);
+        total += s->body_len;
+    }
+    FUZZ_CHECK(total <= BATCH_SEND_MAX_BYTES);
+}
+
+static void check_handles(const struct api_call *call)
+{
+    const struct smq_op *op = &call->op;
+
+    FUZZ_CHECK(op->n_handles >= 1 && op->n_handles <= SMQ_BATCH_MAX);
+    if (call->action != API_BATCH_DELETE_MESSAGE) {
+        FUZZ_CHECK(op->n_handles == 1 && op->handles[0].err == 0);
+        return;
+    }
+    FUZZ_CHECK(op->n_handles == call->handles.n);
+    for (size_t i = 0; i < op->n_handles; i++) {
+        const char *text = call->handles.handles[i];
+        char again[HANDLE_TEXT_LEN + 1];
+
+        if (op->handles[i].err != 0) {
+            FUZZ_CHECK(op->handles[i].err == SMQ_E_RECEIPT_HANDLE_ERROR);
+            continue;
+        }
+        handle_encode(ctx.handle_keys, op->handles[i].seq, op->handles[i].gen, again);
+        FUZZ_CHECK(strcmp(again, text) == 0);
+    }
+}
+
+static void check_attrs(const struct smq_op *op)
+{
+    const struct smq_queue_attrs *a = &op->attrs;
+    unsigned p = op->attrs_present;
+
+    FUZZ_CHECK(!(p & SMQ_ATTR_DELAY) || (a->delay_s >= 0 && a->delay_s <= SMQ_DELAY_MAX_S));
+    FUZZ_CHECK(!(p & SMQ_ATTR_MAX_MSG_SIZE)
+               || (a->max_msg_size >= SMQ_MSG_SIZE_MIN && a->max_msg_size <= SMQ_MSG_SIZE_MAX));
+    FUZZ_CHECK(!(p & SMQ_ATTR_RETENTION)
+               || (a->retention_s >= SMQ_RETENTION_MIN_S && a->retention_s <= SMQ_RETENTION_MAX_S));
+    FUZZ_CHECK(!(p & SMQ_ATTR_VISIBILITY) || (a->visibility_s >= SMQ_VISIBILITY_MIN_S
+                                              && a->visibility_s <= SMQ_VISIBILITY_MAX_S));
+    FUZZ_CHECK(!(p & SMQ_ATTR_POLLING_WAIT)
+               || (a->polling_wait_s >= 0 && a->polling_wait_s <= SMQ_POLLING_WAIT_MAX_S));
+    FUZZ_CHECK(!(p & SMQ_ATTR_LOGGING) || a->logging == 0 || a->logging == 1);
+}
+
+static void check_accepted(const struct api_call *call)
+{
+    const struct smq_op *op = &call->op;
+
+    FUZZ_CHECK(call->action > API_UNKNOWN && call->action < API__COUNT);
+    FUZZ_CHECK(strcmp(api_action_name(call->action), "-") != 0);
+    FUZZ_CHECK(op->kind == kind_of(call->action));
+    if (call->action != API_LIST_QUEUE)
+        FUZZ_CHECK(api_check_queue_name(op->queue, strlen(op->queue), NULL) == 0);
+    switch (op->kind) {
+    case SMQ_OP_CREATE_QUEUE:
+    case SMQ_OP_SET_QUEUE:
+        check_attrs(op);
+        break;
+    case SMQ_OP_LIST_QUEUES:
+        FUZZ_CHECK(op->list.ret_number >= 1 && op->list.ret_number <= 1000);
+        break;
+    case SMQ_OP_SEND:
+        check_send(call);
+        break;
+    case SMQ_OP_RECEIVE:
+    case SMQ_OP_PEEK:
+        FUZZ_CHECK(op->max_msgs >= 1 && op->max_msgs <= SMQ_BATCH_MAX);
+        FUZZ_CHECK(is_batch(call->action) || op->max_msgs == 1);
+        FUZZ_CHECK(op->wait_s >= -1 && op->wait_s <= SMQ_POLLING_WAIT_MAX_S);
+        break;
+    case SMQ_OP_DELETE_MSG:
+        check_handles(call);
+        break;
+    case SMQ_OP_CHANGE_VISIBILITY:
+        FUZZ_CHECK(op->visibility_s >= 0 && op->visibility_s <= SMQ_VISIBILITY_MAX_S);
+        check_handles(call);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Fills op's outputs as a successful engine run would, from what the request holds. */
+static void finish_ok(const struct api_request *req, struct api_call *call)
+{
+    struct smq_op *op = &call->op;
+
+    switch (op->kind) {
+    case SMQ_OP_CREATE_QUEUE:
+        op->created = req->body_len % 2 == 0;
+        break;
+    case SMQ_OP_GET_QUEUE:
+        memcpy(op->info.name, op->queue, sizeof op->info.name);
+        engine_default_attrs(&op->info.attrs);
+        break;
+    case SMQ_OP_LIST_QUEUES:
+        /* Names come from the prefix and marker the client sent (any bytes). */
+        op->listed = calloc(2, sizeof *op->listed);
+        FUZZ_CHECK(op->listed != NULL);
+        op->n_listed = 2;
+        memcpy(op->listed[0].name, op->list.prefix, sizeof op->listed[0].name);
+        memcpy(op->listed[1].name, op->list.marker, sizeof op->listed[1].name);
+        memcpy(op->next_marker, op->list.marker, sizeof op->next_marker);
+        break;
+    case SMQ_OP_SEND:
+        for (size_t i = 0; i < op->n_send; i++)
+            op->sent_seq[i] = i + 1;
+        break;
+    case SMQ_OP_RECEIVE:
+    case SMQ_OP_PEEK:
+        /* Bodies are whatever the request carried: not necessarily valid XML text. */
+        for (int i = 0; i < op->max_msgs; i++) {
+            struct smq_msg_view *v = &op->msgs[i];
+            v->body = malloc(req->body_len + 1);
+            FUZZ_CHECK(v->body != NULL);
+            memcpy(v->body, req->body, req->body_len);
+            v->body[req->body_len] = '\0';
+            v->body_len = req->body_len;
+            v->seq = (uint64_t)i + 1;
+            v->handle_gen = (uint32_t)i + 1;
+            v->priority = SMQ_PRIORITY_DEFAULT;
+            v->enqueue_ms = v->first_dequeue_ms = FUZZ_NOW_MS;
+            v->next_visible_ms = FUZZ_NOW_MS + 30000;
+            v->dequeue_count = 1;
+            op->n_msgs++;
+        }
+        break;
+    case SMQ_OP_CHANGE_VISIBILITY:
+        op->new_gen = op->handles[0].gen + 1;
+        op->next_visible_ms = FUZZ_NOW_MS + op->visibility_s * 1000;
+        break;
+    default:
+        break;
+    }
+}
+
+static const char *expected_root(const struct api_call *call, int status)
+{
+    switch (call->op.kind) {
+    case SMQ_OP_GET_QUEUE: return "Queue";
+    case SMQ_OP_LIST_QUEUES: return "Queues";
+    case SMQ_OP_SEND:
+    case SMQ_OP_RECEIVE:
+    case SMQ_OP_PEEK: return is_batch(call->action) ? "Messages" : "Message";
+    case SMQ_OP_DELETE_MSG: return status == 404 ? "Errors" : NULL;
+    case SMQ_OP_CHANGE_VISIBILITY: return "ChangeVisibility";
+    default: return NULL;
+    }
+}
+
+static void check_render(const struct api_request *req, struct api_call *call, bool fail)
+{
+    struct api_response resp;
+    const char *root;
+
+    if (fail)
+        errors_set(&call->op.result, SMQ_E_QUEUE_NOT_EXIST, NULL);
+    else
+        finish_ok(req, call);
+    memset(&resp, 0, sizeof resp);
+    buf_init(&resp.body);
+    api_render(&ctx, req, call, "512B2A634403E52B1956133E", &resp);
+    FUZZ_CHECK(!buf_failed(&resp.body));
+    if (fail) {
+        FUZZ_CHECK(resp.status == 404);
+        FUZZ_CHECK(fuzz_xml_root_is(resp.body.data, resp.body.len, "Error"));
+    } else {
+        root = expected_root(call, resp.status);
+        FUZZ_CHECK((resp.status >= 200 && resp.status < 300)
+                   || (call->action == API_BATCH_DELETE_MESSAGE && resp.status == 404));
+        if (root != NULL)
+            FUZZ_CHECK(fuzz_xml_root_is(resp.body.data, resp.body.len, root));
+        else
+            FUZZ_CHECK(resp.body.len == 0);
+        if (call->op.kind == SMQ_OP_CREATE_QUEUE)
+            FUZZ_CHECK(resp.location[0] != '\0');
+    }
+    buf_free(&resp.body);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct fuzz_req r;
+    struct api_request req;
+    struct api_call call;
+    struct smq_errinfo ei = {0, ""};
+    const char *host;
+    int rc;
+
+    if (fuzz_req_split(data, size, &r) != 0)
+        return 0;
+    if (fuzz_req_sign(&r, FUZZ_AK, FUZZ_SK) != 0) {
+        fuzz_req_free(&r);
+        return 0;
+    }
+    host = auth_header_get(&r.auth, "Host");
+    req.method = r.method;
+    req.target = r.resource;
+    req.host = host != NULL ? host : "";
+    req.body = r.body;
+    req.body_len = r.body_len;
+    req.auth = &r.auth;
+
+    api_call_init(&call);
+    rc = api_prepare(&ctx, &req, &call, &ei);
+    if (rc != 0) {
+        check_refused(&req, rc, &ei);
+    } else {
+        FUZZ_CHECK(ei.err == 0);
+        check_accepted(&call);
+        check_render(&req, &call, size % 2 == 1);
+    }
+    api_call_free(&call);
+    fuzz_req_free(&r);
+    return 0;
+}
