@@ -2,7 +2,8 @@
 # test.sh — builds smqd and runs every test:
 #   1. unit + integration tests (cmocka, curl, official Node SDK) on a normal build;
 #   2. the same again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the unit tests under valgrind (zero leaks, zero errors).
+#   3. the unit tests under valgrind (zero leaks, zero errors);
+#   4. every libFuzzer target briefly (5 s each; tests/fuzz/README.md has the long run).
 # Installs missing Debian packages and the pinned npm packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,4 +36,6 @@ for t in build/tests/test_*; do
     || { echo "valgrind: $(basename "$t") has memory errors or leaks"; exit 1; }
   echo "valgrind: $(basename "$t") clean"
 done
+echo "== fuzz (clang, ASan+UBSan, 5 s per target)"
+tests/fuzz/run.sh 5
 echo "== all tests passed"

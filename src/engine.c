@@ -14,6 +14,7 @@
 
 #define SEQ_RESERVE_STEP 65536      /* ids reserved per meta write */
 #define FULL_COOLDOWN_MS 5000       /* sends refused this long after the disk filled */
+#define PROBE_INTERVAL_MS 1000      /* how often parked long polls are checked for gone clients */
 #define EXPIRED_FLUSH_AT 1024       /* lazily deleted expired rows per flush */
 #define META_KEYS "handle_keys"
 #define META_NEXT_SEQ "next_seq"
@@ -38,6 +39,8 @@ struct smq_engine {
     uint64_t seq_reserve_pending;    /* written in the open savepoint, 0 = none */
     int64_t next_queue_id;
     size_t n_waiters;
+    size_t n_probed;                 /* parked polls that can tell a gone client */
+    uint64_t next_probe_mono;        /* next check of parked polls' clients */
     uint64_t reloads;
     bool storage_full;               /* refusing what grows data (engine.h) */
     bool reserve_missing;            /* released and not yet taken back */
@@ -283,10 +286,16 @@ static void waiter_unlink(struct smq_engine *e, struct smq_op *op)
     op->wait_queue = NULL;
     twheel_cancel(&e->wait_wheel, &op->wait_timer);
     e->n_waiters--;
+    if (op->client_gone != NULL)
+        e->n_probed--;
 }
 
 static void waiter_link(struct smq_engine *e, struct smq_queue *q, struct smq_op *op)
 {
+    uint64_t now = clock_mono_ms(e->clock);
+
+    if (op->client_gone != NULL && e->n_probed++ == 0 && e->next_probe_mono <= now)
+        e->next_probe_mono = now + PROBE_INTERVAL_MS;   /* first probed poll: schedule */
     op->wait_queue = q;
     op->wait_next = NULL;
     op->wait_prev = q->waiters_tail;
@@ -833,7 +842,14 @@ static int exec_op(struct smq_engine *e, struct smq_op *op)
     }
 }
 
-/* Hands newly Active messages to parked long polls, oldest poll first. */
+static bool client_gone(struct smq_op *op)
+{
+    return op->client_gone != NULL && op->client_gone(op, op->done_arg);
+}
+
+/* Hands newly Active messages to parked long polls, oldest poll first; a
+ * poll whose client has gone away is finished instead of taking a message
+ * that nobody would read. */
 static void serve_ready(struct smq_engine *e)
 {
     while (e->ready_head != NULL) {
@@ -844,8 +860,31 @@ static void serve_ready(struct smq_engine *e)
             struct smq_op *op = q->waiters_head;
             int rc;
             waiter_unlink(e, op);
-            rc = e->txn_lost ? SMQ_E_INTERNAL : receive_now(e, op, q);
+            if (client_gone(op))
+                rc = SMQ_E_MESSAGE_NOT_EXIST;
+            else
+                rc = e->txn_lost ? SMQ_E_INTERNAL : receive_now(e, op, q);
             complete(e, op, rc);
+        }
+    }
+}
+
+/* Finishes the parked polls whose clients have gone, so their connections
+ * are released long before the poll's deadline. */
+static void probe_waiters(struct smq_engine *e, uint64_t now_mono)
+{
+    if (e->n_probed == 0 || now_mono < e->next_probe_mono)
+        return;
+    e->next_probe_mono = now_mono + PROBE_INTERVAL_MS;
+    for (size_t i = 0; i < e->queues.n; i++) {
+        struct smq_op *op = e->queues.items[i]->waiters_head;
+        while (op != NULL) {
+            struct smq_op *next = op->wait_next;
+            if (client_gone(op)) {
+                waiter_unlink(e, op);
+                complete(e, op, SMQ_E_MESSAGE_NOT_EXIST);
+            }
+            op = next;
         }
     }
 }
@@ -916,6 +955,7 @@ static void advance_clock(struct smq_engine *e)
     storage_recheck(e, mono);
     twheel_advance(&e->msg_wheel, mono);
     twheel_advance(&e->wait_wheel, mono);
+    probe_waiters(e, mono);
 }
 
 void engine_run(struct smq_engine *e, struct smq_op *ops)
@@ -940,11 +980,16 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
 uint64_t engine_next_timeout_ms(struct smq_engine *e)
 {
     uint64_t now = clock_mono_ms(e->clock);
+    uint64_t a, b, probe;
 
     if (e->ready_head != NULL)
         return 0;
-    uint64_t a = twheel_next_timeout_ms(&e->msg_wheel, now);
-    uint64_t b = twheel_next_timeout_ms(&e->wait_wheel, now);
+    a = twheel_next_timeout_ms(&e->msg_wheel, now);
+    b = twheel_next_timeout_ms(&e->wait_wheel, now);
+    if (e->n_probed > 0) {
+        probe = e->next_probe_mono > now ? e->next_probe_mono - now : 0;
+        b = probe < b ? probe : b;
+    }
     return a < b ? a : b;
 }
 

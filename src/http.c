@@ -6,6 +6,7 @@
 #include "smqd/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -70,6 +71,7 @@ struct http_req {
     struct smq_buf body;
     bool started, too_large;
     bool nul_in_target;          /* the request line had a NUL inside the target */
+    int fd;                      /* the connection's socket, for on_client_gone */
     int state;                   /* enum req_state; crosses threads (atomic) */
     struct api_call call;
     int status;
@@ -84,6 +86,13 @@ static uint64_t mono_us(void)
 }
 
 /* ---- slow-client reaper ------------------------------------------------------- */
+
+static int conn_fd(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info != NULL ? info->connect_fd : -1;
+}
 
 static struct conn_track *track_of(struct MHD_Connection *conn)
 {
@@ -111,11 +120,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     struct conn_track *t = *socket_context;
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *fd =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (fd == NULL || (t = calloc(1, sizeof *t)) == NULL)
+        int fd = conn_fd(conn);
+        if (fd < 0 || (t = calloc(1, sizeof *t)) == NULL)
             return;                     /* untracked: only the idle timeout applies */
-        t->fd = fd->connect_fd;
+        t->fd = fd;
         t->phase = PHASE_NEW;
         t->since_us = mono_us();
         pthread_mutex_lock(&h->track_lock);
@@ -379,6 +387,22 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
 
 /* ---- the request path ------------------------------------------------------------- */
 
+/* Called on the engine thread while the connection is suspended: the socket
+ * is then untouched by libmicrohttpd, so peeking at it is safe.  A clean EOF
+ * or a reset means nobody will read the answer. */
+static bool on_client_gone(struct smq_op *op, void *arg)
+{
+    struct http_req *r = arg;
+    char c;
+    ssize_t n;
+
+    (void)op;
+    if (r->fd < 0)
+        return false;
+    n = recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static void on_op_done(struct smq_op *op, void *arg)
 {
     struct http_req *r = arg;
@@ -448,6 +472,8 @@ static enum MHD_Result process(struct http_req *r)
         return send_error(r, &req, &ei);
     r->call.op.done = on_op_done;
     r->call.op.done_arg = r;
+    r->call.op.client_gone = on_client_gone;
+    r->fd = conn_fd(r->conn);
     __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
     MHD_suspend_connection(r->conn);
     server_submit(r->http->opts.engine, &r->call.op);
@@ -529,6 +555,7 @@ static int make_addr(const char *host, uint16_t port, struct sockaddr_storage *s
     return -1;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -544,7 +571,13 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
     struct smq_http *h = calloc(1, sizeof *h);
     struct sockaddr_storage ss;
     unsigned char rnd[6];
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL
+    /* poll(), not epoll: with libmicrohttpd 0.9.75's epoll thread pool,
+     * connections resumed from the engine thread were sometimes not served
+     * until some later event on the same worker (a ~30 s stall under 1,000
+     * long polls; bench/loadgen.sh reproduced it in 1 run of 3, never with
+     * poll in 8).  poll() costs O(connections) per wake-up, which is
+     * negligible at the connection counts smqd is configured for. */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL
                          | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     const union MHD_DaemonInfo *info;
     bool ipv6;

@@ -161,6 +161,11 @@ struct smq_op {
     /* ---- completion: called on the engine thread after commit ---- */
     smq_op_done_fn done;
     void *done_arg;
+    /* Optional: true when the client that waits for this op has gone away.
+     * Asked (on the engine thread) about parked long polls, before one is
+     * handed a message and about once a second, so that a closed connection
+     * neither takes a message nor holds its slot until the deadline. */
+    bool (*client_gone)(struct smq_op *op, void *arg);
 
     /* ---- engine-private ---- */
     struct smq_op *next;                     /* run list, then completion list */

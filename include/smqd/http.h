@@ -1,7 +1,7 @@
 /*
  * http.h — the HTTP front end on libmicrohttpd.
  *
- * Worker threads (an epoll thread pool) read requests, capture the raw
+ * Worker threads (a poll(2) thread pool) read requests, capture the raw
  * request target for signing, enforce the body cap before buffering, and
  * hand the request to the API layer.  A request that needs the engine
  * suspends its connection (no thread is held while it waits: long polls

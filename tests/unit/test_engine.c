@@ -70,6 +70,7 @@ struct fixture {
      * many times each has completed in this test */
     struct smq_op park[N_PARK];
     unsigned park_done[N_PARK];
+    bool gone[N_PARK];          /* park[i]'s client hung up (see gone_flag) */
     /* a test's large buffers, freed in teardown even if an assertion fails */
     void *scratch[3];
 };
@@ -341,15 +342,22 @@ static int receive_one(struct fixture *f, const char *queue, struct smq_msg_view
 }
 
 /* Starts a long poll with op (one of f->park) that must park. */
-static void park(struct fixture *f, struct smq_op *op, const char *queue, int64_t wait_s)
+static void park_probed(struct fixture *f, struct smq_op *op, const char *queue, int64_t wait_s,
+                        bool (*client_gone)(struct smq_op *, void *))
 {
     struct smq_op *list[1] = {op};
 
     engine_op_release(op);
     op_init(f, op, SMQ_OP_RECEIVE, queue);
     op->wait_s = wait_s;
+    op->client_gone = client_gone;
     run_ops(f, list, 1);
     assert_int_equal(f->n_done, 0);
+}
+
+static void park(struct fixture *f, struct smq_op *op, const char *queue, int64_t wait_s)
+{
+    park_probed(f, op, queue, wait_s, NULL);
 }
 
 /* A handle reference as the API layer would build it: encode the text a
@@ -1755,6 +1763,48 @@ static void test_engine_storage_full_refuses_sends_keeps_deletes(void **state)
     assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 2);
 }
 
+/* Stands in for the HTTP layer's check that a parked poll's connection closed. */
+static bool gone_flag(struct smq_op *op, void *arg)
+{
+    struct fixture *f = arg;
+
+    for (size_t i = 0; i < N_PARK; i++)
+        if (op == &f->park[i])
+            return f->gone[i];
+    return false;
+}
+
+/*
+ * A long poll whose client went away neither takes a message nor holds on
+ * until its deadline: the next waiter gets the message, and a gone waiter
+ * alone is finished by the periodic check within about a second.
+ */
+static void test_engine_gone_client_skipped_and_released(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *w1 = &f->park[0], *w2 = &f->park[1], *w3 = &f->park[2];
+
+    assert_int_equal(create_queue(f, "gone", NULL, 0, NULL), 0);
+    park_probed(f, w1, "gone", 20, gone_flag);
+    park_probed(f, w2, "gone", 20, gone_flag);
+    f->gone[0] = true;                        /* w1's client hung up */
+    send_text(f, "gone", "for-the-living", 0, 8);
+    assert_int_equal(f->park_done[0], 1);
+    assert_int_equal(w1->result.err, SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(f->park_done[1], 1);
+    assert_int_equal(w2->result.err, 0);
+    assert_body(&w2->msgs[0], "for-the-living");
+    assert_int_equal(w2->msgs[0].dequeue_count, 1);
+
+    park_probed(f, w3, "gone", 20, gone_flag);
+    f->gone[2] = true;
+    assert_true(engine_next_timeout_ms(f->e) <= 1000);   /* a check is scheduled */
+    tick(f, 1000);
+    assert_int_equal(f->park_done[2], 1);
+    assert_int_equal(w3->result.err, SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(stats(f).waiters, 0);
+}
+
 static void test_engine_commit_fault_rolls_back_whole_run(void **state)
 {
     struct fixture *f = *state;
@@ -2075,6 +2125,7 @@ int main(void)
         T(test_engine_recovery_restores_states),
         T(test_engine_write_fault_fails_only_that_send),
         T(test_engine_commit_fault_rolls_back_whole_run),
+        T(test_engine_gone_client_skipped_and_released),
         T(test_engine_storage_full_refuses_sends_keeps_deletes),
         T(test_engine_seq_not_reused_after_rolled_back_reservation),
         T(test_engine_reload_keeps_waiter_fifo),
