@@ -91,7 +91,7 @@ stop_bg() {   # stop_bg PID
 free_port() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 30000))
+    p=$((20000 + RANDOM % 12000))   # below the ephemeral range (32768-): no TIME_WAIT clashes
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
@@ -208,6 +208,8 @@ if have httpd; then
       for c in "${conns[@]}"; do
         lg_row "httpd-$mode" send "$c" --port "$port" --ak k --sk s --queue q
       done
+    else
+      echo "  smqd-peer-httpd did not start:" >&2; cat "$work/httpd.log" >&2
     fi
     stop_bg "$bgpid"
   done
