@@ -1,7 +1,8 @@
 /*
  * engine.c — owns every queue and message state transition, the group
- * commit around them, recovery from the store, and parked long polls.
- * The contract is described in engine.h; the in-memory model in queue.h.
+ * commit around them, parked long polls and the storage-full mode.  The
+ * contract is described in engine.h, the in-memory model in queue.h;
+ * rebuilding memory from the store lives in recover.c.
  */
 #include "smqd/engine.h"
 
@@ -9,54 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/engine_internal.h"
 #include "smqd/log.h"
 #include "smqd/queue.h"
 
 #define SEQ_RESERVE_STEP 65536      /* ids reserved per meta write */
 #define FULL_COOLDOWN_MS 5000       /* sends refused this long after the disk filled */
 #define PROBE_INTERVAL_MS 1000      /* how often parked long polls are checked for gone clients */
-#define EXPIRED_FLUSH_AT 1024       /* lazily deleted expired rows per flush */
-#define META_KEYS "handle_keys"
-#define META_NEXT_SEQ "next_seq"
-#define META_NEXT_QUEUE_ID "next_queue_id"
-
-struct expired_row {
-    int64_t queue_id;
-    uint64_t seq;
-};
-
-struct smq_engine {
-    const struct smq_clock *clock;
-    struct smq_store *store;
-    int max_queues;
-    struct handle_keys keys;
-    struct queue_timebase tb;
-    struct twheel msg_wheel;         /* message delay / visibility / expiry */
-    struct twheel wait_wheel;        /* long-poll deadlines */
-    struct queue_registry queues;
-    struct msg_table msgs;
-    uint64_t next_seq, seq_reserved;
-    uint64_t seq_reserve_pending;    /* written in the open savepoint, 0 = none */
-    int64_t next_queue_id;
-    size_t n_waiters;
-    size_t n_probed;                 /* parked polls that can tell a gone client */
-    uint64_t next_probe_mono;        /* next check of parked polls' clients */
-    uint64_t reloads;
-    bool storage_full;               /* refusing what grows data (engine.h) */
-    bool reserve_missing;            /* released and not yet taken back */
-    uint64_t reserve_margin;         /* bytes that must stay free beside it */
-    uint64_t full_until_mono;        /* end of the current cool-down */
-
-    /* state of the run in progress */
-    int64_t now_ms;                  /* epoch ms, fixed for one run */
-    bool txn_open, txn_lost;
-    bool in_savepoint;               /* write_begin succeeded, write_end pending */
-    int lost_rc;                     /* why the transaction was lost (for the ops' answers) */
-    struct smq_op *done_head, **done_tail;
-    struct smq_queue *ready_head;
-    struct expired_row expired[EXPIRED_FLUSH_AT];
-    size_t n_expired;
-};
 
 static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
 static int write_mark(struct smq_engine *e, const char *key, uint64_t value);
@@ -101,7 +61,7 @@ const struct handle_keys *engine_keys(const struct smq_engine *e)
 
 /* ---- completion and the transaction of one run ---------------------------- */
 
-static void complete(struct smq_engine *e, struct smq_op *op, int err)
+void engine_complete(struct smq_engine *e, struct smq_op *op, int err)
 {
     if (err != 0 && op->result.err == 0)
         errors_set(&op->result, err, NULL);
@@ -182,7 +142,7 @@ static int write_end(struct smq_engine *e, int rc)
     if (rc == 0)
         rc = store_release(e->store);
     /* An id reservation counts only once its savepoint is kept; if the
-     * whole transaction is lost later, reload() re-reads the mark anyway. */
+     * whole transaction is lost later, recover_reload() re-reads the mark anyway. */
     if (rc == 0 && e->seq_reserve_pending != 0)
         e->seq_reserved = e->seq_reserve_pending;
     e->seq_reserve_pending = 0;
@@ -198,7 +158,7 @@ static int write_end(struct smq_engine *e, int rc)
     return rc;
 }
 
-static void mark_ready(struct smq_engine *e, struct smq_queue *q)
+void engine_mark_ready(struct smq_engine *e, struct smq_queue *q)
 {
     if (q->ready || q->waiters_head == NULL)
         return;
@@ -222,14 +182,14 @@ static void msg_rec(const struct smq_msg *m, struct store_msg_rec *r)
     r->handle_gen = m->handle_gen;
 }
 
-static void msg_link(struct smq_engine *e, struct smq_queue *q, struct smq_msg *m)
+void engine_msg_link(struct smq_engine *e, struct smq_queue *q, struct smq_msg *m)
 {
     m->queue = q;
     twheel_node_init(&m->timer);
     msg_table_insert(&e->msgs, m);
     queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
     if (m->state == SMQ_MSG_ACTIVE)
-        mark_ready(e, q);
+        engine_mark_ready(e, q);
 }
 
 static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
@@ -265,12 +225,12 @@ static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg)
     queue_msg_unplace(q, m, &e->msg_wheel);
     queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
     if (m->state == SMQ_MSG_ACTIVE)
-        mark_ready(e, q);
+        engine_mark_ready(e, q);
 }
 
 /* ---- long polls ------------------------------------------------------------------ */
 
-static void waiter_unlink(struct smq_engine *e, struct smq_op *op)
+void engine_waiter_unlink(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_queue *q = op->wait_queue;
 
@@ -290,7 +250,7 @@ static void waiter_unlink(struct smq_engine *e, struct smq_op *op)
         e->n_probed--;
 }
 
-static void waiter_link(struct smq_engine *e, struct smq_queue *q, struct smq_op *op)
+void engine_waiter_link(struct smq_engine *e, struct smq_queue *q, struct smq_op *op)
 {
     uint64_t now = clock_mono_ms(e->clock);
 
@@ -313,16 +273,16 @@ static void on_wait_timer(struct twheel_node *n, uint64_t now_mono, void *arg)
     struct smq_op *op = (struct smq_op *)((char *)n - offsetof(struct smq_op, wait_timer));
 
     (void)now_mono;
-    waiter_unlink(e, op);
-    complete(e, op, SMQ_E_MESSAGE_NOT_EXIST);
+    engine_waiter_unlink(e, op);
+    engine_complete(e, op, SMQ_E_MESSAGE_NOT_EXIST);
 }
 
 static void fail_waiters(struct smq_engine *e, struct smq_queue *q, int err)
 {
     while (q->waiters_head != NULL) {
         struct smq_op *op = q->waiters_head;
-        waiter_unlink(e, op);
-        complete(e, op, err);
+        engine_waiter_unlink(e, op);
+        engine_complete(e, op, err);
     }
 }
 
@@ -578,7 +538,7 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
     for (i = 0; i < op->n_send; i++) {
         if (rc == 0) {
             op->sent_seq[i] = fresh[i]->seq;
-            msg_link(e, q, fresh[i]);
+            engine_msg_link(e, q, fresh[i]);
         } else {
             free(fresh[i]);
         }
@@ -692,14 +652,14 @@ static int exec_receive(struct smq_engine *e, struct smq_op *op, struct smq_queu
 
     /* Parked polls are served first (FIFO), so a newcomer may not overtake them. */
     if (q->waiters_head != NULL && wait_s > 0) {
-        waiter_link(e, q, op);
+        engine_waiter_link(e, q, op);
         twheel_arm(&e->wait_wheel, &op->wait_timer, clock_mono_ms(e->clock) + (uint64_t)wait_s * 1000);
         return 1;
     }
     rc = receive_now(e, op, q);
     if (rc != SMQ_E_MESSAGE_NOT_EXIST || wait_s <= 0)
         return rc;
-    waiter_link(e, q, op);
+    engine_waiter_link(e, q, op);
     twheel_arm(&e->wait_wheel, &op->wait_timer, clock_mono_ms(e->clock) + (uint64_t)wait_s * 1000);
     return 1;
 }
@@ -795,7 +755,7 @@ static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struc
     m->visible_ms = next.visible_ms;
     queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
     if (m->state == SMQ_MSG_ACTIVE)
-        mark_ready(e, q);
+        engine_mark_ready(e, q);
     op->new_gen = m->handle_gen;
     op->next_visible_ms = m->visible_ms;
     return 0;
@@ -859,12 +819,12 @@ static void serve_ready(struct smq_engine *e)
         while (q->waiters_head != NULL && q->n_active > 0) {
             struct smq_op *op = q->waiters_head;
             int rc;
-            waiter_unlink(e, op);
+            engine_waiter_unlink(e, op);
             if (client_gone(op))
                 rc = SMQ_E_MESSAGE_NOT_EXIST;
             else
                 rc = e->txn_lost ? SMQ_E_INTERNAL : receive_now(e, op, q);
-            complete(e, op, rc);
+            engine_complete(e, op, rc);
         }
     }
 }
@@ -881,8 +841,8 @@ static void probe_waiters(struct smq_engine *e, uint64_t now_mono)
         while (op != NULL) {
             struct smq_op *next = op->wait_next;
             if (client_gone(op)) {
-                waiter_unlink(e, op);
-                complete(e, op, SMQ_E_MESSAGE_NOT_EXIST);
+                engine_waiter_unlink(e, op);
+                engine_complete(e, op, SMQ_E_MESSAGE_NOT_EXIST);
             }
             op = next;
         }
@@ -902,7 +862,6 @@ static void flush_expired(struct smq_engine *e, bool force)
     e->n_expired = 0;
 }
 
-static void reload(struct smq_engine *e);
 
 /* Commits the run (or recovers from its loss), then reports every finished op. */
 static void finish_run(struct smq_engine *e)
@@ -926,7 +885,7 @@ static void finish_run(struct smq_engine *e)
     if (e->storage_full)
         store_checkpoint(e->store);
     if (e->txn_lost) {
-        reload(e);
+        recover_reload(e);
         for (op = e->done_head; op != NULL; op = op->next) {
             engine_op_release(op);
             op->created = false;
@@ -947,7 +906,7 @@ static void finish_run(struct smq_engine *e)
     }
 }
 
-static void advance_clock(struct smq_engine *e)
+void engine_advance_clock(struct smq_engine *e)
 {
     uint64_t mono = clock_mono_ms(e->clock);
 
@@ -960,7 +919,7 @@ static void advance_clock(struct smq_engine *e)
 
 void engine_run(struct smq_engine *e, struct smq_op *ops)
 {
-    advance_clock(e);
+    engine_advance_clock(e);
     serve_ready(e);
     while (ops != NULL) {
         struct smq_op *op = ops;
@@ -970,7 +929,7 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
         op->result.err = 0;
         rc = e->txn_lost ? SMQ_E_INTERNAL : exec_op(e, op);
         if (rc != 1)
-            complete(e, op, rc);
+            engine_complete(e, op, rc);
         serve_ready(e);
     }
     flush_expired(e, false);
@@ -995,7 +954,7 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
 
 void engine_drain(struct smq_engine *e)
 {
-    advance_clock(e);
+    engine_advance_clock(e);
     for (size_t i = 0; i < e->queues.n; i++)
         fail_waiters(e, e->queues.items[i], SMQ_E_MESSAGE_NOT_EXIST);
     flush_expired(e, true);
@@ -1009,209 +968,6 @@ void engine_stats(const struct smq_engine *e, struct engine_stats *out)
     out->waiters = e->n_waiters;
     out->reloads = e->reloads;
     out->storage_full = e->storage_full;
-}
-
-/* ---- loading (start-up and after a lost transaction) ------------------------------------ */
-
-struct load_ctx {
-    struct smq_engine *e;
-    struct smq_queue *cur;           /* messages arrive ordered by queue id */
-    size_t n_expired_rows;
-    int rc;
-};
-
-static int load_queue(void *arg, const struct store_queue_rec *r)
-{
-    struct load_ctx *ctx = arg;
-    struct smq_engine *e = ctx->e;
-    struct smq_queue_attrs attrs = {r->delay_s, r->max_msg_size, r->retention_s,
-                                    r->visibility_s, r->polling_wait_s, r->logging};
-    struct smq_queue *q;
-
-    if (queue_registry_reserve(&e->queues) != 0
-        || (q = queue_new(r->id, r->name, &attrs, r->create_s, r->modify_s)) == NULL)
-        return ctx->rc = SMQ_E_NOMEM;
-    queue_registry_insert(&e->queues, q);
-    if (r->id >= e->next_queue_id)
-        e->next_queue_id = r->id + 1;
-    return 0;
-}
-
-static struct smq_queue *queue_by_id(struct smq_engine *e, int64_t id)
-{
-    for (size_t i = 0; i < e->queues.n; i++)
-        if (e->queues.items[i]->id == id)
-            return e->queues.items[i];
-    return NULL;
-}
-
-static int load_msg(void *arg, const struct store_msg_rec *r)
-{
-    struct load_ctx *ctx = arg;
-    struct smq_engine *e = ctx->e;
-    struct smq_msg *m;
-
-    if (r->seq >= e->next_seq)
-        e->next_seq = r->seq + 1;
-    if (ctx->cur == NULL || ctx->cur->id != r->queue_id)
-        ctx->cur = queue_by_id(e, r->queue_id);
-    if (ctx->cur == NULL || r->expire_ms <= e->now_ms) {
-        /* Orphan or expired: never comes back; delete the row if we can. */
-        if (e->n_expired < EXPIRED_FLUSH_AT) {
-            e->expired[e->n_expired].queue_id = r->queue_id;
-            e->expired[e->n_expired++].seq = r->seq;
-        }
-        ctx->n_expired_rows++;
-        return 0;
-    }
-    if ((m = calloc(1, sizeof *m)) == NULL)
-        return ctx->rc = SMQ_E_NOMEM;
-    m->seq = r->seq;
-    m->priority = (uint8_t)r->priority;
-    m->enqueue_ms = r->enqueue_ms;
-    m->first_dequeue_ms = r->first_dequeue_ms;
-    m->visible_ms = r->visible_ms;
-    m->expire_ms = r->expire_ms;
-    m->dequeue_count = r->dequeue_count;
-    m->handle_gen = r->handle_gen;
-    msg_link(e, ctx->cur, m);
-    return 0;
-}
-
-/* Reads a high-water mark from meta; *mark is left alone when absent. */
-static int read_mark(struct smq_engine *e, const char *key, uint64_t *mark)
-{
-    struct smq_buf val;
-    int found = 0, rc;
-
-    buf_init(&val);
-    rc = store_meta_get(e->store, key, &val, &found);
-    if (rc == 0 && found && val.data != NULL) {
-        unsigned long long v = strtoull(val.data, NULL, 10);
-        if (v > *mark)
-            *mark = v;
-    }
-    buf_free(&val);
-    return rc;
-}
-
-static int load_marks(struct smq_engine *e)
-{
-    uint64_t queue_id = (uint64_t)e->next_queue_id;
-    int rc = read_mark(e, META_NEXT_SEQ, &e->next_seq);
-
-    if (rc == 0)
-        rc = read_mark(e, META_NEXT_QUEUE_ID, &queue_id);
-    e->next_queue_id = (int64_t)queue_id;
-    e->seq_reserved = e->next_seq;      /* the next id forces a fresh reservation */
-    e->seq_reserve_pending = 0;
-    return rc;
-}
-
-static int load_state(struct smq_engine *e)
-{
-    struct load_ctx ctx = {e, NULL, 0, 0};
-    int rc;
-
-    e->next_seq = 1;
-    e->next_queue_id = 1;
-    advance_clock(e);
-    rc = store_queue_load(e->store, load_queue, &ctx);
-    if (rc == 0)
-        rc = store_msg_load(e->store, load_msg, &ctx);
-    if (rc == 0)
-        rc = ctx.rc;
-    if (rc == 0)
-        rc = load_marks(e);
-    if (ctx.n_expired_rows > EXPIRED_FLUSH_AT)
-        SMQ_INFO("recovery: %zu expired messages will be removed lazily", ctx.n_expired_rows);
-    return rc;
-}
-
-static void free_state(struct smq_engine *e)
-{
-    for (size_t b = 0; b < e->msgs.n_buckets; b++) {
-        struct smq_msg *m = e->msgs.buckets[b];
-        while (m != NULL) {
-            struct smq_msg *next = m->hash_next;
-            twheel_cancel(&e->msg_wheel, &m->timer);
-            free(m);
-            m = next;
-        }
-        e->msgs.buckets[b] = NULL;
-    }
-    e->msgs.count = 0;
-    for (size_t i = 0; i < e->queues.n; i++)
-        queue_free(e->queues.items[i]);
-    e->queues.n = 0;
-    e->ready_head = NULL;
-}
-
-/* After a lost transaction memory may be ahead of disk: rebuild it from the
- * store, keeping parked long polls on the queues that still exist. */
-static void reload(struct smq_engine *e)
-{
-    struct smq_op *parked = NULL, **tail = &parked;
-    int rc;
-
-    /* Detach every parked poll in FIFO order (per queue), keeping its deadline. */
-    for (size_t i = 0; i < e->queues.n; i++) {
-        struct smq_queue *q = e->queues.items[i];
-        while (q->waiters_head != NULL) {
-            struct smq_op *op = q->waiters_head;
-            uint64_t deadline = op->wait_timer.deadline_ms;
-            waiter_unlink(e, op);
-            op->wait_timer.deadline_ms = deadline;
-            op->next = NULL;
-            *tail = op;
-            tail = &op->next;
-        }
-    }
-    free_state(e);
-    e->n_expired = 0;
-    rc = load_state(e);
-    e->reloads++;
-    SMQ_ERROR("engine: a transaction was lost; state reloaded from the store (%s)",
-              rc == 0 ? "ok" : "FAILED");
-    while (parked != NULL) {
-        struct smq_op *op = parked;
-        struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
-        parked = op->next;
-        if (q == NULL) {
-            complete(e, op, SMQ_E_QUEUE_NOT_EXIST);
-            continue;
-        }
-        waiter_link(e, q, op);
-        twheel_arm(&e->wait_wheel, &op->wait_timer, op->wait_timer.deadline_ms);
-        /* Messages were placed before their waiters came back: serve them
-         * on the next run (engine_next_timeout_ms reports 0 until then). */
-        mark_ready(e, q);
-    }
-}
-
-static int load_keys(struct smq_engine *e)
-{
-    struct smq_buf val;
-    int found = 0;
-    int rc;
-
-    buf_init(&val);
-    rc = store_meta_get(e->store, META_KEYS, &val, &found);
-    if (rc == 0 && found && val.len == sizeof e->keys) {
-        memcpy(&e->keys, val.data, sizeof e->keys);
-    } else if (rc == 0) {
-        rc = handle_keys_generate(&e->keys);
-        if (rc == 0 && store_begin(e->store) != 0)
-            rc = SMQ_E_INTERNAL;
-        if (rc == 0) {
-            rc = store_meta_set(e->store, META_KEYS, &e->keys, sizeof e->keys);
-            rc = rc == 0 ? store_commit(e->store) : rc;
-            if (rc != 0)
-                store_rollback(e->store);
-        }
-    }
-    buf_free(&val);
-    return rc;
 }
 
 int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
@@ -1235,12 +991,12 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
     queue_registry_init(&e->queues);
     if (msg_table_init(&e->msgs) != 0)
         goto fail_engine;
-    rc = load_keys(e);
+    rc = recover_keys(e);
     if (rc != 0) {
         snprintf(err, err_size, "cannot read or create the receipt-handle keys");
         goto fail_state;
     }
-    rc = load_state(e);
+    rc = recover_load(e);
     if (rc != 0) {
         snprintf(err, err_size, "cannot load queues and messages from the store");
         goto fail_state;
@@ -1251,7 +1007,7 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
     return 0;
 
 fail_state:
-    free_state(e);
+    recover_free(e);
     queue_registry_free(&e->queues);
     msg_table_free(&e->msgs);
 fail_engine:
@@ -1267,7 +1023,7 @@ void engine_close(struct smq_engine *e)
     if (e == NULL)
         return;
     engine_drain(e);
-    free_state(e);
+    recover_free(e);
     queue_registry_free(&e->queues);
     msg_table_free(&e->msgs);
     free(e);

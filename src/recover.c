@@ -1,0 +1,215 @@
+/*
+ * recover.c — owns rebuilding the engine's memory from the store: at
+ * start-up and after a lost transaction.  Every stored row goes through the
+ * same placement as live traffic (engine_msg_link), so Delayed stays delayed
+ * until its time, Inactive stays inactive until its NextVisibleTime, and a
+ * row past its retention never comes back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smqd/engine_internal.h"
+#include "smqd/log.h"
+
+struct load_ctx {
+    struct smq_engine *e;
+    struct smq_queue *cur;           /* messages arrive ordered by queue id */
+    size_t n_expired_rows;
+    int rc;
+};
+
+static int load_queue(void *arg, const struct store_queue_rec *r)
+{
+    struct load_ctx *ctx = arg;
+    struct smq_engine *e = ctx->e;
+    struct smq_queue_attrs attrs = {r->delay_s, r->max_msg_size, r->retention_s,
+                                    r->visibility_s, r->polling_wait_s, r->logging};
+    struct smq_queue *q;
+
+    if (queue_registry_reserve(&e->queues) != 0
+        || (q = queue_new(r->id, r->name, &attrs, r->create_s, r->modify_s)) == NULL)
+        return ctx->rc = SMQ_E_NOMEM;
+    queue_registry_insert(&e->queues, q);
+    if (r->id >= e->next_queue_id)
+        e->next_queue_id = r->id + 1;
+    return 0;
+}
+
+static struct smq_queue *queue_by_id(struct smq_engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->queues.n; i++)
+        if (e->queues.items[i]->id == id)
+            return e->queues.items[i];
+    return NULL;
+}
+
+static int load_msg(void *arg, const struct store_msg_rec *r)
+{
+    struct load_ctx *ctx = arg;
+    struct smq_engine *e = ctx->e;
+    struct smq_msg *m;
+
+    if (r->seq >= e->next_seq)
+        e->next_seq = r->seq + 1;
+    if (ctx->cur == NULL || ctx->cur->id != r->queue_id)
+        ctx->cur = queue_by_id(e, r->queue_id);
+    if (ctx->cur == NULL || r->expire_ms <= e->now_ms) {
+        /* Orphan or expired: never comes back; delete the row if we can. */
+        if (e->n_expired < EXPIRED_FLUSH_AT) {
+            e->expired[e->n_expired].queue_id = r->queue_id;
+            e->expired[e->n_expired++].seq = r->seq;
+        }
+        ctx->n_expired_rows++;
+        return 0;
+    }
+    if ((m = calloc(1, sizeof *m)) == NULL)
+        return ctx->rc = SMQ_E_NOMEM;
+    m->seq = r->seq;
+    m->priority = (uint8_t)r->priority;
+    m->enqueue_ms = r->enqueue_ms;
+    m->first_dequeue_ms = r->first_dequeue_ms;
+    m->visible_ms = r->visible_ms;
+    m->expire_ms = r->expire_ms;
+    m->dequeue_count = r->dequeue_count;
+    m->handle_gen = r->handle_gen;
+    engine_msg_link(e, ctx->cur, m);
+    return 0;
+}
+
+/* Reads a high-water mark from meta; *mark is left alone when absent. */
+static int read_mark(struct smq_engine *e, const char *key, uint64_t *mark)
+{
+    struct smq_buf val;
+    int found = 0, rc;
+
+    buf_init(&val);
+    rc = store_meta_get(e->store, key, &val, &found);
+    if (rc == 0 && found && val.data != NULL) {
+        unsigned long long v = strtoull(val.data, NULL, 10);
+        if (v > *mark)
+            *mark = v;
+    }
+    buf_free(&val);
+    return rc;
+}
+
+static int load_marks(struct smq_engine *e)
+{
+    uint64_t queue_id = (uint64_t)e->next_queue_id;
+    int rc = read_mark(e, META_NEXT_SEQ, &e->next_seq);
+
+    if (rc == 0)
+        rc = read_mark(e, META_NEXT_QUEUE_ID, &queue_id);
+    e->next_queue_id = (int64_t)queue_id;
+    e->seq_reserved = e->next_seq;      /* the next id forces a fresh reservation */
+    e->seq_reserve_pending = 0;
+    return rc;
+}
+
+int recover_load(struct smq_engine *e)
+{
+    struct load_ctx ctx = {e, NULL, 0, 0};
+    int rc;
+
+    e->next_seq = 1;
+    e->next_queue_id = 1;
+    engine_advance_clock(e);
+    rc = store_queue_load(e->store, load_queue, &ctx);
+    if (rc == 0)
+        rc = store_msg_load(e->store, load_msg, &ctx);
+    if (rc == 0)
+        rc = ctx.rc;
+    if (rc == 0)
+        rc = load_marks(e);
+    if (ctx.n_expired_rows > EXPIRED_FLUSH_AT)
+        SMQ_INFO("recovery: %zu expired messages will be removed lazily", ctx.n_expired_rows);
+    return rc;
+}
+
+void recover_free(struct smq_engine *e)
+{
+    for (size_t b = 0; b < e->msgs.n_buckets; b++) {
+        struct smq_msg *m = e->msgs.buckets[b];
+        while (m != NULL) {
+            struct smq_msg *next = m->hash_next;
+            twheel_cancel(&e->msg_wheel, &m->timer);
+            free(m);
+            m = next;
+        }
+        e->msgs.buckets[b] = NULL;
+    }
+    e->msgs.count = 0;
+    for (size_t i = 0; i < e->queues.n; i++)
+        queue_free(e->queues.items[i]);
+    e->queues.n = 0;
+    e->ready_head = NULL;
+}
+
+/* After a lost transaction memory may be ahead of disk: rebuild it from the
+ * store, keeping parked long polls on the queues that still exist. */
+void recover_reload(struct smq_engine *e)
+{
+    struct smq_op *parked = NULL, **tail = &parked;
+    int rc;
+
+    /* Detach every parked poll in FIFO order (per queue), keeping its deadline. */
+    for (size_t i = 0; i < e->queues.n; i++) {
+        struct smq_queue *q = e->queues.items[i];
+        while (q->waiters_head != NULL) {
+            struct smq_op *op = q->waiters_head;
+            uint64_t deadline = op->wait_timer.deadline_ms;
+            engine_waiter_unlink(e, op);
+            op->wait_timer.deadline_ms = deadline;
+            op->next = NULL;
+            *tail = op;
+            tail = &op->next;
+        }
+    }
+    recover_free(e);
+    e->n_expired = 0;
+    rc = recover_load(e);
+    e->reloads++;
+    SMQ_ERROR("engine: a transaction was lost; state reloaded from the store (%s)",
+              rc == 0 ? "ok" : "FAILED");
+    while (parked != NULL) {
+        struct smq_op *op = parked;
+        struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
+        parked = op->next;
+        if (q == NULL) {
+            engine_complete(e, op, SMQ_E_QUEUE_NOT_EXIST);
+            continue;
+        }
+        engine_waiter_link(e, q, op);
+        twheel_arm(&e->wait_wheel, &op->wait_timer, op->wait_timer.deadline_ms);
+        /* Messages were placed before their waiters came back: serve them
+         * on the next run (engine_next_timeout_ms reports 0 until then). */
+        engine_mark_ready(e, q);
+    }
+}
+
+int recover_keys(struct smq_engine *e)
+{
+    struct smq_buf val;
+    int found = 0;
+    int rc;
+
+    buf_init(&val);
+    rc = store_meta_get(e->store, META_KEYS, &val, &found);
+    if (rc == 0 && found && val.len == sizeof e->keys) {
+        memcpy(&e->keys, val.data, sizeof e->keys);
+    } else if (rc == 0) {
+        rc = handle_keys_generate(&e->keys);
+        if (rc == 0 && store_begin(e->store) != 0)
+            rc = SMQ_E_INTERNAL;
+        if (rc == 0) {
+            rc = store_meta_set(e->store, META_KEYS, &e->keys, sizeof e->keys);
+            rc = rc == 0 ? store_commit(e->store) : rc;
+            if (rc != 0)
+                store_rollback(e->store);
+        }
+    }
+    buf_free(&val);
+    return rc;
+}
+
