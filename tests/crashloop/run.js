@@ -1,0 +1,328 @@
+#!/usr/bin/env node
+'use strict';
+// run.js — crash loop: concurrent SDK traffic, SIGKILL at a random moment, restart on the same
+// data, check every invariant, again and again.  See README.md in this directory.
+//
+//   SMQD_BIN=build/smqd node tests/crashloop/run.js [--cycles N] [--seed S]
+//       [--sync full|normal|alternate] [--min-ms 200] [--max-ms 1500] [--quiet] [--keep]
+//       [--producers 4] [--consumers 3] [--long-pollers 4] [--max-seconds T] [--json FILE]
+//
+// Exit status: 0 no violation and no anomaly, 1 violations or anomalies found (data dir and
+// the logs of the failing cycles are kept and printed), 2 could not run.
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const harness = require('../integration/node/harness.js');
+const { Ledger } = require('./ledger.js');
+const dbcheck = require('./dbcheck.js');
+const traffic = require('./traffic.js');
+
+const SANITIZER = /ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)|runtime error:|SUMMARY: \w+Sanitizer/;
+const LOG_PROBLEM = /^\S+ (ERROR|WARN) .*$/gm;
+const LOG_LINE = /^\d{4}-\d\d-\d\dT\S+Z (ERROR|WARN|INFO|DEBUG) /;
+const DRAIN_MS = 60000;
+const LOOPS_STOP_MS = 20000;
+const PRINT_PER_KIND = 20;
+
+function parseArgs(argv) {
+  const o = { cycles: 20, seed: null, sync: 'full', minMs: 200, maxMs: 1500, quiet: false,
+              keep: false, producers: 4, consumers: 3, longPollers: 4, maxSeconds: 0, json: '' };
+  const names = { '--cycles': 'cycles', '--seed': 'seed', '--sync': 'sync', '--min-ms': 'minMs',
+                  '--max-ms': 'maxMs', '--producers': 'producers', '--consumers': 'consumers',
+                  '--long-pollers': 'longPollers', '--max-seconds': 'maxSeconds', '--json': 'json' };
+  for (let i = 2; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quiet') o.quiet = true;
+    else if (a === '--keep') o.keep = true;
+    else if (names[a] && i + 1 < argv.length) o[names[a]] = argv[++i];
+    else throw new Error(`unknown or incomplete argument ${a} (see the header of run.js)`);
+  }
+  for (const k of ['cycles', 'minMs', 'maxMs', 'producers', 'consumers', 'longPollers', 'maxSeconds']) {
+    o[k] = Number(o[k]);
+    if (!Number.isInteger(o[k]) || o[k] < 0) throw new Error(`--${k}: not a non-negative integer`);
+  }
+  if (!['full', 'normal', 'alternate'].includes(o.sync)) throw new Error('--sync: full, normal or alternate');
+  if (o.maxMs < o.minMs) throw new Error('--max-ms must be >= --min-ms');
+  o.seed = o.seed === null ? (Date.now() ^ process.pid) >>> 0 : Number(o.seed) >>> 0;
+  // Generous, but a hung run still ends: ~3 s per cycle expected.
+  if (!o.maxSeconds) o.maxSeconds = 120 + o.cycles * 15;
+  return o;
+}
+
+// mulberry32: small, seedable; the seed fixes kill moments and traffic choices (not the
+// scheduler, so a seed narrows a failure down rather than replaying it bit for bit).
+function rngFrom(seed) {
+  let a = seed >>> 0;
+  return function rng() {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function syncFor(opts, cycle) {
+  if (opts.sync !== 'alternate') return opts.sync;
+  return cycle % 2 === 0 ? 'full' : 'normal';
+}
+
+// Same layout as harness.js, with the sync mode of this cycle: rewritten before every start,
+// so one data dir can see both modes.
+function writeConfig(dir, sync) {
+  fs.writeFileSync(path.join(dir, 'smqd.conf'), [
+    '[server]', 'listen = 127.0.0.1:0',
+    '[storage]', `path = ${dir}/smqd.db`, `sync = ${sync}`,
+    '[auth]', `access_key_id = ${harness.AK}`, `access_key_secret = ${harness.SK}`,
+    '[log]', 'level = info', 'requests = true', ''
+  ].join('\n'));
+}
+
+// ---- the server of the moment, killed by PID whatever happens to this process ----
+
+let current = null;
+
+function killCurrent() {
+  if (current && current.proc.exitCode === null && current.proc.signalCode === null) {
+    try { process.kill(current.pid, 'SIGKILL'); } catch (e) { /* already gone */ }
+  }
+}
+
+function installGuards(opts, dir) {
+  process.on('exit', killCurrent);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => {
+      killCurrent();
+      console.error(`crashloop: ${sig}, stopped; data kept in ${dir}`);
+      process.exit(2);
+    });
+  }
+  const t = setTimeout(() => {
+    console.error(`crashloop: time limit of ${opts.maxSeconds} s exceeded, stopping`);
+    killCurrent();
+    process.exit(1);
+  }, opts.maxSeconds * 1000);
+  t.unref();
+}
+
+async function start(dir, sync) {
+  writeConfig(dir, sync);
+  const t0 = traffic.now();
+  current = await harness.startServer(dir);
+  current.startMs = traffic.now() - t0;
+  return current;
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const limit = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(what)), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+// ---- per-cycle checks ----
+
+function checkLog(ledger, cycle, log) {
+  const lines = log.split('\n');
+  const hit = lines.findIndex((l) => SANITIZER.test(l));
+  if (hit >= 0) {
+    // The report is the run of lines that are not smqd's own "TIME LEVEL ..." lines.
+    let end = hit + 1;
+    while (end < lines.length && end < hit + 60 && !LOG_LINE.test(lines[end])) end++;
+    ledger.violation(cycle, 'sanitizer', lines.slice(hit, end).join('\n'));
+  }
+  for (const m of log.match(LOG_PROBLEM) || []) ledger.anomaly(cycle, 'log', m);
+}
+
+function checkDisk(ledger, cycle, dir, reader) {
+  const r = dbcheck.inspect(dir, reader);
+  if (r.integrity !== 'ok') ledger.violation(cycle, 'integrity', r.integrity);
+  for (const t of r.torn) ledger.violation(cycle, 'torn-row', t);
+  return ledger.checkDisk(cycle, r.rows);
+}
+
+// Keeps the logs of the cycles that found something, next to the data.
+function saveLog(dir, name, log) {
+  const d = path.join(dir, 'logs');
+  fs.mkdirSync(d, { recursive: true });
+  fs.writeFileSync(path.join(d, name), log);
+}
+
+// ---- one cycle ----
+
+async function runCycle(st, cycle) {
+  const { opts, ledger, rng, dir } = st;
+  const sync = syncFor(opts, cycle);
+  const killAfter = Math.round(opts.minMs + rng() * (opts.maxMs - opts.minMs));
+  const server = await start(dir, sync);
+  const mns = harness.client(server);
+  if (cycle === 0) await traffic.createQueues(mns);
+
+  const ctx = traffic.newContext(mns, cycle, rng, ledger);
+  const exited = new Promise((resolve) => server.proc.once('exit', resolve));
+  exited.then(() => { ctx.dead = true; });
+  const before = { ...ledger.counts };
+  const nViolations = ledger.violations.length;
+  const nAnomalies = ledger.anomalies.length;
+  const loops = traffic.start(ctx, opts);
+
+  const reason = await Promise.race([traffic.sleep(killAfter).then(() => 'kill'), exited.then(() => 'exited')]);
+  const snap = traffic.snapshot(ctx);
+  ctx.killed = true;
+  if (reason === 'exited') {
+    const e = await server.kill9();
+    ledger.violation(cycle, 'server-exited', `smqd exited on its own (${JSON.stringify(e)}) after < ${killAfter} ms`);
+  }
+  await server.kill9();
+  ctx.dead = true;
+  await withTimeout(Promise.all(loops), LOOPS_STOP_MS, `cycle ${cycle}: clients did not stop after SIGKILL`);
+
+  checkLog(ledger, cycle, server.log());
+  const rows = checkDisk(ledger, cycle, dir, st.reader);
+  const summary = {
+    cycle, sync, killAfter, startMs: Math.round(server.startMs), rowsOnDisk: rows, snap,
+    sends: ledger.counts.sendsAcked - before.sendsAcked,
+    deletes: ledger.counts.deletesAcked - before.deletesAcked,
+    receives: ledger.counts.receives - before.receives,
+    seenAfterRestart: ledger.counts.seenAfterRestart - before.seenAfterRestart,
+    violations: ledger.violations.length - nViolations,
+    anomalies: ledger.anomalies.length - nAnomalies
+  };
+  if (summary.violations || summary.anomalies) {
+    saveLog(dir, `cycle-${cycle}.log`, server.log());
+    if (st.prevLog) saveLog(dir, `cycle-${cycle - 1}.log`, st.prevLog);
+  }
+  st.prevLog = server.log();
+  return summary;
+}
+
+function printCycle(opts, s) {
+  if (opts.quiet && s.violations === 0 && s.anomalies === 0 && s.cycle % 50 !== 0) return;
+  const k = s.snap;
+  console.log(`cycle ${s.cycle} sync=${s.sync} kill@${s.killAfter}ms start=${s.startMs}ms ` +
+    `+${s.sends} sent +${s.deletes} deleted ${s.receives} received, ${s.seenAfterRestart} seen after restart, ` +
+    `${s.rowsOnDisk} on disk; in flight ${k.requests} (batch send ${k.batchSend}/recv ${k.batchReceive}/` +
+    `del ${k.batchDelete}, long polls ${k.longPolls}, parked ${k.parkedLongPolls})` +
+    (s.violations ? ` VIOLATIONS ${s.violations}` : '') + (s.anomalies ? ` anomalies ${s.anomalies}` : ''));
+}
+
+// ---- the end: drain everything, stop cleanly, check once more ----
+
+async function finish(st) {
+  const { opts, ledger, rng, dir } = st;
+  const cycle = opts.cycles;
+  const sync = syncFor(opts, cycle);
+  const server = await start(dir, sync);
+  const ctx = traffic.newContext(harness.client(server), cycle, rng, ledger);
+  ctx.inDrain = true;
+  try {
+    await traffic.drain(ctx, DRAIN_MS);
+  } catch (e) {
+    ledger.violation(cycle, 'drain', e.message);
+  }
+  const exit = await server.stop();
+  if (exit.code !== 0 || exit.signal !== null) {
+    ledger.violation(cycle, 'stop', `SIGTERM did not stop smqd cleanly: ${JSON.stringify(exit)}`);
+  }
+  checkLog(ledger, cycle, server.log());
+  const rows = checkDisk(ledger, cycle, dir, st.reader);
+  if (rows !== 0) ledger.violation(cycle, 'drain', `${rows} messages still on disk after the drain`);
+  ledger.checkFinal(cycle);
+  return server.log();
+}
+
+function totals(st, results) {
+  const c = st.ledger.counts;
+  return {
+    date: new Date().toISOString(), smqd: process.env.SMQD_BIN, seed: st.opts.seed, sync: st.opts.sync,
+    cycles: results.length, killWindowMs: [st.opts.minMs, st.opts.maxMs],
+    seconds: Math.round((traffic.now() - st.t0) / 1000),
+    sendsAcked: c.sendsAcked, deletesAcked: c.deletesAcked, receives: c.receives,
+    redeliveries: c.redeliveries, staleDeletes: c.staleDeletes,
+    unknownSends: c.unknownSends, unknownDeletes: c.unknownDeletes,
+    seenAfterRestart: c.seenAfterRestart,
+    killsMidBatch: results.filter((s) => s.snap.midBatch).length,
+    killsMidBatchSend: results.filter((s) => s.snap.batchSend > 0).length,
+    killsMidBatchReceive: results.filter((s) => s.snap.batchReceive > 0).length,
+    killsMidBatchDelete: results.filter((s) => s.snap.batchDelete > 0).length,
+    killsMidLongPoll: results.filter((s) => s.snap.midLongPoll).length,
+    maxStartMs: Math.max(0, ...results.map((s) => s.startMs)),
+    maxRowsOnDisk: Math.max(0, ...results.map((s) => s.rowsOnDisk)),
+    violations: st.ledger.violations.length, anomalies: st.ledger.anomalies.length
+  };
+}
+
+// The first few of each kind: one lost batch would otherwise print thousands of lines.
+function printSome(label, list) {
+  const byKind = new Map();
+  for (const v of list) {
+    const n = (byKind.get(v.kind) || 0) + 1;
+    byKind.set(v.kind, n);
+    if (n <= PRINT_PER_KIND) console.log(`${label} cycle ${v.cycle} ${v.kind}: ${v.detail}`);
+  }
+  for (const [kind, n] of byKind) {
+    if (n > PRINT_PER_KIND) console.log(`${label} ${kind}: ${n - PRINT_PER_KIND} more (--json FILE lists all)`);
+  }
+}
+
+function report(st, results) {
+  const t = totals(st, results);
+  printSome('VIOLATION', st.ledger.violations);
+  printSome('anomaly', st.ledger.anomalies);
+  console.log('RESULT ' + JSON.stringify(t));
+  if (st.opts.json) fs.writeFileSync(st.opts.json, JSON.stringify({ totals: t, violations: st.ledger.violations,
+    anomalies: st.ledger.anomalies, cycles: results }, null, 1));
+  return t;
+}
+
+async function main() {
+  let opts;
+  let reader;
+  try {
+    opts = parseArgs(process.argv);
+    reader = dbcheck.requireReader();
+    if (!process.env.SMQD_BIN || !fs.existsSync(process.env.SMQD_BIN)) {
+      throw new Error(`SMQD_BIN must point to the smqd binary (got '${process.env.SMQD_BIN || ''}')`);
+    }
+  } catch (e) {
+    console.error('crashloop: ' + e.message);
+    return 2;
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'smqd-crashloop-'));
+  installGuards(opts, dir);
+  const st = { opts, reader, dir, ledger: new Ledger(), rng: rngFrom(opts.seed), prevLog: '', t0: traffic.now() };
+  console.log(`crashloop: ${opts.cycles} cycles, seed ${opts.seed}, sync ${opts.sync}, ` +
+    `kill after ${opts.minMs}..${opts.maxMs} ms, data ${dir}, smqd ${process.env.SMQD_BIN}`);
+  const results = [];
+  try {
+    for (let cycle = 0; cycle < opts.cycles; cycle++) {
+      const s = await runCycle(st, cycle);
+      results.push(s);
+      printCycle(opts, s);
+    }
+    const log = await finish(st);
+    if (st.ledger.violations.length || st.ledger.anomalies.length) saveLog(dir, 'final.log', log);
+  } catch (e) {
+    st.ledger.violation(results.length, 'harness', e.stack || e.message);
+    if (current) saveLog(dir, 'aborted.log', current.log());
+  } finally {
+    killCurrent();
+  }
+  const t = report(st, results);
+  const bad = t.violations > 0 || t.anomalies > 0;
+  if (bad || opts.keep) console.log(`crashloop: data and logs kept in ${dir} (rerun with --seed ${opts.seed})`);
+  else fs.rmSync(dir, { recursive: true, force: true });
+  return bad ? 1 : 0;
+}
+
+if (require.main === module) {
+  main().then((code) => { process.exitCode = code; }, (e) => {
+    console.error(e);
+    killCurrent();
+    process.exitCode = 2;
+  });
+}
+
+module.exports = { parseArgs, rngFrom, checkLog };
