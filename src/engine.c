@@ -917,8 +917,30 @@ void engine_advance_clock(struct smq_engine *e)
     probe_waiters(e, mono);
 }
 
+/* While broken (a reload failed), try again; if it still fails, answer
+ * every op of this run with InternalError.  Returns true when ops were so
+ * answered. */
+static bool refuse_while_broken(struct smq_engine *e, struct smq_op *ops)
+{
+    if (!e->broken)
+        return false;
+    recover_reload(e);
+    if (!e->broken)
+        return false;
+    while (ops != NULL) {
+        struct smq_op *op = ops;
+        ops = ops->next;
+        op->next = NULL;
+        engine_complete(e, op, SMQ_E_INTERNAL);
+    }
+    finish_run(e);
+    return true;
+}
+
 void engine_run(struct smq_engine *e, struct smq_op *ops)
 {
+    if (refuse_while_broken(e, ops))
+        return;
     engine_advance_clock(e);
     serve_ready(e);
     while (ops != NULL) {

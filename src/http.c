@@ -101,15 +101,21 @@ static struct conn_track *track_of(struct MHD_Connection *conn)
     return info != NULL ? info->socket_context : NULL;
 }
 
+/* The clock of a request starts when its connection is accepted (first
+ * request) or when its request line is complete (later ones), and keeps
+ * running through headers and body, so the whole request is bounded. */
 static void conn_phase_set(struct smq_http *h, struct MHD_Connection *conn, enum conn_phase phase)
 {
     struct conn_track *t = track_of(conn);
+    bool keep_clock;
 
     if (t == NULL)
         return;
     pthread_mutex_lock(&h->track_lock);
+    keep_clock = phase == PHASE_BODY || (phase == PHASE_HEADERS && t->phase == PHASE_NEW);
     t->phase = phase;
-    t->since_us = mono_us();
+    if (!keep_clock)
+        t->since_us = mono_us();
     pthread_mutex_unlock(&h->track_lock);
 }
 
@@ -145,14 +151,24 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
-/* Shuts down (not closes: the fd stays libmicrohttpd's) every connection
- * whose request has been incomplete for longer than request_timeout_s. */
+/*
+ * Shuts down (not closes: the fd stays libmicrohttpd's) every connection
+ * whose request has been incomplete for longer than request_timeout_s.  A
+ * kept-alive connection between requests is left to libmicrohttpd's idle
+ * timeout, unless it has been "idle" longer than that timeout allows: then
+ * it must be trickling a request line byte by byte (libmicrohttpd reports
+ * nothing before the line is complete), and is shut down too.
+ */
 static void reap_slow(struct smq_http *h)
 {
-    uint64_t limit_us = (uint64_t)h->opts.request_timeout_s * 1000000u, now = mono_us();
+    uint64_t request_us = (uint64_t)h->opts.request_timeout_s * 1000000u, now = mono_us();
+    uint64_t idle_us = (uint64_t)h->opts.idle_timeout_s * 1000000u;
 
+    if (idle_us < request_us)
+        idle_us = request_us;
     for (struct conn_track *t = h->tracked.next; t != &h->tracked; t = t->next) {
-        bool incomplete = t->phase == PHASE_NEW || t->phase == PHASE_HEADERS || t->phase == PHASE_BODY;
+        uint64_t limit_us = t->phase == PHASE_IDLE ? idle_us : request_us;
+        bool incomplete = t->phase != PHASE_WORKING;
         if (incomplete && !t->shut && now - t->since_us > limit_us) {
             shutdown(t->fd, SHUT_RDWR);
             t->shut = true;

@@ -252,10 +252,14 @@ static void stop_parts(struct daemon_parts *p)
      * parked long polls with MessageNotExist, and refuses what comes later
      * with ServiceUnavailable; then the last responses are flushed. */
     http_quiesce(p->http);
-    server_free(p->server);
+    server_stop(p->server);
     if (p->http != NULL)
         wait_requests_done(p->http);
     http_stop(p->http);
+    /* Only now: until the HTTP daemon is gone, a kept-alive connection can
+     * still submit, and server_submit must find the (stopped) server to
+     * answer ServiceUnavailable. */
+    server_free(p->server);
     engine_close(p->engine);
     store_close(p->store);
 }

@@ -170,8 +170,20 @@ void recover_reload(struct smq_engine *e)
     e->n_expired = 0;
     rc = recover_load(e);
     e->reloads++;
-    SMQ_ERROR("engine: a transaction was lost; state reloaded from the store (%s)",
-              rc == 0 ? "ok" : "FAILED");
+    e->broken = rc != 0;
+    if (e->broken) {
+        /* Parked polls cannot be kept on a partial state: finish them. */
+        while (parked != NULL) {
+            struct smq_op *op = parked;
+            parked = op->next;
+            engine_complete(e, op, SMQ_E_INTERNAL);
+        }
+        recover_free(e);
+        SMQ_ERROR("engine: the store could not be read back after a lost transaction; "
+                  "refusing every operation until it can");
+        return;
+    }
+    SMQ_ERROR("engine: a transaction was lost; state reloaded from the store");
     while (parked != NULL) {
         struct smq_op *op = parked;
         struct smq_queue *q = queue_registry_find(&e->queues, op->queue);

@@ -127,6 +127,7 @@ struct smq_store {
     unsigned fault_writes_left;   /* STORE_FAULT_OFF = no injected write fault */
     int fault_commit;             /* non-zero: the next COMMIT fails */
     int fault_full;               /* the write fault reads as SQLITE_FULL, else IOERR */
+    unsigned fault_load_left;     /* rows store_msg_load delivers before failing */
 };
 
 /* ---- schema migrations ------------------------------------------------ */
@@ -560,6 +561,7 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
         goto fail_alloc;
     }
     s->fault_writes_left = STORE_FAULT_OFF;
+    s->fault_load_left = STORE_FAULT_OFF;
     s->lock_fd = lock_data(path, err, err_size);
     if (s->lock_fd < 0)
         goto fail_lock;
@@ -601,6 +603,11 @@ void store_close(struct smq_store *s)
     close(s->lock_fd);          /* releases the flock */
     free(s->reserve_path);
     free(s);
+}
+
+void store_fault_inject_load(struct smq_store *s, unsigned after_n_rows)
+{
+    s->fault_load_left = after_n_rows;
 }
 
 void store_fault_inject_full(struct smq_store *s, unsigned after_n_writes)
@@ -1028,6 +1035,11 @@ int store_msg_load(struct smq_store *s,
     int rc, ret = 0;
 
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (s->fault_load_left != STORE_FAULT_OFF && s->fault_load_left-- == 0) {
+            s->fault_load_left = STORE_FAULT_OFF;
+            ret = fail("msg load", "disk I/O error (injected)");
+            goto out;
+        }
         msg_from_row(st, &m);
         ret = cb(arg, &m);
         if (ret != 0)

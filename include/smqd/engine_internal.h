@@ -44,6 +44,7 @@ struct smq_engine {
     size_t n_probed;                 /* parked polls that can tell a gone client */
     uint64_t next_probe_mono;        /* next check of parked polls' clients */
     uint64_t reloads;
+    bool broken;                     /* the last reload failed: serve nothing until one succeeds */
     bool storage_full;               /* refusing what grows data (engine.h) */
     bool reserve_missing;            /* released and not yet taken back */
     uint64_t reserve_margin;         /* bytes that must stay free beside it */
@@ -81,7 +82,10 @@ int recover_load(struct smq_engine *e);
 /* Frees every queue and message (parked polls must be detached first). */
 void recover_free(struct smq_engine *e);
 /* After a lost transaction: rebuilds memory from the store, keeping parked
- * long polls (in their order) on the queues that still exist. */
+ * long polls (in their order) on the queues that still exist.  If the store
+ * cannot be read, the engine is marked broken (every operation then fails
+ * with InternalError and the next run tries again), because serving from a
+ * partial state could lose rows and reuse ids. */
 void recover_reload(struct smq_engine *e);
 /* Reads the receipt-handle keys, or makes and stores them on first start. */
 int recover_keys(struct smq_engine *e);

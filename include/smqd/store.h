@@ -155,5 +155,7 @@ int store_integrity_check(struct smq_store *s, char *err, size_t err_size);
 void store_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_commit);
 /* The same write fault, but as a full disk: SMQ_E_STORAGE_FULL. */
 void store_fault_inject_full(struct smq_store *s, unsigned after_n_writes);
+/* The next store_msg_load fails (SMQ_E_INTERNAL) after delivering n rows. */
+void store_fault_inject_load(struct smq_store *s, unsigned after_n_rows);
 
 #endif

@@ -1805,6 +1805,39 @@ static void test_engine_gone_client_skipped_and_released(void **state)
     assert_int_equal(stats(f).waiters, 0);
 }
 
+/*
+ * Regression (found in review): when the store cannot be read back after a
+ * lost transaction, the engine must not go on serving a partial state (rows
+ * never delivered, ids reused): it refuses every operation until a reload
+ * succeeds, then carries on with the full state and fresh ids.
+ */
+static void test_engine_failed_reload_refuses_until_store_reads(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_msg_view v;
+    uint64_t last, seq = 0;
+
+    assert_int_equal(create_queue(f, "rb", NULL, 0, NULL), 0);
+    send_text(f, "rb", "a", 0, 8);
+    send_text(f, "rb", "b", 0, 8);
+    last = send_text(f, "rb", "c", 0, 8);
+    assert_int_equal(receive_one(f, "rb", &v), 0);
+
+    store_fault_inject(f->store, STORE_FAULT_OFF, 1);    /* the COMMIT fails... */
+    store_fault_inject_load(f->store, 1);                /* ...and so does reading back */
+    assert_int_equal(send_msg(f, "rb", "lost", 4, 0, 8, NULL), SMQ_E_INTERNAL);
+    assert_int_equal(stats(f).messages, 0);              /* no partial state kept */
+
+    store_fault_inject_load(f->store, 0);                /* still unreadable next run */
+    assert_int_equal(send_msg(f, "rb", "refused", 7, 0, 8, NULL), SMQ_E_INTERNAL);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 3);
+
+    assert_int_equal(send_msg(f, "rb", "after", 5, 0, 8, &seq), 0);   /* readable again */
+    assert_true(seq > last);
+    assert_counts(f, "rb", 3, 1, 0);
+    assert_int_equal(delete_msg(f, "rb", v.seq, v.handle_gen), 0);   /* old handle still works */
+}
+
 static void test_engine_commit_fault_rolls_back_whole_run(void **state)
 {
     struct fixture *f = *state;
@@ -2125,6 +2158,7 @@ int main(void)
         T(test_engine_recovery_restores_states),
         T(test_engine_write_fault_fails_only_that_send),
         T(test_engine_commit_fault_rolls_back_whole_run),
+        T(test_engine_failed_reload_refuses_until_store_reads),
         T(test_engine_gone_client_skipped_and_released),
         T(test_engine_storage_full_refuses_sends_keeps_deletes),
         T(test_engine_seq_not_reused_after_rolled_back_reservation),
