@@ -20,8 +20,9 @@ struct conn {
     size_t put_len;
 };
 
-static int put(struct pc_worker *w, struct conn *c, uint64_t seq)
+static int put(struct pc_worker *w, void *conn, uint64_t seq)
 {
+    struct conn *c = conn;
     int h = snprintf(c->put, 64, "put 0 0 60 %d\r\n", PC_BODY);
     pc_body(c->put + h, w->id, seq);
     memcpy(c->put + h + PC_BODY, "\r\n", 2);
@@ -36,8 +37,9 @@ static int put(struct pc_worker *w, struct conn *c, uint64_t seq)
 }
 
 /* 1 consumed, 0 timed out, -1 error. */
-static int consume(struct pc_worker *w, struct conn *c)
+static int consume(struct pc_worker *w, void *conn)
 {
+    struct conn *c = conn;
     static const char rsv[] = "reserve-with-timeout 1\r\n";
     uint64_t t0 = pc_now_ns();
     if (pc_write_all(c->rd.fd, rsv, sizeof rsv - 1) != 0)
@@ -77,18 +79,7 @@ static void *worker(void *arg)
         free(c);
         return NULL;
     }
-    uint64_t seq = 0;
-    while (!atomic_load(&pc_stop)) {
-        int r = 0;
-        if (w->role != PC_CONSUMER)
-            r = put(w, c, seq++);
-        if (r == 0 && w->role != PC_PRODUCER)
-            r = consume(w, c) < 0 ? -1 : 0;
-        if (r < 0) {
-            w->errors++;
-            break;
-        }
-    }
+    pc_cycle(w, c, put, consume);
     close(c->rd.fd);
     free(c);
     return NULL;

@@ -212,3 +212,22 @@ int pc_read(struct pc_rd *r, void *dst, size_t n)
     }
     return 0;
 }
+
+void pc_cycle(struct pc_worker *w, void *conn,
+              int (*produce)(struct pc_worker *w, void *conn, uint64_t seq),
+              int (*consume)(struct pc_worker *w, void *conn))
+{
+    uint64_t seq = 0;
+
+    while (!atomic_load(&pc_stop)) {
+        int r = 0;
+        if (w->role != PC_CONSUMER)
+            r = produce(w, conn, seq++);
+        if (r == 0 && w->role != PC_PRODUCER)
+            r = consume(w, conn) < 0 ? -1 : 0;
+        if (r < 0) {
+            w->errors++;
+            break;
+        }
+    }
+}

@@ -56,6 +56,13 @@ void pc_parse(int argc, char **argv, const char *default_scenario);
 /* Runs fn on conns threads (roles assigned) until the deadline, prints the ROW. */
 int pc_run(const char *target, void *(*fn)(void *));
 
+/* The loop of a socket peer: until the deadline a producer calls produce,
+ * a consumer consume, a cycling connection both in turn.  A negative result
+ * counts an error and ends the loop; consume returns 0 when it found nothing. */
+void pc_cycle(struct pc_worker *w, void *conn,
+              int (*produce)(struct pc_worker *w, void *conn, uint64_t seq),
+              int (*consume)(struct pc_worker *w, void *conn));
+
 /* Blocking TCP to --host:--port with TCP_NODELAY; -1 on failure. */
 int pc_connect(void);
 int pc_write_all(int fd, const void *buf, size_t len);

@@ -64,8 +64,9 @@ static int reply(struct conn *c, long *num)
     }
 }
 
-static int push(struct pc_worker *w, struct conn *c, uint64_t seq)
+static int push(struct pc_worker *w, void *conn, uint64_t seq)
 {
+    struct conn *c = conn;
     char body[PC_BODY];
     pc_body(body, w->id, seq);
     const char *argv[] = { "LPUSH", "q", body };
@@ -78,8 +79,9 @@ static int push(struct pc_worker *w, struct conn *c, uint64_t seq)
     return 0;
 }
 
-static int consume(struct pc_worker *w, struct conn *c)
+static int consume(struct pc_worker *w, void *conn)
 {
+    struct conn *c = conn;
     const char *mv[] = { "BLMOVE", "q", "processing", "RIGHT", "LEFT", "1" };
     const size_t mvl[] = { 6, 1, 10, 5, 4, 1 };
     long n = 0;
@@ -110,18 +112,7 @@ static void *worker(void *arg)
         free(c);
         return NULL;
     }
-    uint64_t seq = 0;
-    while (!atomic_load(&pc_stop)) {
-        int r = 0;
-        if (w->role != PC_CONSUMER)
-            r = push(w, c, seq++);
-        if (r == 0 && w->role != PC_PRODUCER)
-            r = consume(w, c) < 0 ? -1 : 0;
-        if (r < 0) {
-            w->errors++;
-            break;
-        }
-    }
+    pc_cycle(w, c, push, consume);
     close(c->rd.fd);
     free(c);
     return NULL;
