@@ -161,6 +161,7 @@ t_request_during_drain() {
     assert_match "the kept-alive connection is served first" '^HTTP/1.1 200' "$reply"
     # A second request that stays incomplete keeps the drain waiting.
     printf 'PUT /queues/x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc' >&4
+    sleep 0.3                   # let the server read it: a begun request holds the drain open
     kill -TERM "$SMQD_PID"
     sleep 0.5
     raw_list_request >&3 2>/dev/null
