@@ -52,6 +52,9 @@ void engine_op_release(struct smq_op *op)
     free(op->listed);
     op->listed = NULL;
     op->n_listed = 0;
+    free(op->stats);
+    op->stats = NULL;
+    op->n_stats = 0;
 }
 
 const struct handle_keys *engine_keys(const struct smq_engine *e)
@@ -246,6 +249,7 @@ void engine_waiter_unlink(struct smq_engine *e, struct smq_op *op)
     op->wait_queue = NULL;
     twheel_cancel(&e->wait_wheel, &op->wait_timer);
     e->n_waiters--;
+    q->n_waiters--;
     if (op->client_gone != NULL)
         e->n_probed--;
 }
@@ -265,6 +269,7 @@ void engine_waiter_link(struct smq_engine *e, struct smq_queue *q, struct smq_op
         q->waiters_head = op;
     q->waiters_tail = op;
     e->n_waiters++;
+    q->n_waiters++;
 }
 
 static void on_wait_timer(struct twheel_node *n, uint64_t now_mono, void *arg)
@@ -775,6 +780,8 @@ static int exec_op(struct smq_engine *e, struct smq_op *op)
         return exec_delete_queue(e, op);
     case SMQ_OP_LIST_QUEUES:
         return exec_list_queues(e, op);
+    case SMQ_OP_STATS:
+        return engine_exec_stats(e, op);
     default:
         break;
     }
@@ -797,6 +804,10 @@ static int exec_op(struct smq_engine *e, struct smq_op *op)
         return exec_delete_msgs(e, op, q);
     case SMQ_OP_CHANGE_VISIBILITY:
         return exec_change_visibility(e, op, q);
+    case SMQ_OP_PURGE:
+        return engine_exec_purge(e, op, q);
+    case SMQ_OP_REDRIVE:
+        return engine_exec_redrive(e, op, q);
     default:
         return SMQ_E_INTERNAL;
     }
@@ -990,6 +1001,12 @@ void engine_stats(const struct smq_engine *e, struct engine_stats *out)
     out->waiters = e->n_waiters;
     out->reloads = e->reloads;
     out->storage_full = e->storage_full;
+    out->broken = e->broken;
+    out->dlq_move_failures = e->dlq_move_failures;
+    out->db_pages = e->db_pages;
+    out->free_pages = e->free_pages;
+    out->page_size = e->page_size;
+    out->vacuumed_pages = e->vacuumed_pages;
 }
 
 int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,

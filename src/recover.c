@@ -24,7 +24,8 @@ static int load_queue(void *arg, const struct store_queue_rec *r)
     struct load_ctx *ctx = arg;
     struct smq_engine *e = ctx->e;
     struct smq_queue_attrs attrs = {r->delay_s, r->max_msg_size, r->retention_s,
-                                    r->visibility_s, r->polling_wait_s, r->logging};
+                                    r->visibility_s, r->polling_wait_s, r->logging,
+                                    {0, "", 0}};
     struct smq_queue *q;
 
     if (queue_registry_reserve(&e->queues) != 0

@@ -55,6 +55,22 @@
 #define SMQ_PRIORITY_MIN 1
 #define SMQ_PRIORITY_MAX 16
 #define SMQ_PRIORITY_DEFAULT 8
+#define SMQ_DLQ_MAX_RECEIVE_MIN 1
+#define SMQ_DLQ_MAX_RECEIVE_MAX 1000
+
+/*
+ * Dead-letter policy (an smqd extension; names from SMQ's control plane).
+ * A message received max_receive times that would be delivered once more is
+ * moved instead, in the same transaction, to the target queue: same id,
+ * body, priority and EnqueueTime; its expiry is counted from that original
+ * EnqueueTime with the target's retention.  If the target does not exist
+ * at that moment the message stays where it is and is delivered normally.
+ */
+struct smq_dlq_policy {
+    int enabled;                             /* 0/1 */
+    char target[SMQ_QUEUE_NAME_MAX + 1];     /* "" when disabled */
+    int64_t max_receive;                     /* 1..1000 */
+};
 
 struct smq_queue_attrs {
     int64_t delay_s;
@@ -63,6 +79,7 @@ struct smq_queue_attrs {
     int64_t visibility_s;
     int64_t polling_wait_s;
     int logging;                 /* 0/1 */
+    struct smq_dlq_policy dlq;
 };
 
 /* Bits of smq_op.attrs_present. */
@@ -72,7 +89,8 @@ enum {
     SMQ_ATTR_RETENTION = 1u << 2,
     SMQ_ATTR_VISIBILITY = 1u << 3,
     SMQ_ATTR_POLLING_WAIT = 1u << 4,
-    SMQ_ATTR_LOGGING = 1u << 5
+    SMQ_ATTR_LOGGING = 1u << 5,
+    SMQ_ATTR_DLQ = 1u << 6          /* the whole policy (enabled, target, max_receive) */
 };
 
 void engine_default_attrs(struct smq_queue_attrs *a);
@@ -108,6 +126,17 @@ struct smq_handle_ref {
     int err;                     /* per item: 0, or set by the caller (malformed) / engine */
 };
 
+/* Engine-wide figures (engine_stats, SMQ_OP_STATS). */
+struct engine_stats {
+    size_t queues, messages, waiters;
+    uint64_t reloads;             /* state reloads after a lost transaction */
+    bool storage_full;            /* refusing sends: the disk filled up */
+    bool broken;                  /* state could not be reloaded: serving nothing */
+    uint64_t dlq_move_failures;   /* moves skipped because the target was missing */
+    uint64_t db_pages, free_pages, page_size;   /* database file, as of the last run */
+    uint64_t vacuumed_pages;      /* freed pages returned to the file system */
+};
+
 enum smq_op_kind {
     SMQ_OP_CREATE_QUEUE,
     SMQ_OP_SET_QUEUE,
@@ -118,7 +147,22 @@ enum smq_op_kind {
     SMQ_OP_RECEIVE,
     SMQ_OP_PEEK,
     SMQ_OP_DELETE_MSG,
-    SMQ_OP_CHANGE_VISIBILITY
+    SMQ_OP_CHANGE_VISIBILITY,
+    /* administration (admin listener, smqctl) */
+    SMQ_OP_PURGE,                /* delete every message of a queue and/or its DLQ */
+    SMQ_OP_REDRIVE,              /* move a DLQ's messages back to their source queues */
+    SMQ_OP_STATS                 /* per-queue statistics; queue "" = every queue */
+};
+
+/* Per-queue statistics (SMQ_OP_STATS).  Counters count since start-up. */
+struct smq_queue_stats {
+    struct smq_queue_info info;
+    int64_t oldest_enqueue_ms;   /* of any message in the queue; 0 = empty */
+    uint64_t waiters;            /* parked long polls */
+    uint64_t sent, received, deleted, expired;
+    uint64_t dead_lettered;      /* moved from this queue to its DLQ */
+    uint64_t redriven;           /* moved from this queue (a DLQ) back to a source */
+    uint64_t redrive_pending;    /* still to move in a running redrive */
 };
 
 struct smq_op;
@@ -144,6 +188,15 @@ struct smq_op {
     size_t n_handles;
     bool batch_delete;                       /* DELETE_MSG: per-handle results, op result 0 */
     int64_t visibility_s;                    /* CHANGE_VISIBILITY: 0..43200 */
+    struct {                                 /* PURGE */
+        bool main;                           /* the queue's own messages */
+        bool dlq;                            /* those of its DLQ target */
+    } purge;
+    struct {                                 /* REDRIVE (op->queue is the DLQ) */
+        uint64_t max;                        /* 0 = every message now in the DLQ */
+        uint32_t rate_per_s;                 /* 1..100000 messages per second */
+    } redrive;
+    char request_id[25];                     /* for operation logs; "" = none */
 
     /* ---- outputs ---- */
     struct smq_errinfo result;               /* result.err == 0 on success */
@@ -157,6 +210,11 @@ struct smq_op {
     size_t n_msgs;
     uint32_t new_gen;                        /* CHANGE_VISIBILITY */
     int64_t next_visible_ms;
+    uint64_t n_purged, n_purged_dlq;         /* PURGE */
+    uint64_t n_redrive;                      /* REDRIVE: messages scheduled */
+    struct smq_queue_stats *stats;           /* STATS: malloc'd array, sorted by name */
+    size_t n_stats;
+    struct engine_stats totals;              /* STATS */
 
     /* ---- completion: called on the engine thread after commit ---- */
     smq_op_done_fn done;
@@ -211,11 +269,7 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e);
 /* Finishes every parked long poll with MessageNotExist (shutdown). */
 void engine_drain(struct smq_engine *e);
 
-struct engine_stats {
-    size_t queues, messages, waiters;
-    uint64_t reloads;             /* state reloads after a lost transaction */
-    bool storage_full;            /* refusing sends: the disk filled up */
-};
+/* Engine thread only (SMQ_OP_STATS carries a copy to other threads). */
 void engine_stats(const struct smq_engine *e, struct engine_stats *out);
 
 #endif

@@ -49,6 +49,9 @@ struct smq_engine {
     bool reserve_missing;            /* released and not yet taken back */
     uint64_t reserve_margin;         /* bytes that must stay free beside it */
     uint64_t full_until_mono;        /* end of the current cool-down */
+    uint64_t dlq_move_failures;      /* dead-letter moves skipped: target missing */
+    uint64_t db_pages, free_pages, page_size;   /* file figures, refreshed by reclamation */
+    uint64_t vacuumed_pages;         /* pages given back to the file system */
 
     /* state of the run in progress */
     int64_t now_ms;                  /* epoch ms, fixed for one run */
@@ -73,6 +76,12 @@ void engine_waiter_unlink(struct smq_engine *e, struct smq_op *op);
 void engine_mark_ready(struct smq_engine *e, struct smq_queue *q);
 /* Reads the clock into now_ms and fires every due timer. */
 void engine_advance_clock(struct smq_engine *e);
+
+/* ---- engine_admin.c: administration ops (admin listener, smqctl) ---- */
+
+int engine_exec_stats(struct smq_engine *e, struct smq_op *op);
+int engine_exec_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);
+int engine_exec_redrive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);
 
 /* ---- recover.c ---- */
 

@@ -46,6 +46,11 @@ struct smq_msg {
     uint8_t state;                   /* enum smq_msg_state */
 };
 
+/* Lifetime counters of one queue (since start-up; for metrics). */
+struct queue_counters {
+    uint64_t sent, received, deleted, expired, dead_lettered, redriven;
+};
+
 struct smq_queue {
     int64_t id;
     char name[SMQ_QUEUE_NAME_MAX + 1];
@@ -56,6 +61,10 @@ struct smq_queue {
     struct smq_op *waiters_head, *waiters_tail;   /* parked long polls, FIFO */
     struct smq_queue *ready_next;                 /* on the engine's ready list */
     bool ready;
+    uint64_t n_waiters;                           /* parked long polls */
+    struct queue_counters count;
+    uint64_t redrive_pending;                     /* messages a running redrive still moves */
+    uint32_t redrive_rate;                        /* its messages per second */
 };
 
 /* Converts between epoch ms (message times) and wheel (monotonic) ms. */

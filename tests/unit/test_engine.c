@@ -500,7 +500,7 @@ static void test_engine_create_queue_max_queues(void **state)
 static void test_engine_get_queue_attributes(void **state)
 {
     struct fixture *f = *state;
-    struct smq_queue_attrs a = {3, 2048, 120, 10, 2, 1};
+    struct smq_queue_attrs a = {3, 2048, 120, 10, 2, 1, {0, "", 0}};
     struct smq_queue_info info;
 
     assert_int_equal(create_queue(f, "attrs", &a, ALL_ATTRS, NULL), 0);
@@ -544,7 +544,7 @@ static void test_engine_set_queue_partial_update(void **state)
 
     op_init(f, &op, SMQ_OP_SET_QUEUE, "q");
     /* Only the fields flagged present may change; the others hold junk. */
-    op.attrs = (struct smq_queue_attrs){99, 1024, 99, 20, 9, 1};
+    op.attrs = (struct smq_queue_attrs){99, 1024, 99, 20, 9, 1, {1, "junk", 7}};
     op.attrs_present = SMQ_ATTR_VISIBILITY | SMQ_ATTR_LOGGING;
     assert_int_equal(run_one(f, &op), 0);
     engine_op_release(&op);
