@@ -30,6 +30,7 @@ void engine_default_attrs(struct smq_queue_attrs *a)
     a->visibility_s = 30;
     a->polling_wait_s = 0;
     a->logging = 0;
+    memset(&a->dlq, 0, sizeof a->dlq);
 }
 
 void engine_op_init(struct smq_op *op, enum smq_op_kind kind)
@@ -183,6 +184,7 @@ static void msg_rec(const struct smq_msg *m, struct store_msg_rec *r)
     r->expire_ms = m->expire_ms;
     r->dequeue_count = m->dequeue_count;
     r->handle_gen = m->handle_gen;
+    r->src_queue_id = m->src_queue_id;
 }
 
 void engine_msg_link(struct smq_engine *e, struct smq_queue *q, struct smq_msg *m)
@@ -197,6 +199,7 @@ void engine_msg_link(struct smq_engine *e, struct smq_queue *q, struct smq_msg *
 
 static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
 {
+    e->maintain_due = true;          /* its rows free pages: see engine_maintain */
     queue_msg_unplace(m->queue, m, &e->msg_wheel);
     msg_table_remove(&e->msgs, m);
     free(m);
@@ -204,6 +207,8 @@ static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
 
 static void expire_msg(struct smq_engine *e, struct smq_msg *m)
 {
+    m->queue->count.expired++;
+    engine_oplog(e, m->queue, EV_EXPIRE, m, NULL, NULL);
     /* The row is deleted lazily: a row past its expiry is never loaded
      * again, so losing this delete (full buffer, failed run) is harmless. */
     if (e->n_expired < EXPIRED_FLUSH_AT) {
@@ -306,6 +311,9 @@ static void queue_rec(const struct smq_queue *q, struct store_queue_rec *r)
     r->visibility_s = q->attrs.visibility_s;
     r->polling_wait_s = q->attrs.polling_wait_s;
     r->logging = q->attrs.logging;
+    r->dlq_enabled = q->attrs.dlq.enabled;
+    snprintf(r->dlq_target, sizeof r->dlq_target, "%s", q->attrs.dlq.target);
+    r->dlq_max_receive = q->attrs.dlq.max_receive;
 }
 
 /* The request's attributes laid over base. */
@@ -325,13 +333,40 @@ static void overlay_attrs(struct smq_queue_attrs *base, const struct smq_op *op)
         base->polling_wait_s = op->attrs.polling_wait_s;
     if (p & SMQ_ATTR_LOGGING)
         base->logging = op->attrs.logging;
+    if (p & SMQ_ATTR_DLQ) {
+        memset(&base->dlq, 0, sizeof base->dlq);
+        if (op->attrs.dlq.enabled) {
+            base->dlq.enabled = 1;
+            snprintf(base->dlq.target, sizeof base->dlq.target, "%s", op->attrs.dlq.target);
+            base->dlq.max_receive = op->attrs.dlq.max_receive;
+        }
+    }
+}
+
+/* A dead-letter target must exist when the policy is set and must not be
+ * the queue itself (it is not re-checked later: a target deleted since is
+ * handled when a message would move, see engine.h). */
+static int check_dlq(struct smq_engine *e, struct smq_op *op, const char *queue,
+                     const struct smq_queue_attrs *a)
+{
+    if (!a->dlq.enabled || !(op->attrs_present & SMQ_ATTR_DLQ))
+        return 0;
+    if (strcmp(a->dlq.target, queue) == 0)
+        return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
+                          "The DeadLetterTargetQueue cannot be the queue itself.");
+    if (queue_registry_find(&e->queues, a->dlq.target) == NULL)
+        return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
+                          "The DeadLetterTargetQueue '%s' does not exist.", a->dlq.target);
+    return 0;
 }
 
 static bool attrs_equal(const struct smq_queue_attrs *a, const struct smq_queue_attrs *b)
 {
     return a->delay_s == b->delay_s && a->max_msg_size == b->max_msg_size
         && a->retention_s == b->retention_s && a->visibility_s == b->visibility_s
-        && a->polling_wait_s == b->polling_wait_s && a->logging == b->logging;
+        && a->polling_wait_s == b->polling_wait_s && a->logging == b->logging
+        && a->dlq.enabled == b->dlq.enabled && strcmp(a->dlq.target, b->dlq.target) == 0
+        && a->dlq.max_receive == b->dlq.max_receive;
 }
 
 static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
@@ -350,6 +385,9 @@ static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
     }
     if (e->storage_full)
         return SMQ_E_STORAGE_FULL;
+    rc = check_dlq(e, op, op->queue, &attrs);
+    if (rc != 0)
+        return rc;
     if (e->queues.n >= (size_t)e->max_queues)
         return errors_set(&op->result, SMQ_E_TOO_MANY_QUEUES,
                           "The number of queues has reached the limit of %d.", e->max_queues);
@@ -381,6 +419,9 @@ static int exec_set_queue(struct smq_engine *e, struct smq_op *op, struct smq_qu
     int rc;
 
     overlay_attrs(&updated.attrs, op);
+    rc = check_dlq(e, op, q->name, &updated.attrs);
+    if (rc != 0)
+        return rc;
     updated.modify_s = e->now_ms / 1000;
     queue_rec(&updated, &rec);
     rc = write_begin(e);
@@ -544,6 +585,8 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
         if (rc == 0) {
             op->sent_seq[i] = fresh[i]->seq;
             engine_msg_link(e, q, fresh[i]);
+            q->count.sent++;
+            engine_oplog(e, q, EV_SEND, fresh[i], NULL, op->request_id);
         } else {
             free(fresh[i]);
         }
@@ -610,9 +653,13 @@ static void drop_bodies(struct smq_op *op)
 static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
-    size_t n = take_active(e, q, op->max_msgs, taken);
+    size_t n;
     int64_t visible_ms = e->now_ms + q->attrs.visibility_s * 1000;
-    int rc = n > 0 ? write_begin(e) : 0;
+    int rc;
+
+    engine_dead_letter_due(e, q, op->request_id);
+    n = take_active(e, q, op->max_msgs, taken);
+    rc = n > 0 ? write_begin(e) : 0;
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct smq_msg next = *taken[i];
@@ -645,7 +692,9 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
             m->first_dequeue_ms = e->now_ms;
         m->visible_ms = visible_ms;
         queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
+        engine_oplog(e, q, EV_RECEIVE, m, NULL, op->request_id);
     }
+    q->count.received += n;
     return n > 0 ? 0 : SMQ_E_MESSAGE_NOT_EXIST;
 }
 
@@ -729,8 +778,11 @@ static int exec_delete_msgs(struct smq_engine *e, struct smq_op *op, struct smq_
     }
     if (rc != 0)
         return rc;
-    for (size_t j = 0; j < n_doomed; j++)
+    for (size_t j = 0; j < n_doomed; j++) {
+        engine_oplog(e, q, EV_DELETE, doomed[j], NULL, op->request_id);
         msg_destroy(e, doomed[j]);
+    }
+    q->count.deleted += n_doomed;
     /* BatchDeleteMessage reports per handle (even a batch of one). */
     return op->batch_delete ? 0 : op->handles[0].err;
 }
@@ -763,6 +815,7 @@ static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struc
         engine_mark_ready(e, q);
     op->new_gen = m->handle_gen;
     op->next_visible_ms = m->visible_ms;
+    engine_oplog(e, q, EV_CHANGE_VISIBILITY, m, NULL, op->request_id);
     return 0;
 }
 
@@ -891,6 +944,7 @@ static void finish_run(struct smq_engine *e)
             storage_full(e);
         e->txn_open = false;
     }
+    engine_oplog_flush(e, !e->txn_lost);
     /* While the disk is full, give the WAL's space back after every run:
      * deletes free pages inside the database, a truncated WAL frees disk. */
     if (e->storage_full)
@@ -953,6 +1007,7 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
     if (refuse_while_broken(e, ops))
         return;
     engine_advance_clock(e);
+    engine_redrive_tick(e, clock_mono_ms(e->clock));
     serve_ready(e);
     while (ops != NULL) {
         struct smq_op *op = ops;
@@ -967,6 +1022,7 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
     }
     flush_expired(e, false);
     finish_run(e);
+    engine_maintain(e, clock_mono_ms(e->clock));
 }
 
 uint64_t engine_next_timeout_ms(struct smq_engine *e)
@@ -978,6 +1034,10 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
         return 0;
     a = twheel_next_timeout_ms(&e->msg_wheel, now);
     b = twheel_next_timeout_ms(&e->wait_wheel, now);
+    probe = engine_redrive_timeout_ms(e, now);
+    b = probe < b ? probe : b;
+    probe = engine_maintain_timeout_ms(e, now);
+    b = probe < b ? probe : b;
     if (e->n_probed > 0) {
         probe = e->next_probe_mono > now ? e->next_probe_mono - now : 0;
         b = probe < b ? probe : b;
@@ -1065,5 +1125,36 @@ void engine_close(struct smq_engine *e)
     recover_free(e);
     queue_registry_free(&e->queues);
     msg_table_free(&e->msgs);
+    engine_oplog_free(e);
     free(e);
+}
+
+/* ---- exports for engine_dlq.c and engine_admin.c (engine_internal.h) ---- */
+
+int engine_write_begin(struct smq_engine *e)
+{
+    return write_begin(e);
+}
+
+int engine_write_end(struct smq_engine *e, int rc)
+{
+    return write_end(e, rc);
+}
+
+void engine_msg_record(const struct smq_msg *m, struct store_msg_rec *r)
+{
+    msg_rec(m, r);
+}
+
+void engine_destroy_queue_msgs(struct smq_engine *e, struct smq_queue *q)
+{
+    destroy_queue_msgs(e, q);
+}
+
+struct smq_queue *engine_queue_by_id(struct smq_engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->queues.n; i++)
+        if (e->queues.items[i]->id == id)
+            return e->queues.items[i];
+    return NULL;
 }

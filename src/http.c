@@ -489,6 +489,7 @@ static enum MHD_Result process(struct http_req *r)
     r->call.op.done = on_op_done;
     r->call.op.done_arg = r;
     r->call.op.client_gone = on_client_gone;
+    memcpy(r->call.op.request_id, r->request_id, sizeof r->call.op.request_id);
     r->fd = conn_fd(r->conn);
     __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
     MHD_suspend_connection(r->conn);

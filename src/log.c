@@ -101,7 +101,7 @@ void log_close(void)
 }
 
 /* "2026-11-30T02:01:36.123Z LEVEL " into buf; returns its length. */
-static size_t format_prefix(char *buf, size_t size, enum smq_log_level level)
+static size_t format_prefix(char *buf, size_t size, const char *tag)
 {
     struct timespec ts;
     struct tm tm;
@@ -111,7 +111,7 @@ static size_t format_prefix(char *buf, size_t size, enum smq_log_level level)
     gmtime_r(&ts.tv_sec, &tm);
     n = snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ", tm.tm_year + 1900,
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 ts.tv_nsec / 1000000L, level_tags[level]);
+                 ts.tv_nsec / 1000000L, tag);
     /* Cannot exceed size (< 40 bytes into 2048), but stay in bounds anyway. */
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
@@ -177,7 +177,9 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
-void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
+static void emit(const char *tag, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void emit(const char *tag, const char *fmt, va_list ap)
 {
     char msg[SMQ_LOG_LINE_MAX];
     char line[SMQ_LOG_LINE_MAX];
@@ -186,9 +188,7 @@ void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
     bool cut;
     int n;
 
-    if ((unsigned)level >= N_LEVELS || level > log_get_level())
-        return;
-    head = format_prefix(line, sizeof(line), level);
+    head = format_prefix(line, sizeof(line), tag);
     n = vsnprintf(msg, sizeof(msg), fmt, ap);
     if (n < 0) {
         static const char bad[] = "(unformattable log message)";
@@ -210,6 +210,22 @@ void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
     write_all(log_fd >= 0 ? log_fd : STDERR_FILENO, line, pos);
     pthread_mutex_unlock(&log_mu);
     errno = saved_errno;
+}
+
+void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
+{
+    if ((unsigned)level >= N_LEVELS || level > log_get_level())
+        return;
+    emit(level_tags[level], fmt, ap);
+}
+
+void log_event(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    emit("OPLOG", fmt, ap);
+    va_end(ap);
 }
 
 void log_write(enum smq_log_level level, const char *fmt, ...)

@@ -25,8 +25,10 @@ static int load_queue(void *arg, const struct store_queue_rec *r)
     struct smq_engine *e = ctx->e;
     struct smq_queue_attrs attrs = {r->delay_s, r->max_msg_size, r->retention_s,
                                     r->visibility_s, r->polling_wait_s, r->logging,
-                                    {0, "", 0}};
+                                    {r->dlq_enabled, "", r->dlq_max_receive}};
     struct smq_queue *q;
+
+    snprintf(attrs.dlq.target, sizeof attrs.dlq.target, "%s", r->dlq_target);
 
     if (queue_registry_reserve(&e->queues) != 0
         || (q = queue_new(r->id, r->name, &attrs, r->create_s, r->modify_s)) == NULL)
@@ -74,6 +76,8 @@ static int load_msg(void *arg, const struct store_msg_rec *r)
     m->expire_ms = r->expire_ms;
     m->dequeue_count = r->dequeue_count;
     m->handle_gen = r->handle_gen;
+    m->src_queue_id = r->src_queue_id > 0 && r->src_queue_id <= UINT32_MAX
+                          ? (uint32_t)r->src_queue_id : 0;
     engine_msg_link(e, ctx->cur, m);
     return 0;
 }

@@ -66,7 +66,10 @@ enum stmt_id {
     ST_BODY_DELETE,
     ST_BODY_GET,
     ST_MSG_LOAD,
+    ST_MSG_MOVE,
     ST_INTEGRITY,
+    ST_PAGE_COUNT,
+    ST_FREELIST_COUNT,
     ST__COUNT
 };
 
@@ -84,24 +87,28 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES (?1, ?2) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [ST_QUEUE_INSERT] = "INSERT INTO queue(id, name, create_s, modify_s, delay_s, "
-                        "max_msg_size, retention_s, visibility_s, polling_wait_s, logging) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                        "max_msg_size, retention_s, visibility_s, polling_wait_s, logging, "
+                        "dlq_enabled, dlq_target, dlq_max_receive) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     /* Shares bind_queue with the INSERT: ?2 (name) and ?3 (create_s) are
      * bound but unused, which SQLite allows below the highest ?N. */
     [ST_QUEUE_UPDATE] = "UPDATE queue SET modify_s = ?4, delay_s = ?5, max_msg_size = ?6, "
                         "retention_s = ?7, visibility_s = ?8, polling_wait_s = ?9, "
-                        "logging = ?10 WHERE id = ?1",
+                        "logging = ?10, dlq_enabled = ?11, dlq_target = ?12, "
+                        "dlq_max_receive = ?13 WHERE id = ?1",
     [ST_QUEUE_DELETE] = "DELETE FROM queue WHERE id = ?1",
     [ST_QUEUE_DELETE_MSGS] = "DELETE FROM msg WHERE queue_id = ?1",
     /* Must run before ST_QUEUE_DELETE_MSGS: msg names the bodies to delete. */
     [ST_QUEUE_DELETE_BODIES] = "DELETE FROM msg_body WHERE seq IN "
                                "(SELECT seq FROM msg WHERE queue_id = ?1)",
     [ST_QUEUE_LOAD] = "SELECT id, name, create_s, modify_s, delay_s, max_msg_size, "
-                      "retention_s, visibility_s, polling_wait_s, logging "
+                      "retention_s, visibility_s, polling_wait_s, logging, "
+                      "dlq_enabled, dlq_target, dlq_max_receive "
                       "FROM queue ORDER BY id",
     [ST_MSG_INSERT] = "INSERT INTO msg(queue_id, seq, priority, enqueue_ms, "
-                      "first_dequeue_ms, visible_ms, expire_ms, dequeue_count, handle_gen) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                      "first_dequeue_ms, visible_ms, expire_ms, dequeue_count, handle_gen, "
+                      "src_queue_id) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     /* Body statements are bound like their msg twins; ?1 (queue_id) is
      * bound but unused, since seq alone is the body's key. */
     [ST_BODY_INSERT] = "INSERT INTO msg_body(seq, body) VALUES (?2, ?3)",
@@ -113,9 +120,17 @@ static const char *const stmt_sql[ST__COUNT] = {
     [ST_BODY_DELETE] = "DELETE FROM msg_body WHERE seq = ?2",
     [ST_BODY_GET] = "SELECT body FROM msg_body WHERE seq = ?2",
     [ST_MSG_LOAD] = "SELECT queue_id, seq, priority, enqueue_ms, first_dequeue_ms, "
-                    "visible_ms, expire_ms, dequeue_count, handle_gen "
+                    "visible_ms, expire_ms, dequeue_count, handle_gen, src_queue_id "
                     "FROM msg ORDER BY queue_id, seq",
+    /* Re-keys the row under its new queue (a dead-letter move or a
+     * redrive); shares bind_msg, ?11 is the queue it leaves.  The body row
+     * is keyed by seq alone and does not move. */
+    [ST_MSG_MOVE] = "UPDATE msg SET queue_id = ?1, first_dequeue_ms = ?5, visible_ms = ?6, "
+                    "expire_ms = ?7, dequeue_count = ?8, handle_gen = ?9, src_queue_id = ?10 "
+                    "WHERE queue_id = ?11 AND seq = ?2",
     [ST_INTEGRITY] = "PRAGMA integrity_check",
+    [ST_PAGE_COUNT] = "PRAGMA page_count",
+    [ST_FREELIST_COUNT] = "PRAGMA freelist_count",
 };
 
 struct smq_store {
@@ -172,9 +187,19 @@ static const char schema_v1[] =
     " body BLOB NOT NULL"
     ");";
 
+/* Version 2: dead-letter queues.  A queue's policy, and for a message that
+ * was dead-lettered the queue it came from (0 = none), so a redrive can
+ * send it back. */
+static const char schema_v2[] =
+    "ALTER TABLE queue ADD COLUMN dlq_enabled INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE queue ADD COLUMN dlq_target TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE queue ADD COLUMN dlq_max_receive INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE msg ADD COLUMN src_queue_id INTEGER NOT NULL DEFAULT 0;";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v1,
+    schema_v2,
 };
 
 /* ---- error reporting -------------------------------------------------- */
@@ -487,6 +512,40 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t err_size)
     return 0;
 }
 
+/*
+ * Disk reclamation needs auto_vacuum=INCREMENTAL: with it, pages freed by
+ * deletes can be handed back to the file system a few at a time
+ * (store_reclaim) instead of by a blocking full VACUUM.  The mode can only
+ * be chosen before the first table exists, so a new database gets it
+ * before its schema; a database from before schema version 2 is converted
+ * once by a VACUUM (which rewrites the file and needs as much free space
+ * again).  If that conversion fails smqd runs on without reclamation.
+ */
+static int choose_auto_vacuum(sqlite3 *db, const char *path, char *err, size_t err_size)
+{
+    long long version;
+
+    if (query_int(db, "PRAGMA user_version", &version) != SQLITE_OK) {
+        set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
+        return -1;
+    }
+    if (version != 0)
+        return 0;
+    return exec_pragma(db, "PRAGMA auto_vacuum=INCREMENTAL", path, err, err_size);
+}
+
+static void convert_auto_vacuum(sqlite3 *db, const char *path)
+{
+    long long mode;
+
+    if (query_int(db, "PRAGMA auto_vacuum", &mode) != SQLITE_OK || mode == 2)
+        return;
+    SMQ_INFO("store: %s: converting to incremental auto-vacuum (one-time VACUUM)", path);
+    if (sqlite3_exec(db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", NULL, NULL, NULL) != SQLITE_OK)
+        SMQ_WARN("store: %s: VACUUM failed (%s); freed space will not be returned to the "
+                 "file system", path, sqlite3_errmsg(db));
+}
+
 static int prepare_all(struct smq_store *s, const char *path, char *err, size_t err_size)
 {
     for (int i = 0; i < ST__COUNT; i++) {
@@ -572,9 +631,11 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
         goto fail_db;
     }
     if (preflight(s->db, path, err, err_size) != 0 ||
+        choose_auto_vacuum(s->db, path, err, err_size) != 0 ||
         set_pragmas(s->db, sync, path, err, err_size) != 0 ||
         migrate(s->db, path, err, err_size) != 0)
         goto fail_db;
+    convert_auto_vacuum(s->db, path);
     if (prepare_all(s, path, err, err_size) != 0)
         goto fail_stmts;
     *out = s;
@@ -795,7 +856,7 @@ int store_meta_set(struct smq_store *s, const char *key, const void *value, size
 
 /* ---- queues ----------------------------------------------------------- */
 
-/* Binds all ten queue columns as ?1..?10 in table order. */
+/* Binds all thirteen queue columns as ?1..?13 in table order. */
 static void bind_queue(struct binder *b, const struct store_queue_rec *q)
 {
     bind_i64(b, 1, q->id);
@@ -808,6 +869,9 @@ static void bind_queue(struct binder *b, const struct store_queue_rec *q)
     bind_i64(b, 8, q->visibility_s);
     bind_i64(b, 9, q->polling_wait_s);
     bind_i64(b, 10, q->logging);
+    bind_i64(b, 11, q->dlq_enabled);
+    bind_text(b, 12, q->dlq_target);
+    bind_i64(b, 13, q->dlq_max_receive);
 }
 
 int store_queue_insert(struct smq_store *s, const struct store_queue_rec *q)
@@ -846,13 +910,20 @@ static int delete_by_queue(struct smq_store *s, enum stmt_id id, int64_t queue_i
     return run_write(s, &b, what, NULL);
 }
 
-int store_queue_delete(struct smq_store *s, int64_t queue_id)
+int store_queue_purge(struct smq_store *s, int64_t queue_id)
 {
     /* Bodies first: their statement finds them through the msg rows. */
     int ret = delete_by_queue(s, ST_QUEUE_DELETE_BODIES, queue_id, "queue delete bodies");
 
     if (ret == 0)
         ret = delete_by_queue(s, ST_QUEUE_DELETE_MSGS, queue_id, "queue delete msgs");
+    return ret;
+}
+
+int store_queue_delete(struct smq_store *s, int64_t queue_id)
+{
+    int ret = store_queue_purge(s, queue_id);
+
     if (ret == 0)
         ret = delete_by_queue(s, ST_QUEUE_DELETE, queue_id, "queue delete");
     return ret;
@@ -878,6 +949,13 @@ static int queue_from_row(sqlite3_stmt *st, struct store_queue_rec *q)
     q->visibility_s = sqlite3_column_int64(st, 7);
     q->polling_wait_s = sqlite3_column_int64(st, 8);
     q->logging = sqlite3_column_int(st, 9) != 0;
+    q->dlq_enabled = sqlite3_column_int(st, 10) != 0;
+    name = sqlite3_column_text(st, 11);
+    n = sqlite3_column_bytes(st, 11);
+    if (name == NULL || n > STORE_QUEUE_NAME_MAX)
+        return -1;
+    memcpy(q->dlq_target, name, (size_t)n);
+    q->dlq_max_receive = sqlite3_column_int64(st, 12);
     return 0;
 }
 
@@ -919,7 +997,9 @@ static void bind_key(struct binder *b, int64_t queue_id, uint64_t seq)
     bind_i64(b, 2, (int64_t)seq);
 }
 
-/* Binds all nine msg columns as ?1..?9 in table order. */
+/* Binds the first nine msg columns as ?1..?9 in table order (src_queue_id,
+ * ?10, only where a statement writes it: SQLite refuses a bind past the
+ * highest ?N a statement names). */
 static void bind_msg(struct binder *b, const struct store_msg_rec *m)
 {
     bind_key(b, m->queue_id, m->seq);
@@ -942,6 +1022,7 @@ int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
     if (!seq_ok(m->seq))
         return SMQ_E_INVALID_ARGUMENT;
     bind_msg(&meta, m);
+    bind_i64(&meta, 10, m->src_queue_id);
     ret = run_write(s, &meta, "msg insert", NULL);
     if (ret != 0)
         return ret;
@@ -959,6 +1040,22 @@ int store_msg_update(struct smq_store *s, const struct store_msg_rec *m)
         return SMQ_E_MESSAGE_NOT_EXIST;
     bind_msg(&b, m);
     ret = run_write(s, &b, "msg update", &changes);
+    if (ret == 0 && changes == 0)
+        ret = SMQ_E_MESSAGE_NOT_EXIST;
+    return ret;
+}
+
+int store_msg_move(struct smq_store *s, int64_t from_queue_id, const struct store_msg_rec *m)
+{
+    struct binder b = {s->st[ST_MSG_MOVE], SQLITE_OK};
+    int changes = 0, ret;
+
+    if (!seq_ok(m->seq))
+        return SMQ_E_MESSAGE_NOT_EXIST;
+    bind_msg(&b, m);
+    bind_i64(&b, 10, m->src_queue_id);
+    bind_i64(&b, 11, from_queue_id);
+    ret = run_write(s, &b, "msg move", &changes);
     if (ret == 0 && changes == 0)
         ret = SMQ_E_MESSAGE_NOT_EXIST;
     return ret;
@@ -1025,6 +1122,7 @@ static void msg_from_row(sqlite3_stmt *st, struct store_msg_rec *m)
     m->expire_ms = sqlite3_column_int64(st, 6);
     m->dequeue_count = (uint32_t)sqlite3_column_int64(st, 7);
     m->handle_gen = (uint32_t)sqlite3_column_int64(st, 8);
+    m->src_queue_id = sqlite3_column_int64(st, 9);
 }
 
 int store_msg_load(struct smq_store *s,
@@ -1053,6 +1151,55 @@ out:
 }
 
 /* ---- maintenance ------------------------------------------------------ */
+
+static int pragma_count(struct smq_store *s, enum stmt_id id, uint64_t *out)
+{
+    sqlite3_stmt *st = s->st[id];
+    int rc = sqlite3_step(st), ret = 0;
+
+    if (rc == SQLITE_ROW)
+        *out = (uint64_t)sqlite3_column_int64(st, 0);
+    else
+        ret = fail("page count", sqlite3_errmsg(s->db));
+    stmt_reset(st);
+    return ret;
+}
+
+int store_file_stats(struct smq_store *s, struct store_file_stats *out)
+{
+    long long page_size = 0;
+
+    memset(out, 0, sizeof *out);
+    if (query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK)
+        return fail("page size", sqlite3_errmsg(s->db));
+    out->page_size = (uint64_t)page_size;
+    if (pragma_count(s, ST_PAGE_COUNT, &out->pages) != 0 ||
+        pragma_count(s, ST_FREELIST_COUNT, &out->free_pages) != 0)
+        return SMQ_E_INTERNAL;
+    return 0;
+}
+
+int store_reclaim(struct smq_store *s, unsigned max_pages, uint64_t *freed)
+{
+    uint64_t before, after;
+    char sql[64];
+    int rc;
+
+    *freed = 0;
+    if (store_in_txn(s) || pragma_count(s, ST_FREELIST_COUNT, &before) != 0)
+        return SMQ_E_INTERNAL;
+    if (before == 0)
+        return 0;
+    /* PRAGMA takes no bound parameters; max_pages is a number we print. */
+    snprintf(sql, sizeof sql, "PRAGMA incremental_vacuum(%u)", max_pages);
+    rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return fail_rc("incremental vacuum", rc, sqlite3_errmsg(s->db));
+    if (pragma_count(s, ST_FREELIST_COUNT, &after) != 0)
+        return SMQ_E_INTERNAL;
+    *freed = before > after ? before - after : 0;
+    return 0;
+}
 
 /* Appends one integrity_check row to err, "; "-separated. */
 static void append_finding(char *err, size_t err_size, size_t *used, const char *finding)

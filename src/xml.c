@@ -341,6 +341,14 @@ static const struct opt_field queue_fields[] = {
     {"VisibilityTimeout", offsetof(struct xml_queue_attrs, visibility_s), false},
     {"PollingWaitSeconds", offsetof(struct xml_queue_attrs, polling_wait_s), false},
     {"LoggingEnabled", offsetof(struct xml_queue_attrs, logging), true},
+    {"DlqEnabled", offsetof(struct xml_queue_attrs, dlq_enabled), true},
+    {"DlqMaxReceiveCount", offsetof(struct xml_queue_attrs, dlq_max_receive), false},
+};
+
+/* Inside <DlqPolicy>, the control plane's names for the same fields. */
+static const struct opt_field dlq_fields[] = {
+    {"Enabled", offsetof(struct xml_queue_attrs, dlq_enabled), true},
+    {"MaxReceiveCount", offsetof(struct xml_queue_attrs, dlq_max_receive), false},
 };
 
 static const struct opt_field send_fields[] = {
@@ -388,6 +396,68 @@ static int parse_field(const xmlNode *el, const struct opt_field *f, void *base,
 
 /* ---- <Queue> ------------------------------------------------------------ */
 
+/* <DeadLetterTargetQueue> / <DlqTargetQueue>: a queue name, checked later. */
+static int parse_dlq_target(const xmlNode *el, const char *name, struct xml_queue_attrs *out,
+                            struct smq_errinfo *ei)
+{
+    struct smq_buf text;
+    int rc;
+
+    if (out->dlq_target_present)
+        return duplicated(name, ei);
+    buf_init(&text);
+    rc = leaf_text(el, &text, ei);
+    if (rc == 0 && text.len >= sizeof out->dlq_target)
+        rc = errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                        "The value of %s is longer than a queue name.", name);
+    if (rc == 0) {
+        memcpy(out->dlq_target, text.data != NULL ? text.data : "", text.len);
+        out->dlq_target[text.len] = '\0';
+        out->dlq_target_present = true;
+    }
+    buf_free(&text);
+    return rc;
+}
+
+static int parse_dlq_policy(const xmlNode *policy, struct xml_queue_attrs *out,
+                            struct smq_errinfo *ei)
+{
+    int rc = 0;
+
+    for (const xmlNode *c = policy->children; c != NULL && rc == 0; c = c->next) {
+        const struct opt_field *f =
+            find_field(dlq_fields, sizeof dlq_fields / sizeof dlq_fields[0], c);
+        if (f != NULL)
+            rc = parse_field(c, f, out, ei);
+        else if (is_element(c, "DeadLetterTargetQueue"))
+            rc = parse_dlq_target(c, "DeadLetterTargetQueue", out, ei);
+    }
+    return rc;
+}
+
+/* One child of <Queue>. */
+static int parse_queue_child(const xmlNode *c, struct xml_queue_attrs *out,
+                             struct smq_errinfo *ei)
+{
+    const struct opt_field *f =
+        find_field(queue_fields, sizeof queue_fields / sizeof queue_fields[0], c);
+
+    if (f != NULL) {
+        out->dlq_present |= f->offset == offsetof(struct xml_queue_attrs, dlq_enabled)
+                            || f->offset == offsetof(struct xml_queue_attrs, dlq_max_receive);
+        return parse_field(c, f, out, ei);
+    }
+    if (is_element(c, "DlqTargetQueue")) {
+        out->dlq_present = true;
+        return parse_dlq_target(c, "DlqTargetQueue", out, ei);
+    }
+    if (is_element(c, "DlqPolicy")) {
+        out->dlq_present = true;
+        return parse_dlq_policy(c, out, ei);
+    }
+    return 0;
+}
+
 int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *out,
                           struct smq_errinfo *ei)
 {
@@ -399,12 +469,8 @@ int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *o
     rc = load_root(doc, len, "Queue", &d, &root, ei);
     if (rc != 0)
         return rc;
-    for (c = root->children; c != NULL && rc == 0; c = c->next) {
-        const struct opt_field *f =
-            find_field(queue_fields, sizeof queue_fields / sizeof queue_fields[0], c);
-        if (f != NULL)
-            rc = parse_field(c, f, out, ei);
-    }
+    for (c = root->children; c != NULL && rc == 0; c = c->next)
+        rc = parse_queue_child(c, out, ei);
     xmlFreeDoc(d);
     if (rc != 0)
         memset(out, 0, sizeof *out);

@@ -27,6 +27,30 @@ struct expired_row {
     uint64_t seq;
 };
 
+/* Message lifecycle events of queues with LoggingEnabled (engine_oplog.c). */
+enum engine_event_kind {
+    EV_SEND,
+    EV_RECEIVE,
+    EV_CHANGE_VISIBILITY,
+    EV_DELETE,
+    EV_EXPIRE,
+    EV_DEAD_LETTER,
+    EV_REDRIVE,
+    EV_PURGE
+};
+
+/* Names are copied: a queue may be deleted later in the same run. */
+struct engine_event {
+    enum engine_event_kind kind;
+    uint64_t seq;                    /* EV_PURGE: the number of messages */
+    uint32_t dequeue_count;
+    char queue[SMQ_QUEUE_NAME_MAX + 1];
+    char to[SMQ_QUEUE_NAME_MAX + 1];         /* EV_DEAD_LETTER / EV_REDRIVE */
+    char request_id[25];
+};
+
+#define REDRIVE_TICK_MS 100              /* how often a running redrive moves a slice */
+
 struct smq_engine {
     const struct smq_clock *clock;
     struct smq_store *store;
@@ -52,6 +76,12 @@ struct smq_engine {
     uint64_t dlq_move_failures;      /* dead-letter moves skipped: target missing */
     uint64_t db_pages, free_pages, page_size;   /* file figures, refreshed by reclamation */
     uint64_t vacuumed_pages;         /* pages given back to the file system */
+    uint64_t next_reclaim_mono;      /* next look at the free pages */
+    bool maintain_due;               /* messages were deleted since that look */
+    bool redrive_active;             /* some queue has redrive_pending > 0 */
+    uint64_t last_redrive_mono;      /* last redrive tick */
+    struct engine_event *events;     /* this run's operation-log lines, written after COMMIT */
+    size_t n_events, cap_events;
 
     /* state of the run in progress */
     int64_t now_ms;                  /* epoch ms, fixed for one run */
@@ -77,11 +107,44 @@ void engine_mark_ready(struct smq_engine *e, struct smq_queue *q);
 /* Reads the clock into now_ms and fires every due timer. */
 void engine_advance_clock(struct smq_engine *e);
 
+/* Thin exports of engine.c's write bracket and helpers for the files below. */
+int engine_write_begin(struct smq_engine *e);
+int engine_write_end(struct smq_engine *e, int rc);
+void engine_msg_record(const struct smq_msg *m, struct store_msg_rec *r);
+void engine_destroy_queue_msgs(struct smq_engine *e, struct smq_queue *q);
+struct smq_queue *engine_queue_by_id(struct smq_engine *e, int64_t id);
+
+/* ---- engine_dlq.c: dead-letter moves and redrive ---- */
+
+/* Before a receive takes messages from q: moves every Active message at the
+ * head of q that has used up its receives to q's dead-letter queue. */
+void engine_dead_letter_due(struct smq_engine *e, struct smq_queue *q, const char *request_id);
+/* Moves a slice of every running redrive (call once per run, after the
+ * clock advanced). */
+void engine_redrive_tick(struct smq_engine *e, uint64_t now_mono);
+/* Milliseconds until the next redrive tick, UINT64_MAX if none runs. */
+uint64_t engine_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono);
+
+/* ---- engine_oplog.c: operation logs ---- */
+
+/* Records an event for m (NULL for EV_PURGE, with count in seq) if q logs. */
+void engine_oplog(struct smq_engine *e, const struct smq_queue *q, enum engine_event_kind kind,
+                  const struct smq_msg *m, const char *to, const char *request_id);
+void engine_oplog_purge(struct smq_engine *e, const struct smq_queue *q, uint64_t count,
+                        const char *request_id);
+/* After the run: writes (committed) or drops (lost) the recorded events. */
+void engine_oplog_flush(struct smq_engine *e, bool committed);
+void engine_oplog_free(struct smq_engine *e);
+
 /* ---- engine_admin.c: administration ops (admin listener, smqctl) ---- */
 
 int engine_exec_stats(struct smq_engine *e, struct smq_op *op);
 int engine_exec_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);
 int engine_exec_redrive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);
+/* Disk reclamation and file figures: call after a run, outside its
+ * transaction; does something at most every few seconds. */
+void engine_maintain(struct smq_engine *e, uint64_t now_mono);
+uint64_t engine_maintain_timeout_ms(const struct smq_engine *e, uint64_t now_mono);
 
 /* ---- recover.c ---- */
 

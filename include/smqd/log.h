@@ -44,6 +44,10 @@ void log_write(enum smq_log_level level, const char *fmt, ...)
 void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/* Writes one operation-log line (tag OPLOG) whatever the level: the
+ * message lifecycle events of queues with LoggingEnabled (engine). */
+void log_event(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define SMQ_LOG(level, ...)                          \
     do {                                             \
         if ((level) <= log_get_level())              \

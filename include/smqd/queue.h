@@ -44,6 +44,10 @@ struct smq_msg {
     uint32_t dequeue_count, handle_gen;
     uint8_t priority;
     uint8_t state;                   /* enum smq_msg_state */
+    /* Dead-lettered: the id of the queue it came from (for a redrive), 0 =
+     * none.  32 bits fit in what was padding; a queue id beyond them (four
+     * billion queue creations) is kept as 0 and such a message is not redriven. */
+    uint32_t src_queue_id;
 };
 
 /* Lifetime counters of one queue (since start-up; for metrics). */
@@ -65,6 +69,7 @@ struct smq_queue {
     struct queue_counters count;
     uint64_t redrive_pending;                     /* messages a running redrive still moves */
     uint32_t redrive_rate;                        /* its messages per second */
+    uint64_t redrive_credit;                      /* thousandths of a message due */
 };
 
 /* Converts between epoch ms (message times) and wheel (monotonic) ms. */

@@ -25,7 +25,7 @@
 #include "smqd/buf.h"
 #include "smqd/config.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_QUEUE_NAME_MAX 120
 
 struct smq_store;
@@ -36,6 +36,9 @@ struct store_queue_rec {
     int64_t create_s, modify_s;          /* epoch seconds */
     int64_t delay_s, max_msg_size, retention_s, visibility_s, polling_wait_s;
     int logging;                         /* 0/1 */
+    int dlq_enabled;                     /* 0/1 */
+    char dlq_target[STORE_QUEUE_NAME_MAX + 1];   /* "" = none */
+    int64_t dlq_max_receive;
 };
 
 struct store_msg_rec {
@@ -48,6 +51,7 @@ struct store_msg_rec {
     int64_t expire_ms;                   /* epoch ms of retention expiry */
     uint32_t dequeue_count;
     uint32_t handle_gen;                 /* receipt-handle generation */
+    int64_t src_queue_id;                /* dead-lettered: the queue it came from; else 0 */
 };
 
 /* Opens (creating if needed) and migrates the database at path.
@@ -113,6 +117,8 @@ int store_queue_update(struct smq_store *s, const struct store_queue_rec *q);
 /* Deletes the queue and all its messages and bodies.  Deleting what is
  * not there is not an error (lazy cleanups may race a queue delete). */
 int store_queue_delete(struct smq_store *s, int64_t queue_id);
+/* Deletes every message (and body) of the queue, keeping the queue. */
+int store_queue_purge(struct smq_store *s, int64_t queue_id);
 /* Calls cb for every queue, in id order; a non-zero return from cb stops and
  * is returned.  cb may call other store functions but not the same loader. */
 int store_queue_load(struct smq_store *s,
@@ -125,6 +131,10 @@ int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
 /* Rewrites the mutable fields: first_dequeue_ms, visible_ms, dequeue_count, handle_gen.
  * SMQ_E_MESSAGE_NOT_EXIST (nothing written) if the row is absent. */
 int store_msg_update(struct smq_store *s, const struct store_msg_rec *m);
+/* Moves the row (from_queue_id, m->seq) to queue m->queue_id and rewrites
+ * its mutable fields, expire_ms and src_queue_id; the body stays.
+ * SMQ_E_MESSAGE_NOT_EXIST (nothing written) if the row is absent. */
+int store_msg_move(struct smq_store *s, int64_t from_queue_id, const struct store_msg_rec *m);
 /* Deletes the metadata and body rows; an absent message is not an error
  * (e.g. a lazy expiry flush after its queue was deleted). */
 int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq);
@@ -134,6 +144,20 @@ int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct s
  * bodies; a non-zero return from cb stops and is returned. */
 int store_msg_load(struct smq_store *s,
                    int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
+
+/*
+ * Disk reclamation.  Deleted messages leave free pages inside the file;
+ * store_reclaim hands up to max_pages of them back to the file system
+ * (incremental auto-vacuum, its own small transaction: call it outside a
+ * group commit) and reports how many went.  0 or SMQ_E_INTERNAL /
+ * SMQ_E_STORAGE_FULL.  A database without incremental auto-vacuum (its
+ * one-time conversion failed) frees nothing.
+ */
+struct store_file_stats {
+    uint64_t pages, free_pages, page_size;
+};
+int store_file_stats(struct smq_store *s, struct store_file_stats *out);
+int store_reclaim(struct smq_store *s, unsigned max_pages, uint64_t *freed);
 
 /* Runs PRAGMA integrity_check.  0 when SQLite reports "ok"; otherwise
  * SMQ_E_INTERNAL with SQLite's findings (joined by "; ", truncated) in err.

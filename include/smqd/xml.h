@@ -45,6 +45,15 @@ struct xml_queue_attrs {
     struct xml_opt_i64 visibility_s;       /* VisibilityTimeout */
     struct xml_opt_i64 polling_wait_s;     /* PollingWaitSeconds */
     struct xml_opt_i64 logging;            /* LoggingEnabled: 1/0 */
+    /* Dead-letter policy (smqd extension): <DlqPolicy> with <Enabled>,
+     * <DeadLetterTargetQueue>, <MaxReceiveCount>, or the flat forms
+     * <DlqEnabled>, <DlqTargetQueue>, <DlqMaxReceiveCount> that
+     * GetQueueAttributes returns.  The target is checked by the API layer. */
+    bool dlq_present;                      /* any of them given */
+    struct xml_opt_i64 dlq_enabled;
+    struct xml_opt_i64 dlq_max_receive;
+    bool dlq_target_present;
+    char dlq_target[128];                  /* longer names are refused here */
 };
 
 /* One <Message> of SendMessage / BatchSendMessage. */

@@ -509,6 +509,62 @@ static void test_api_prepare_create_queue_all_attributes(void **state)
     api_call_free(&call);
 }
 
+/* The dead-letter policy: nested (control-plane names) or flat (the names
+ * GetQueueAttributes returns), checked as a whole. */
+static void test_api_prepare_dlq_policy(void **state)
+{
+    struct api_call call;
+    const char *nested = DECL "<Queue " REQ_NS "><DlqPolicy><Enabled>true</Enabled>"
+                         "<DeadLetterTargetQueue>orders-dlq</DeadLetterTargetQueue>"
+                         "<MaxReceiveCount>5</MaxReceiveCount></DlqPolicy></Queue>";
+    const char *flat = "<Queue><DlqEnabled>True</DlqEnabled><DlqTargetQueue>d</DlqTargetQueue>"
+                       "<DlqMaxReceiveCount>1000</DlqMaxReceiveCount></Queue>";
+
+    (void)state;
+    run_ok(&call, "PUT", "/queues/orders", nested, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs_present, SMQ_ATTR_DLQ);
+    assert_int_equal(call.op.attrs.dlq.enabled, 1);
+    assert_string_equal(call.op.attrs.dlq.target, "orders-dlq");
+    assert_int_equal(call.op.attrs.dlq.max_receive, 5);
+    api_call_free(&call);
+    run_ok(&call, "PUT", "/queues/q?metaoverride=true", flat, API_SET_QUEUE_ATTRIBUTES,
+           SMQ_OP_SET_QUEUE);
+    assert_int_equal(call.op.attrs.dlq.max_receive, 1000);
+    assert_string_equal(call.op.attrs.dlq.target, "d");
+    api_call_free(&call);
+    /* Enabled=false clears the policy whatever else is named. */
+    run_ok(&call, "PUT", "/queues/q?metaoverride=true",
+           "<Queue><DlqPolicy><Enabled>false</Enabled><MaxReceiveCount>0</MaxReceiveCount>"
+           "</DlqPolicy></Queue>", API_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
+    assert_int_equal(call.op.attrs_present, SMQ_ATTR_DLQ);
+    assert_int_equal(call.op.attrs.dlq.enabled, 0);
+    assert_string_equal(call.op.attrs.dlq.target, "");
+    api_call_free(&call);
+    /* Without a policy element nothing about it is set. */
+    run_ok(&call, "PUT", "/queues/q", "<Queue><DelaySeconds>1</DelaySeconds></Queue>",
+           API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs_present & SMQ_ATTR_DLQ, 0);
+    api_call_free(&call);
+
+    run_err("PUT", "/queues/q", "<Queue><DlqPolicy><Enabled>true</Enabled>"
+            "<MaxReceiveCount>3</MaxReceiveCount></DlqPolicy></Queue>", SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/queues/q", "<Queue><DlqPolicy><DeadLetterTargetQueue>d</DeadLetterTargetQueue>"
+            "</DlqPolicy></Queue>", SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/queues/q", "<Queue><DlqPolicy><DeadLetterTargetQueue>d</DeadLetterTargetQueue>"
+            "<MaxReceiveCount>0</MaxReceiveCount></DlqPolicy></Queue>", SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/queues/q", "<Queue><DlqPolicy><DeadLetterTargetQueue>d</DeadLetterTargetQueue>"
+            "<MaxReceiveCount>1001</MaxReceiveCount></DlqPolicy></Queue>", SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/queues/q", "<Queue><DlqPolicy><DeadLetterTargetQueue>bad name!"
+            "</DeadLetterTargetQueue><MaxReceiveCount>3</MaxReceiveCount></DlqPolicy></Queue>",
+            SMQ_E_INVALID_QUEUE_NAME);
+    run_err("PUT", "/queues/q", "<Queue><DlqPolicy><Enabled>maybe</Enabled></DlqPolicy></Queue>",
+            SMQ_E_INVALID_ARGUMENT);
+    /* The same field twice, nested and flat, is a duplicate. */
+    run_err("PUT", "/queues/q", "<Queue><DlqTargetQueue>a</DlqTargetQueue><DlqPolicy>"
+            "<DeadLetterTargetQueue>b</DeadLetterTargetQueue></DlqPolicy></Queue>",
+            SMQ_E_MALFORMED_XML);
+}
+
 static void test_api_prepare_set_queue_attributes(void **state)
 {
     struct api_call call;
@@ -1905,6 +1961,7 @@ int main(void)
         cmocka_unit_test(test_api_action_names),
         cmocka_unit_test(test_api_prepare_create_queue),
         cmocka_unit_test(test_api_prepare_create_queue_all_attributes),
+        cmocka_unit_test(test_api_prepare_dlq_policy),
         cmocka_unit_test(test_api_prepare_set_queue_attributes),
         cmocka_unit_test(test_api_prepare_queue_wrong_root),
         cmocka_unit_test(test_api_prepare_get_and_delete_queue),

@@ -2125,6 +2125,389 @@ static void test_engine_ten_thousand_messages(void **state)
     assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
 }
 
+/* ---- dead-letter queues, purge, redrive, statistics ------------------------ */
+
+/* Creates queue name with a dead-letter policy to target (no policy when
+ * target is NULL) and the given visibility timeout; returns the op's result. */
+static int create_with_dlq(struct fixture *f, const char *name, const char *target,
+                           int64_t max_receive, int64_t visibility_s)
+{
+    struct smq_queue_attrs a;
+
+    engine_default_attrs(&a);
+    a.visibility_s = visibility_s;
+    if (target != NULL) {
+        a.dlq.enabled = 1;
+        snprintf(a.dlq.target, sizeof a.dlq.target, "%s", target);
+        a.dlq.max_receive = max_receive;
+    }
+    return create_queue(f, name, &a, SMQ_ATTR_VISIBILITY | SMQ_ATTR_DLQ, NULL);
+}
+
+/* The statistics of one queue (SMQ_OP_STATS). */
+static struct smq_queue_stats queue_stats(struct fixture *f, const char *name)
+{
+    struct smq_op op;
+    struct smq_queue_stats st;
+
+    op_init(f, &op, SMQ_OP_STATS, name);
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_stats, 1);
+    st = op.stats[0];
+    engine_op_release(&op);
+    return st;
+}
+
+/* Receives seq from queue (it must be the one delivered), then lets its
+ * visibility timeout pass so that it is Active again. */
+static void receive_and_lapse(struct fixture *f, const char *queue, uint64_t seq, int64_t vis_s)
+{
+    struct smq_msg_view v;
+
+    assert_int_equal(receive_one(f, queue, &v), 0);
+    assert_true(v.seq == seq);
+    tick(f, (uint64_t)vis_s * 1000 + 1);
+}
+
+static void test_engine_dlq_policy_validated(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_queue_info info;
+    struct smq_op op;
+
+    /* The target must exist and must not be the queue itself. */
+    assert_int_equal(create_with_dlq(f, "src", "nowhere", 3, 30), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(get_info(f, "src", &info), SMQ_E_QUEUE_NOT_EXIST);
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "self", "self", 3, 30), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 3, 30), 0);
+    assert_int_equal(get_info(f, "src", &info), 0);
+    assert_int_equal(info.attrs.dlq.enabled, 1);
+    assert_string_equal(info.attrs.dlq.target, "dlq");
+    assert_int_equal(info.attrs.dlq.max_receive, 3);
+    /* The same create again is idempotent; another policy is a conflict. */
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 3, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 4, 30), SMQ_E_QUEUE_ALREADY_EXIST);
+    /* SetQueueAttributes onto itself is refused and changes nothing. */
+    op_init(f, &op, SMQ_OP_SET_QUEUE, "src");
+    op.attrs.dlq = (struct smq_dlq_policy){1, "src", 2};
+    op.attrs_present = SMQ_ATTR_DLQ;
+    assert_int_equal(run_one(f, &op), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(get_info(f, "src", &info), 0);
+    assert_string_equal(info.attrs.dlq.target, "dlq");
+    /* Disabling clears the whole policy, and it survives a restart. */
+    op_init(f, &op, SMQ_OP_SET_QUEUE, "src");
+    op.attrs.dlq = (struct smq_dlq_policy){0, "junk", 9};
+    op.attrs_present = SMQ_ATTR_DLQ;
+    assert_int_equal(run_one(f, &op), 0);
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_int_equal(get_info(f, "src", &info), 0);
+    assert_int_equal(info.attrs.dlq.enabled, 0);
+    assert_string_equal(info.attrs.dlq.target, "");
+}
+
+static void test_engine_dead_letter_after_max_receives(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_queue_stats st;
+    struct smq_msg_view v;
+    struct smq_op op;
+    uint64_t seq;
+    int64_t enqueued;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 2, 1), 0);
+    enqueued = now_ms(f);
+    seq = send_text(f, "src", "poison", 0, 3);
+    receive_and_lapse(f, "src", seq, 1);
+    receive_and_lapse(f, "src", seq, 1);
+    /* Received twice: the third attempt moves it instead of delivering it. */
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_counts(f, "src", 0, 0, 0);
+    assert_counts(f, "dlq", 1, 0, 0);
+    /* Same id, body, priority and EnqueueTime; receives counted afresh. */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_int_equal(receive(f, &op, "dlq", 1, 0), 0);
+    assert_true(op.msgs[0].seq == seq);
+    assert_body(&op.msgs[0], "poison");
+    assert_int_equal(op.msgs[0].priority, 3);
+    assert_int_equal(op.msgs[0].enqueue_ms, enqueued);
+    assert_int_equal(op.msgs[0].dequeue_count, 1);
+    engine_op_release(&op);
+    st = queue_stats(f, "src");
+    assert_int_equal(st.dead_lettered, 0);          /* counters count since start-up */
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 1);
+    assert_int_equal(sql_int(f, "SELECT src_queue_id FROM msg"),
+                     sql_int(f, "SELECT id FROM queue WHERE name = 'src'"));
+}
+
+static void test_engine_dead_letter_counts_and_wakes_dlq_poller(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *poll = &f->park[0];
+    struct smq_msg_view v;
+    uint64_t seq;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    park(f, poll, "dlq", 10);
+    seq = send_text(f, "src", "m", 0, 8);
+    receive_and_lapse(f, "src", seq, 1);
+    assert_int_equal(f->park_done[0], 0);
+    /* The move happens in this receive's run and hands the message to the
+     * parked DLQ poll at once. */
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(f->park_done[0], 1);
+    assert_int_equal(poll->result.err, 0);
+    assert_true(poll->msgs[0].seq == seq);
+    engine_op_release(poll);
+    assert_int_equal(queue_stats(f, "src").dead_lettered, 1);
+    assert_int_equal(queue_stats(f, "src").received, 1);
+    assert_int_equal(queue_stats(f, "dlq").received, 1);
+}
+
+static void test_engine_dead_letter_target_gone_keeps_message(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_msg_view v;
+    uint64_t seq;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    assert_int_equal(delete_queue(f, "dlq"), 0);
+    seq = send_text(f, "src", "m", 0, 8);
+    receive_and_lapse(f, "src", seq, 1);
+    /* Never dropped: delivered as if there were no policy, and counted. */
+    assert_int_equal(receive_one(f, "src", &v), 0);
+    assert_true(v.seq == seq);
+    assert_int_equal(v.dequeue_count, 2);
+    assert_int_equal(stats(f).dlq_move_failures, 1);
+}
+
+static void test_engine_dead_letter_expiry_from_original_enqueue(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_queue_attrs a;
+    struct smq_msg_view v;
+    uint64_t seq;
+
+    engine_default_attrs(&a);
+    a.retention_s = 60;
+    assert_int_equal(create_queue(f, "dlq", &a, SMQ_ATTR_RETENTION, NULL), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 40), 0);
+    seq = send_text(f, "src", "m", 0, 8);
+    receive_and_lapse(f, "src", seq, 40);
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_counts(f, "dlq", 1, 0, 0);
+    /* 40 s in src + 20 s in dlq = the DLQ's 60 s retention from EnqueueTime. */
+    tick(f, 19000);
+    assert_counts(f, "dlq", 1, 0, 0);
+    tick(f, 1100);
+    assert_counts(f, "dlq", 0, 0, 0);
+    assert_int_equal(queue_stats(f, "dlq").expired, 1);
+}
+
+static int purge(struct fixture *f, const char *queue, bool main_q, bool dlq, uint64_t *n,
+                 uint64_t *n_dlq)
+{
+    struct smq_op op;
+    int err;
+
+    op_init(f, &op, SMQ_OP_PURGE, queue);
+    op.purge.main = main_q;
+    op.purge.dlq = dlq;
+    err = run_one(f, &op);
+    *n = op.n_purged;
+    *n_dlq = op.n_purged_dlq;
+    engine_op_release(&op);
+    return err;
+}
+
+static void test_engine_purge(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_msg_view v;
+    uint64_t n = 0, n_dlq = 0, kept;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 5, 30), 0);
+    create_queue_vis(f, "other", 30);
+    send_text(f, "src", "a", 0, 8);
+    send_text(f, "src", "b", 0, 8);
+    send_text(f, "src", "c", 100, 8);
+    send_text(f, "dlq", "d", 0, 8);
+    kept = send_text(f, "other", "e", 0, 8);
+    assert_int_equal(receive_one(f, "src", &v), 0);
+    assert_int_equal(purge(f, "other", false, true, &n, &n_dlq), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(purge(f, "src", true, false, &n, &n_dlq), 0);
+    assert_int_equal(n, 3);                  /* Active, Inactive and Delayed alike */
+    assert_int_equal(n_dlq, 0);
+    assert_counts(f, "src", 0, 0, 0);
+    assert_counts(f, "dlq", 1, 0, 0);
+    /* A handle given out before the purge names nothing now. */
+    assert_int_equal(delete_msg(f, "src", v.seq, v.handle_gen), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(purge(f, "src", false, true, &n, &n_dlq), 0);
+    assert_int_equal(n_dlq, 1);
+    assert_counts(f, "dlq", 0, 0, 0);
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_counts(f, "src", 0, 0, 0);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 1);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 1);
+    assert_int_equal(receive_one(f, "other", &v), 0);
+    assert_true(v.seq == kept);
+}
+
+/* Dead-letters n messages from src (max_receive 1, visibility 1 s). */
+static void fill_dlq(struct fixture *f, int n)
+{
+    struct smq_op op;
+
+    for (int i = 0; i < n; i++)
+        send_text(f, "src", "m", 0, 8);
+    for (int done = 0; done < n; done += 16) {
+        assert_int_equal(receive(f, &op, "src", 16, 0), 0);
+        engine_op_release(&op);
+    }
+    tick(f, 1001);
+    assert_int_equal(receive(f, &op, "src", 1, 0), SMQ_E_MESSAGE_NOT_EXIST);
+    engine_op_release(&op);
+    assert_counts(f, "dlq", (uint64_t)n, 0, 0);
+}
+
+static void test_engine_redrive_is_rate_limited(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_queue_stats st;
+    struct smq_msg_view v;
+    struct smq_op op;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    fill_dlq(f, 20);
+    send_text(f, "dlq", "no source", 0, 16);     /* sent there directly: stays */
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 20;
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_redrive, 21);
+    assert_true(engine_next_timeout_ms(f->e) <= 100);
+    /* 20 per second: 2 per 100 ms tick. */
+    tick(f, 100);
+    assert_counts(f, "src", 2, 0, 0);
+    tick(f, 100);
+    assert_counts(f, "src", 4, 0, 0);
+    st = queue_stats(f, "dlq");
+    assert_int_equal(st.redriven, 4);
+    assert_true(st.redrive_pending > 0);
+    tick(f, 1000);
+    tick(f, 100);
+    assert_counts(f, "src", 20, 0, 0);
+    assert_counts(f, "dlq", 1, 0, 0);
+    assert_int_equal(queue_stats(f, "dlq").redrive_pending, 0);
+    /* Back in src with their receives counted afresh. */
+    assert_int_equal(receive_one(f, "src", &v), 0);
+    assert_int_equal(v.dequeue_count, 1);
+    assert_int_equal(receive_one(f, "dlq", &v), 0);
+    assert_int_equal(v.priority, 16);
+    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg WHERE queue_id = "
+                                "(SELECT id FROM queue WHERE name = 'src')"), 20);
+}
+
+static void test_engine_redrive_max_and_restart(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op op;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    fill_dlq(f, 5);
+    /* Sources survive a restart (src_queue_id on disk). */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 100000;
+    op.redrive.max = 3;
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_redrive, 3);
+    tick(f, 100);
+    tick(f, 100);
+    assert_counts(f, "src", 3, 0, 0);
+    assert_counts(f, "dlq", 2, 0, 0);
+    assert_true(engine_next_timeout_ms(f->e) > 100);
+}
+
+static void test_engine_stats_counters_and_oldest(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_queue_stats st;
+    struct smq_msg_view v;
+    struct smq_op op;
+    int64_t first = now_ms(f);
+
+    create_queue_vis(f, "b", 30);
+    create_queue_vis(f, "a", 30);
+    send_text(f, "b", "1", 0, 8);
+    tick(f, 500);
+    send_text(f, "b", "2", 0, 8);
+    send_text(f, "b", "3", 5, 8);
+    assert_int_equal(receive_one(f, "b", &v), 0);
+    assert_int_equal(delete_msg(f, "b", v.seq, v.handle_gen), 0);
+    st = queue_stats(f, "b");
+    assert_int_equal(st.sent, 3);
+    assert_int_equal(st.received, 1);
+    assert_int_equal(st.deleted, 1);
+    assert_int_equal(st.info.n_active, 1);
+    assert_int_equal(st.info.n_delayed, 1);
+    assert_int_equal(st.oldest_enqueue_ms, first + 500);
+    /* Every queue, sorted by name; an empty queue has no oldest message. */
+    op_init(f, &op, SMQ_OP_STATS, "");
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_stats, 2);
+    assert_string_equal(op.stats[0].info.name, "a");
+    assert_int_equal(op.stats[0].oldest_enqueue_ms, 0);
+    assert_string_equal(op.stats[1].info.name, "b");
+    assert_int_equal(op.totals.queues, 2);
+    assert_int_equal(op.totals.messages, 2);
+    assert_true(op.totals.page_size >= 512);
+    assert_true(op.totals.db_pages > 0);
+    engine_op_release(&op);
+    op_init(f, &op, SMQ_OP_STATS, "missing");
+    assert_int_equal(run_one(f, &op), SMQ_E_QUEUE_NOT_EXIST);
+    engine_op_release(&op);
+}
+
+static void test_engine_reclaims_space_after_purge(void **state)
+{
+    struct fixture *f = *state;
+    static char body[4000];
+    struct engine_stats st;
+    uint64_t n = 0, n_dlq = 0, pages_full;
+    struct smq_op op;
+
+    memset(body, 'x', sizeof body);
+    create_queue_vis(f, "big", 30);
+    for (int batch = 0; batch < 80; batch++) {       /* 1,280 pages of bodies */
+        op_init(f, &op, SMQ_OP_SEND, "big");
+        for (int i = 0; i < 16; i++)
+            op.send[i] = (struct smq_send_item){body, sizeof body, 0, 8};
+        op.n_send = 16;
+        assert_int_equal(run_one(f, &op), 0);
+        engine_op_release(&op);
+    }
+    pages_full = (uint64_t)sql_int(f, "PRAGMA page_count");
+    /* No maintenance is scheduled while nothing was deleted (only expiry). */
+    assert_true(engine_next_timeout_ms(f->e) > 300000);
+    assert_int_equal(purge(f, "big", true, false, &n, &n_dlq), 0);
+    assert_int_equal(n, 1280);
+    /* Reclamation steps run between runs, a slice at a time, on their own,
+     * and stop once nothing is worth reclaiming. */
+    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) != UINT64_MAX; i++)
+        tick(f, engine_next_timeout_ms(f->e));
+    assert_int_equal(engine_next_timeout_ms(f->e), UINT64_MAX);
+    st = stats(f);
+    assert_true(st.vacuumed_pages >= 1024);      /* the rest stays for reuse */
+    assert_true(st.free_pages < 1024);
+    assert_true((uint64_t)sql_int(f, "PRAGMA page_count") + 1024 <= pages_full);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2166,6 +2549,16 @@ int main(void)
         T(test_engine_reload_serves_reparked_waiter),
         T(test_engine_queue_id_not_reused_after_restart),
         T(test_engine_ten_thousand_messages),
+        T(test_engine_dlq_policy_validated),
+        T(test_engine_dead_letter_after_max_receives),
+        T(test_engine_dead_letter_counts_and_wakes_dlq_poller),
+        T(test_engine_dead_letter_target_gone_keeps_message),
+        T(test_engine_dead_letter_expiry_from_original_enqueue),
+        T(test_engine_purge),
+        T(test_engine_redrive_is_rate_limited),
+        T(test_engine_redrive_max_and_restart),
+        T(test_engine_stats_counters_and_oldest),
+        T(test_engine_reclaims_space_after_purge),
 #undef T
     };
 

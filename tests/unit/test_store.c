@@ -327,15 +327,17 @@ static void test_store_open_reopen_keeps_data(void **state)
     buf_free(&body);
 }
 
-static void test_store_user_version_is_1(void **state)
+static void test_store_user_version_is_2(void **state)
 {
     struct fixture *f = *state;
 
     assert_int_equal(disk_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 1);
+    assert_int_equal(STORE_SCHEMA_VERSION, 2);
+    /* A new database is created with incremental auto-vacuum (reclamation). */
+    assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 1);
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 2);
     assert_int_equal(disk_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
                      4);
 }
@@ -399,8 +401,8 @@ static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
 
-    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 2;");
-    expect_refusal(f, "database schema version 2 is newer than this smqd supports (1); "
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 3;");
+    expect_refusal(f, "database schema version 3 is newer than this smqd supports (2); "
                       "refusing to open");
 }
 
@@ -989,11 +991,181 @@ static void test_store_full_and_reserve(void **state)
     assert_int_not_equal(stat(reserve, &st), 0);
 }
 
+/* ---- schema 2: dead-letter columns, moves, purge, reclamation ---------- */
+
+/* The exact version-1 layout as smqd 0.1 created it, with one queue and
+ * one message in it and auto_vacuum off. */
+static const char v1_db[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE queue(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+    " create_s INTEGER NOT NULL, modify_s INTEGER NOT NULL, delay_s INTEGER NOT NULL,"
+    " max_msg_size INTEGER NOT NULL, retention_s INTEGER NOT NULL,"
+    " visibility_s INTEGER NOT NULL, polling_wait_s INTEGER NOT NULL,"
+    " logging INTEGER NOT NULL);"
+    "CREATE TABLE msg(queue_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " priority INTEGER NOT NULL, enqueue_ms INTEGER NOT NULL,"
+    " first_dequeue_ms INTEGER NOT NULL, visible_ms INTEGER NOT NULL,"
+    " expire_ms INTEGER NOT NULL, dequeue_count INTEGER NOT NULL,"
+    " handle_gen INTEGER NOT NULL, PRIMARY KEY(queue_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE msg_body(seq INTEGER PRIMARY KEY, body BLOB NOT NULL);"
+    "INSERT INTO queue VALUES(1, 'old', 1, 1, 0, 65536, 345600, 30, 0, 1);"
+    "INSERT INTO msg VALUES(1, 5, 8, 1000, 0, 1000, 999999999999, 2, 3);"
+    "INSERT INTO msg_body VALUES(5, 'kept');"
+    "PRAGMA user_version = 1;";
+
+static void test_store_migrates_v1_to_v2(void **state)
+{
+    struct fixture *f = *state;
+    struct queue_list ql = {.n = 0};
+    struct msg_list ml = {.n = 0};
+    struct smq_buf body;
+    char err[256];
+
+    make_raw_db(f->path, v1_db);
+    assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 0);
+    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 2);
+    /* Converted once (VACUUM) so that space can be reclaimed. */
+    assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 2);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 1);
+    assert_string_equal(ql.q[0].name, "old");
+    assert_int_equal(ql.q[0].logging, 1);
+    assert_int_equal(ql.q[0].dlq_enabled, 0);
+    assert_string_equal(ql.q[0].dlq_target, "");
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 1);
+    assert_true(ml.m[0].seq == 5);
+    assert_int_equal(ml.m[0].dequeue_count, 2);
+    assert_int_equal(ml.m[0].src_queue_id, 0);
+    buf_init(&body);
+    assert_int_equal(store_msg_body(f->s, 1, 5, &body), 0);
+    assert_memory_equal(body.data, "kept", 4);
+    buf_free(&body);
+}
+
+static void test_store_queue_dlq_columns_round_trip(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "src");
+    struct queue_list ql = {.n = 0};
+
+    q.dlq_enabled = 1;
+    snprintf(q.dlq_target, sizeof q.dlq_target, "src-dlq");
+    q.dlq_max_receive = 5;
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    reopen(f);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 1);
+    assert_int_equal(ql.q[0].dlq_enabled, 1);
+    assert_string_equal(ql.q[0].dlq_target, "src-dlq");
+    assert_int_equal(ql.q[0].dlq_max_receive, 5);
+    q.dlq_enabled = 0;
+    q.dlq_target[0] = '\0';
+    q.dlq_max_receive = 0;
+    assert_int_equal(store_queue_update(f->s, &q), 0);
+    ql.n = 0;
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.q[0].dlq_enabled, 0);
+    assert_string_equal(ql.q[0].dlq_target, "");
+}
+
+static void test_store_msg_move_rekeys_and_keeps_body(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec a = make_queue(1, "a"), b = make_queue(2, "b");
+    struct store_msg_rec m = make_msg(1, 9);
+    struct msg_list ml = {.n = 0};
+    struct smq_buf body;
+
+    assert_int_equal(store_queue_insert(f->s, &a), 0);
+    assert_int_equal(store_queue_insert(f->s, &b), 0);
+    insert_msg(f->s, 1, 9);
+    m.queue_id = 2;
+    m.dequeue_count = 0;
+    m.handle_gen = 4;
+    m.src_queue_id = 1;
+    m.expire_ms = m.enqueue_ms + 1000;
+    assert_int_equal(store_msg_move(f->s, 1, &m), 0);
+    /* Moving what is not there (wrong source) writes nothing. */
+    assert_int_equal(store_msg_move(f->s, 1, &m), SMQ_E_MESSAGE_NOT_EXIST);
+    reopen(f);
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 1);
+    assert_int_equal(ml.m[0].queue_id, 2);
+    assert_int_equal(ml.m[0].src_queue_id, 1);
+    assert_int_equal(ml.m[0].handle_gen, 4);
+    assert_int_equal(ml.m[0].enqueue_ms, m.enqueue_ms);
+    assert_int_equal(ml.m[0].expire_ms, m.enqueue_ms + 1000);
+    buf_init(&body);
+    assert_int_equal(store_msg_body(f->s, 2, 9, &body), 0);
+    assert_memory_equal(body.data, "body 1/9", 8);
+    buf_free(&body);
+}
+
+static void test_store_queue_purge_keeps_queue_and_others(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec a = make_queue(1, "a"), b = make_queue(2, "b");
+    struct queue_list ql = {.n = 0};
+    struct msg_list ml = {.n = 0};
+
+    assert_int_equal(store_queue_insert(f->s, &a), 0);
+    assert_int_equal(store_queue_insert(f->s, &b), 0);
+    for (uint64_t seq = 1; seq <= 6; seq++)
+        insert_msg(f->s, seq % 2 ? 1 : 2, seq);
+    assert_int_equal(store_queue_purge(f->s, 1), 0);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 2);
+    assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
+    assert_int_equal(ml.n, 3);
+    for (int i = 0; i < ml.n; i++)
+        assert_int_equal(ml.m[i].queue_id, 2);
+    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 3);
+}
+
+static void test_store_reclaim_shrinks_file(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec a = make_queue(1, "a");
+    struct store_file_stats before, full, after;
+    static char big[4000];
+    uint64_t freed = 0, total = 0;
+
+    memset(big, 'x', sizeof big);
+    assert_int_equal(store_queue_insert(f->s, &a), 0);
+    assert_int_equal(store_file_stats(f->s, &before), 0);
+    assert_int_equal(store_begin(f->s), 0);
+    for (uint64_t seq = 1; seq <= 2000; seq++) {
+        struct store_msg_rec m = make_msg(1, seq);
+        assert_int_equal(store_msg_insert(f->s, &m, big, sizeof big), 0);
+    }
+    assert_int_equal(store_commit(f->s), 0);
+    assert_int_equal(store_queue_purge(f->s, 1), 0);
+    assert_int_equal(store_file_stats(f->s, &full), 0);
+    assert_true(full.free_pages >= 2000);          /* a 4 KB body takes a page */
+    assert_true(full.page_size >= 512);
+    /* Outside a transaction only; step by step until nothing is left. */
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_reclaim(f->s, 100, &freed), SMQ_E_INTERNAL);
+    store_rollback(f->s);
+    do {
+        assert_int_equal(store_reclaim(f->s, 500, &freed), 0);
+        assert_true(freed <= 500);
+        total += freed;
+    } while (freed > 0);
+    assert_int_equal(store_file_stats(f->s, &after), 0);
+    assert_int_equal(after.free_pages, 0);
+    assert_true(total >= 2000);
+    assert_true(after.pages + total <= full.pages);   /* pointer-map pages go too */
+    assert_true(after.pages <= before.pages + 8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_user_version_is_1, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_2, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_newer_schema, dir_setup, teardown),
@@ -1029,6 +1201,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_savepoint_undoes_one_op, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_bulk_insert_100k, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_migrates_v1_to_v2, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_dlq_columns_round_trip, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_msg_move_rekeys_and_keeps_body, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_queue_purge_keeps_queue_and_others,
+                                        store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_reclaim_shrinks_file, store_setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
