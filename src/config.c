@@ -25,6 +25,7 @@
 #include "smqd/config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdarg.h>
@@ -388,6 +389,7 @@ struct load {
     int seen[N_SETTINGS];        /* line that set each row; 0 = not set */
     char *first_id, *first_secret;
     struct pending_key *extra;   /* key.<ID> pairs */
+    struct smq_queue_decl *decl; /* the [queue.NAME] section being read, or NULL */
     size_t n_extra, cap_extra;
     int err_line;                /* first error: 0 none, -1 error without a line */
     char msg[768];
@@ -457,6 +459,93 @@ static void list_keys(const char *section, char *buf, size_t size)
     }
 }
 
+/* ---- [queue.NAME] sections -------------------------------------------- */
+
+#define QUEUE_SECTION "queue."
+
+static bool is_queue_section(const char *name, size_t len)
+{
+    return len >= strlen(QUEUE_SECTION) && memcmp(name, QUEUE_SECTION, strlen(QUEUE_SECTION)) == 0;
+}
+
+/* The API's queue-name rule (protocol §5); NULL or the problem. */
+static const char *check_queue_name(const char *name, size_t len)
+{
+    if (len == 0 || len > SMQ_CONFIG_QUEUE_NAME_MAX)
+        return "a queue name has 1 to 120 characters";
+    if (!isalnum((unsigned char)name[0]))
+        return "a queue name starts with a letter or a digit";
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '-')
+            return "a queue name has only letters, digits and '-'";
+    return NULL;
+}
+
+/* A new [queue.NAME] header: every queue at most once. */
+static int add_queue_decl(struct load *ld, const char *name, size_t len)
+{
+    struct smq_config *cfg = ld->cfg;
+    const char *why = check_queue_name(name, len);
+    struct smq_queue_decl *d;
+
+    if (why != NULL)
+        return fail(ld, ld->lineno, "[queue.%.*s]: %s", (int)len, name, why);
+    for (size_t i = 0; i < cfg->n_queues; i++)
+        if (strlen(cfg->queues[i].name) == len && memcmp(cfg->queues[i].name, name, len) == 0)
+            return fail(ld, ld->lineno, "[queue.%.*s]: duplicate section (first on line %d)",
+                        (int)len, name, cfg->queues[i].line);
+    if (cfg->n_queues == SMQ_CONFIG_QUEUES_MAX)
+        return fail(ld, ld->lineno, "more than %d [queue.NAME] sections", SMQ_CONFIG_QUEUES_MAX);
+    d = realloc(cfg->queues, (cfg->n_queues + 1) * sizeof *d);
+    if (d == NULL)
+        return fail(ld, ld->lineno, "out of memory");
+    cfg->queues = d;
+    d = &cfg->queues[cfg->n_queues++];
+    memset(d, 0, sizeof *d);
+    memcpy(d->name, name, len);
+    d->line = ld->lineno;
+    ld->decl = d;
+    return 0;
+}
+
+static int apply_queue_key(struct load *ld, struct smq_queue_decl *d, const char *name,
+                           const char *value)
+{
+    long long n;
+    const char *why;
+
+    if (strcmp(name, "dlq_target") == 0) {
+        if ((why = check_queue_name(value, strlen(value))) != NULL)
+            return fail(ld, ld->lineno, "[queue.%s] dlq_target = \"%s\": %s", d->name, value, why);
+        if (strcmp(value, d->name) == 0)
+            return fail(ld, ld->lineno, "[queue.%s] dlq_target: a queue cannot be its own "
+                        "dead-letter queue", d->name);
+        memcpy(d->dlq_target, value, strlen(value) + 1);
+        return 0;
+    }
+    if (strcmp(name, "dlq_max_receive_count") == 0) {
+        if ((why = parse_ll(value, 1, 1000, &n)) != NULL)
+            return fail(ld, ld->lineno, "[queue.%s] dlq_max_receive_count = \"%s\": %s "
+                        "(allowed: 1..1000)", d->name, value, why);
+        d->dlq_max_receive_count = (int)n;
+        return 0;
+    }
+    return fail(ld, ld->lineno, "[queue.%s] unknown key \"%s\" (known: dlq_target, "
+                "dlq_max_receive_count)", d->name, name);
+}
+
+/* A target without a count (or the reverse) is half a policy. */
+static int check_queue_decls(struct load *ld)
+{
+    for (size_t i = 0; i < ld->cfg->n_queues; i++) {
+        const struct smq_queue_decl *d = &ld->cfg->queues[i];
+        if ((d->dlq_target[0] != '\0') != (d->dlq_max_receive_count != 0))
+            return fail(ld, d->line, "[queue.%s]: dlq_target and dlq_max_receive_count go "
+                        "together", d->name);
+    }
+    return 0;
+}
+
 /* Checks a "[name]" header line before inih sees it; inih would accept any name. */
 static int check_section_line(struct load *ld, const char *p)
 {
@@ -473,10 +562,14 @@ static int check_section_line(struct load *ld, const char *p)
     close = strchr(p, ']');
     if (close == NULL)
         return 0;   /* inih reports it as a syntax error */
-    if (!is_known_section(p + 1, (size_t)(close - p - 1)))
-        return fail(ld, ld->lineno, "unknown section [%.*s] (known: %s)",
-                    (int)(close - p - 1), p + 1, known_sections);
     ld->key_in_section = false;
+    ld->decl = NULL;
+    if (is_queue_section(p + 1, (size_t)(close - p - 1)))
+        return add_queue_decl(ld, p + 1 + strlen(QUEUE_SECTION), (size_t)(close - p - 1)
+                                  - strlen(QUEUE_SECTION));
+    if (!is_known_section(p + 1, (size_t)(close - p - 1)))
+        return fail(ld, ld->lineno, "unknown section [%.*s] (known: %s, queue.<NAME>)",
+                    (int)(close - p - 1), p + 1, known_sections);
     return 0;
 }
 
@@ -608,6 +701,8 @@ static int apply(struct load *ld, const char *section, const char *name, const c
     if (section[0] == '\0')
         return fail(ld, ld->lineno, "key \"%s\" is outside any [section] (sections: %s)",
                     name, known_sections);
+    if (ld->decl != NULL)
+        return apply_queue_key(ld, ld->decl, name, value);
     s = find_setting(section, name);
     if (s == NULL) {
         list_keys(section, known, sizeof(known));
@@ -744,7 +839,7 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
         goto out;
     }
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) < 0 ||
-        assemble_keys(&ld) < 0) {
+        assemble_keys(&ld) < 0 || check_queue_decls(&ld) < 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else
@@ -753,6 +848,8 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
     }
     *cfg = tmp;
     tmp.keys = (struct auth_keyring){NULL, 0};
+    tmp.queues = NULL;
+    tmp.n_queues = 0;
     rc = 0;
 out:
     load_free(&ld);
@@ -785,6 +882,9 @@ void config_free(struct smq_config *cfg)
     free(cfg->keys.keys);
     cfg->keys.keys = NULL;
     cfg->keys.n = 0;
+    free(cfg->queues);
+    cfg->queues = NULL;
+    cfg->n_queues = 0;
 }
 
 /* ---- printing */
@@ -871,5 +971,12 @@ void config_print(const struct smq_config *cfg, FILE *out)
             print_auth(cfg, s, out);
         else
             print_field(cfg, s, out);
+    }
+    for (size_t i = 0; i < cfg->n_queues; i++) {
+        const struct smq_queue_decl *d = &cfg->queues[i];
+        fprintf(out, "\n[queue.%s]\n", d->name);
+        if (d->dlq_target[0] != '\0')
+            fprintf(out, "dlq_target = %s\ndlq_max_receive_count = %d\n", d->dlq_target,
+                    d->dlq_max_receive_count);
     }
 }

@@ -17,6 +17,7 @@
 #include "smqd/api.h"
 #include "smqd/clock.h"
 #include "smqd/config.h"
+#include "smqd/declare.h"
 #include "smqd/engine.h"
 #include "smqd/http.h"
 #include "smqd/log.h"
@@ -205,6 +206,10 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
         SMQ_ERROR("recovery: %s", err);
         return EXIT_STORE;
+    }
+    if (declare_queues(p->engine, cfg->queues, cfg->n_queues, err, sizeof err) != 0) {
+        SMQ_ERROR("config: %s", err);
+        return EXIT_USAGE;
     }
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;

@@ -25,6 +25,20 @@ enum smq_sync_mode {
     SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
 };
 
+/* Queue names in [queue.NAME] follow the API's rule: 1..120 of [A-Za-z0-9-],
+ * starting with a letter or digit. */
+#define SMQ_CONFIG_QUEUE_NAME_MAX 120
+#define SMQ_CONFIG_QUEUES_MAX 1024
+
+/* A [queue.NAME] section: the queue is created at start-up if missing, and
+ * the dead-letter policy, when named, is set (docs/operations.md). */
+struct smq_queue_decl {
+    char name[SMQ_CONFIG_QUEUE_NAME_MAX + 1];
+    char dlq_target[SMQ_CONFIG_QUEUE_NAME_MAX + 1];   /* "" = leave the policy alone */
+    int dlq_max_receive_count;                        /* 1..1000 with a target */
+    int line;                                         /* of the [queue.NAME] header */
+};
+
 struct smq_config {
     /* [server] */
     char listen_host[256];        /* listen = HOST:PORT; default 127.0.0.1:8080.
@@ -49,6 +63,9 @@ struct smq_config {
     enum smq_log_level log_level; /* default info */
     char log_file[4096];          /* "-" = stderr (config_load stores "" as "-") */
     bool log_requests;            /* one line per request; default true */
+    /* [queue.NAME] sections, in file order (malloc'd; config_free) */
+    struct smq_queue_decl *queues;
+    size_t n_queues;
 };
 
 /* Fills every field with its default (no keys). */

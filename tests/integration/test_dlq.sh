@@ -13,7 +13,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-require_tools curl openssl xmllint md5sum base64 awk sed
+require_tools curl openssl xmllint md5sum base64 awk sed sqlite3
 require_bin
 
 dlq_policy_body() {   # TARGET MAX [ENABLED] — CreateQueue body with a nested policy
@@ -157,6 +157,31 @@ test_operation_log() {
     fi
 }
 
+# Queues declared in the configuration: created at start-up, policy set; a target that is
+# neither declared nor existing stops the start (exit 1) before anything is created.
+test_config_declared_queues() {
+    local dir rc
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    printf '[queue.cfg-src]\ndlq_target = cfg-dlq\ndlq_max_receive_count = 4\n[queue.cfg-dlq]\n' \
+        >>"$dir/smqd.conf"
+    smqd_start "$dir" || return
+    mns_request GET /queues/cfg-src
+    assert_status "declared queue exists" 200
+    assert_xml "declared policy target" DlqTargetQueue cfg-dlq
+    assert_xml "declared policy count" DlqMaxReceiveCount 4
+    mns_request GET /queues/cfg-dlq
+    assert_status "declared target exists" 200
+    smqd_stop
+    printf '[queue.other]\ndlq_target = nowhere\ndlq_max_receive_count = 2\n' >>"$dir/smqd.conf"
+    timeout 10 "$SMQD_BIN" -c "$dir/smqd.conf" >"$dir/bad.log" 2>&1 </dev/null
+    rc=$?
+    assert_eq "an undeclared, missing target stops the start" 1 "$rc"
+    assert_match "and says why" 'dlq_target nowhere is neither declared' "$(cat "$dir/bad.log")"
+    assert_eq "nothing was created" 0 "$(sqlite3 "$dir/smqd.db" "SELECT count(*) FROM queue WHERE name = 'other'")"
+}
+
 smqd_start || finish
 run_test test_policy_set_and_read_flat
 run_test test_policy_validation_changes_nothing
@@ -166,4 +191,5 @@ run_test test_missing_target_never_drops
 run_test test_disable_policy
 run_test test_operation_log
 smqd_stop
+run_test test_config_declared_queues
 finish

@@ -415,7 +415,7 @@ static void test_config_unknown_key_and_section(void **state)
         {"[server]\nport = 80\n", 2,
          "[server] unknown key \"port\" (known: listen, threads)"},
         {"[server]\nthreads = 2\n\n[store]\npath = x\n", 4,
-         "unknown section [store] (known: server, storage, auth, limits, log)"},
+         "unknown section [store] (known: server, storage, auth, limits, log, queue.<NAME>)"},
         /* A header with nothing under it is still checked. */
         {"[bogus]\n", 1, "unknown section [bogus]"},
         {"threads = 2\n", 1, "key \"threads\" is outside any [section]"},
@@ -691,6 +691,60 @@ static void test_config_error_truncation(void **state)
     assert_int_equal(config_load(f->path, &f->cfg, NULL, 0), -1);
 }
 
+/* [queue.NAME] sections: declared queues and their dead-letter policies. */
+static void test_config_queue_sections(void **state)
+{
+    struct fixture *f = *state;
+    FILE *out;
+    char printed[4096];
+    size_t n;
+
+    expect_ok(f, AUTH_OK "[queue.orders]\ndlq_target = orders-dlq\ndlq_max_receive_count = 5\n"
+                         "[queue.orders-dlq]\n[log]\nlevel = warn\n");
+    assert_int_equal(f->cfg.n_queues, 2);
+    assert_string_equal(f->cfg.queues[0].name, "orders");
+    assert_string_equal(f->cfg.queues[0].dlq_target, "orders-dlq");
+    assert_int_equal(f->cfg.queues[0].dlq_max_receive_count, 5);
+    assert_int_equal(f->cfg.queues[0].line, 4);
+    assert_string_equal(f->cfg.queues[1].name, "orders-dlq");
+    assert_string_equal(f->cfg.queues[1].dlq_target, "");
+    /* A later section's keys do not land in the queue before it. */
+    assert_int_equal(f->cfg.log_level, SMQ_LOG_WARN);
+    /* smqd -t prints them back as a loadable file. */
+    out = fmemopen(printed, sizeof printed - 1, "w");
+    assert_non_null(out);
+    config_print(&f->cfg, out);
+    n = (size_t)ftell(out);
+    fclose(out);
+    printed[n] = '\0';
+    assert_non_null(strstr(printed, "\n[queue.orders]\ndlq_target = orders-dlq\n"
+                                    "dlq_max_receive_count = 5\n"));
+    assert_non_null(strstr(printed, "\n[queue.orders-dlq]\n"));
+}
+
+static void test_config_queue_section_errors(void **state)
+{
+    static const struct bad_case cases[] = {
+        {AUTH_OK "[queue.]\n", 4, "[queue.]: a queue name has 1 to 120 characters"},
+        {AUTH_OK "[queue.a_b]\n", 4, "only letters, digits and '-'"},
+        {AUTH_OK "[queue.-a]\n", 4, "starts with a letter or a digit"},
+        {AUTH_OK "[queue.a]\n[queue.a]\n", 5, "[queue.a]: duplicate section (first on line 4)"},
+        {AUTH_OK "[queue.a]\ncolour = red\n", 5, "[queue.a] unknown key \"colour\""},
+        {AUTH_OK "[queue.a]\ndlq_target = a\n", 5, "cannot be its own dead-letter queue"},
+        {AUTH_OK "[queue.a]\ndlq_target = b c\n", 5, "dlq_target = \"b c\""},
+        {AUTH_OK "[queue.a]\ndlq_max_receive_count = 0\n", 5, "(allowed: 1..1000)"},
+        {AUTH_OK "[queue.a]\ndlq_max_receive_count = 1001\n", 5, "(allowed: 1..1000)"},
+        {AUTH_OK "[queue.a]\ndlq_target = b\n", 4, "dlq_target and dlq_max_receive_count go together"},
+        {AUTH_OK "[queue.a]\ndlq_max_receive_count = 3\n", 4, "go together"},
+    };
+    struct fixture *f = *state;
+
+    run_bad_cases(f, cases, sizeof(cases) / sizeof(cases[0]));
+    /* A failed load leaves no declarations behind. */
+    assert_int_equal(f->cfg.n_queues, 0);
+    assert_null(f->cfg.queues);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -722,6 +776,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_level_names_match_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_failure_leaves_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_error_truncation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_queue_sections, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_queue_section_errors, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,131 @@
+/*
+ * declare.c — applies the configuration's [queue.NAME] sections to the
+ * engine at start-up (see declare.h).  The engine thread is not running
+ * yet, so each operation is run directly with engine_run, like the server
+ * thread would.
+ */
+#include "smqd/declare.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "smqd/log.h"
+
+static void on_done(struct smq_op *op, void *arg)
+{
+    (void)op;
+    *(bool *)arg = true;
+}
+
+/* Runs op alone and returns its result. */
+static int run_op(struct smq_engine *e, struct smq_op *op)
+{
+    bool done = false;
+
+    op->done = on_done;
+    op->done_arg = &done;
+    engine_run(e, op);
+    return done ? op->result.err : SMQ_E_INTERNAL;
+}
+
+static int create_if_missing(struct smq_engine *e, const struct smq_queue_decl *d)
+{
+    struct smq_op op;
+    int rc;
+
+    engine_op_init(&op, SMQ_OP_CREATE_QUEUE);
+    snprintf(op.queue, sizeof op.queue, "%s", d->name);
+    rc = run_op(e, &op);
+    if (rc == 0 && op.created)
+        SMQ_INFO("config: created queue %s ([queue.%s], line %d)", d->name, d->name, d->line);
+    if (rc == SMQ_E_QUEUE_ALREADY_EXIST)
+        rc = 0;                 /* exists with other attributes: kept as they are */
+    engine_op_release(&op);
+    return rc;
+}
+
+static int set_dlq_policy(struct smq_engine *e, const struct smq_queue_decl *d,
+                          struct smq_errinfo *ei)
+{
+    struct smq_op op;
+    int rc;
+
+    engine_op_init(&op, SMQ_OP_SET_QUEUE);
+    snprintf(op.queue, sizeof op.queue, "%s", d->name);
+    op.attrs.dlq.enabled = 1;
+    snprintf(op.attrs.dlq.target, sizeof op.attrs.dlq.target, "%s", d->dlq_target);
+    op.attrs.dlq.max_receive = d->dlq_max_receive_count;
+    op.attrs_present = SMQ_ATTR_DLQ;
+    rc = run_op(e, &op);
+    *ei = op.result;
+    engine_op_release(&op);
+    return rc;
+}
+
+static bool declared(const struct smq_queue_decl *decls, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(decls[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+static bool queue_exists(struct smq_engine *e, const char *name)
+{
+    struct smq_op op;
+    int rc;
+
+    engine_op_init(&op, SMQ_OP_GET_QUEUE);
+    snprintf(op.queue, sizeof op.queue, "%s", name);
+    rc = run_op(e, &op);
+    engine_op_release(&op);
+    return rc == 0;
+}
+
+/* Every target is declared or exists already: checked before anything is
+ * created, so a bad configuration changes nothing. */
+static int check_targets(struct smq_engine *e, const struct smq_queue_decl *decls, size_t n,
+                         char *err, size_t err_size)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *t = decls[i].dlq_target;
+        if (t[0] == '\0' || declared(decls, n, t) || queue_exists(e, t))
+            continue;
+        snprintf(err, err_size, "[queue.%s] (line %d): dlq_target %s is neither declared "
+                 "([queue.%s]) nor an existing queue", decls[i].name, decls[i].line, t, t);
+        return -1;
+    }
+    return 0;
+}
+
+int declare_queues(struct smq_engine *e, const struct smq_queue_decl *decls, size_t n,
+                   char *err, size_t err_size)
+{
+    struct smq_errinfo ei;
+    int rc;
+
+    if (check_targets(e, decls, n, err, err_size) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        memset(&ei, 0, sizeof ei);
+        rc = create_if_missing(e, &decls[i]);
+        if (rc != 0) {
+            errors_set(&ei, rc, NULL);
+            snprintf(err, err_size, "[queue.%s] (line %d): cannot create the queue: %s",
+                     decls[i].name, decls[i].line, errors_message(&ei));
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (decls[i].dlq_target[0] == '\0')
+            continue;
+        memset(&ei, 0, sizeof ei);
+        if (set_dlq_policy(e, &decls[i], &ei) != 0) {
+            snprintf(err, err_size, "[queue.%s] (line %d): cannot set the dead-letter policy: %s",
+                     decls[i].name, decls[i].line, errors_message(&ei));
+            return -1;
+        }
+    }
+    return 0;
+}
