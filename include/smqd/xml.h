@@ -53,7 +53,7 @@ struct xml_queue_attrs {
     struct xml_opt_i64 dlq_enabled;
     struct xml_opt_i64 dlq_max_receive;
     bool dlq_target_present;
-    char dlq_target[128];                  /* longer names are refused here */
+    char dlq_target[121];                  /* a queue name (120); longer ones are refused here */
 };
 
 /* One <Message> of SendMessage / BatchSendMessage. */
