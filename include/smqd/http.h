@@ -18,6 +18,8 @@
 #include <stdint.h>
 
 #include "smqd/api.h"
+#include "smqd/metrics.h"
+#include "smqd/ratelimit.h"
 #include "smqd/server.h"
 
 struct http_opts {
@@ -31,6 +33,8 @@ struct http_opts {
     bool log_requests;
     struct api_ctx api;
     struct smq_server *engine;
+    struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
+    struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
 };
 
 struct smq_http;
