@@ -2,6 +2,8 @@
  * http.c — owns the libmicrohttpd daemon and the life of one HTTP request:
  * raw target capture, body buffering under a cap, suspend while the engine
  * works, the response with its mandatory headers, and the request log line.
+ * It also counts each request in metrics.h and asks ratelimit.h whether a
+ * valid request may go on to the engine.
  */
 #include "smqd/http.h"
 
