@@ -208,13 +208,15 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
 {
     struct api_query query;
     const char *q = strchr(req->target, '?');
+    const struct auth_keyring *ring = auth_keyring_get(ctx->keys);
     size_t key_index;
     int rc;
 
-    rc = auth_verify(auth_keyring_get(ctx->keys), req->auth, clock_epoch_ms(ctx->clock), ctx->max_skew_ms,
+    rc = auth_verify(ring, req->auth, clock_epoch_ms(ctx->clock), ctx->max_skew_ms,
                      &key_index, ei);
     if (rc != 0)
         return rc;
+    call->access_key_id = ring->keys[key_index].id;
     rc = check_content_md5(req, ei);
     if (rc != 0)
         return rc;

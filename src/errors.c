@@ -58,7 +58,7 @@ static const struct smq_error_info error_table[SMQ_E__COUNT] = {
         "The number of queues has reached the configured limit."},
     [-SMQ_E_REQUEST_TOO_LARGE] = {400, "InvalidArgument",
         "The request body is larger than this server accepts."},
-    [-SMQ_E_QPS_LIMIT_EXCEEDED] = {503, "QpsLimitExceeded",
+    [-SMQ_E_QPS_LIMIT_EXCEEDED] = {429, "QpsLimitExceeded",
         "The request rate exceeds the configured limit."},
     [-SMQ_E_SERVICE_UNAVAILABLE] = {503, "ServiceUnavailable",
         "The service is shutting down; retry against another instance."},

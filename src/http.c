@@ -2,6 +2,8 @@
  * http.c — owns the libmicrohttpd daemon and the life of one HTTP request:
  * raw target capture, body buffering under a cap, suspend while the engine
  * works, the response with its mandatory headers, and the request log line.
+ * It also counts each request in metrics.h and asks ratelimit.h whether a
+ * valid request may go on to the engine.
  */
 #include "smqd/http.h"
 
@@ -303,6 +305,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (r == NULL)
         return;
     conn_phase_set(r->http, conn, PHASE_IDLE);
+    if (r->started)
+        metrics_request_done(r->http->opts.metrics, r->call.action, r->status,
+                             mono_us() - r->start_us);
     if (r->http->opts.log_requests && r->started)
         log_request(r);
     api_call_free(&r->call);
@@ -341,6 +346,9 @@ static enum MHD_Result send_response(struct http_req *r, struct api_response *re
         MHD_add_response_header(mr, "Content-Type", "text/xml;charset=utf-8");
     if (resp->location[0] != '\0')
         MHD_add_response_header(mr, "Location", resp->location);
+    /* 429 is only QpsLimitExceeded; a bucket refills within a second. */
+    if (resp->status == 429)
+        MHD_add_response_header(mr, "Retry-After", "1");
     r->status = resp->status;
     ret = MHD_queue_response(r->conn, (unsigned int)resp->status, mr);
     MHD_destroy_response(mr);
@@ -463,6 +471,27 @@ static enum MHD_Result render_done(struct http_req *r)
     return ret;
 }
 
+/*
+ * The request-rate limits (ratelimit.h), checked only once a request is
+ * authenticated, routed and parsed: then its access key and queue are known
+ * to be real names, a malformed request never uses up a client's budget,
+ * and an excess request is refused before the engine (the serialised part,
+ * with the fsync) sees it.  Its parsing has been paid for by then; the
+ * limits protect the engine and the disk, not the HTTP threads.
+ */
+static void check_limits(struct http_req *r, struct smq_errinfo *ei)
+{
+    enum smq_limit_scope refused = ratelimit_take(r->http->opts.ratelimit,
+                                                  r->call.access_key_id, r->call.op.queue);
+
+    if (refused == SMQ_LIMIT_NONE)
+        return;
+    metrics_throttled(r->http->opts.metrics, refused);
+    errors_set(ei, SMQ_E_QPS_LIMIT_EXCEEDED,
+               "The request rate of this %s exceeds the configured limit; retry later.",
+               refused == SMQ_LIMIT_QUEUE ? "queue" : "access key");
+}
+
 static enum MHD_Result process(struct http_req *r)
 {
     struct header_vec hv;
@@ -484,6 +513,8 @@ static enum MHD_Result process(struct http_req *r)
                    r->http->opts.max_body_bytes);
     else
         api_prepare(&r->http->opts.api, &req, &r->call, &ei);
+    if (ei.err == 0)
+        check_limits(r, &ei);
     if (ei.err != 0)
         return send_error(r, &req, &ei);
     r->call.op.done = on_op_done;
@@ -504,6 +535,7 @@ static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
 
     r->started = true;
+    metrics_request_started(r->http->opts.metrics);
     r->conn = conn;
     conn_phase_set(r->http, conn, PHASE_BODY);
     snprintf(r->method, sizeof r->method, "%s", method);

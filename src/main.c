@@ -21,6 +21,8 @@
 #include "smqd/engine.h"
 #include "smqd/http.h"
 #include "smqd/log.h"
+#include "smqd/metrics.h"
+#include "smqd/ratelimit.h"
 #include "smqd/server.h"
 #include "smqd/store.h"
 #include "smqd/xml.h"
@@ -183,7 +185,35 @@ struct daemon_parts {
     struct smq_engine *engine;
     struct smq_server *server;
     struct smq_http *http;
+    struct smq_metrics *metrics;         /* borrowed by the MNS and admin listeners */
+    struct smq_ratelimit *ratelimit;     /* borrowed by the MNS listener */
 };
+
+/* The request counters and rate limits, before any listener uses them. */
+static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    struct ratelimit_opts ropts = {
+        .clock = clock_system(),
+        .queue_qps = (uint32_t)cfg->queue_qps,
+        .queue_burst = (uint32_t)cfg->queue_burst,
+        .access_key_qps = (uint32_t)cfg->access_key_qps,
+        .access_key_burst = (uint32_t)cfg->access_key_burst,
+        .expected_queues = (uint32_t)cfg->max_queues,
+        .expected_access_keys = (uint32_t)cfg->keys.n,
+    };
+
+    p->metrics = metrics_new();
+    if (p->metrics == NULL || ratelimit_new(&ropts, &p->ratelimit) != 0) {
+        SMQ_ERROR("out of memory for the request counters and limits");
+        return EXIT_RUNTIME;
+    }
+    if (cfg->queue_qps > 0 || cfg->access_key_qps > 0)
+        SMQ_INFO("request limits: %d/s per queue (burst %d), %d/s per access key (burst %d); "
+                 "0 = none", cfg->queue_qps, cfg->queue_burst ? cfg->queue_burst : cfg->queue_qps,
+                 cfg->access_key_qps,
+                 cfg->access_key_burst ? cfg->access_key_burst : cfg->access_key_qps);
+    return EXIT_OK;
+}
 
 static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 {
@@ -191,6 +221,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     struct smq_engine_opts eopts = {clock_system(), NULL, cfg->max_queues,
                                     (uint64_t)cfg->reserve_mb << 20};
     struct http_opts hopts;
+    int code;
 
     if (store_open(cfg->storage_path, cfg->sync, &p->store, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
@@ -213,6 +244,9 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     }
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;
+    code = start_metrics_and_limits(cfg, p);
+    if (code != EXIT_OK)
+        return code;
     memset(&hopts, 0, sizeof hopts);
     hopts.host = cfg->listen_host;
     hopts.port = cfg->listen_port;
@@ -228,6 +262,8 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     hopts.api.clock = clock_system();
     hopts.api.max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000;
     hopts.engine = p->server;
+    hopts.metrics = p->metrics;
+    hopts.ratelimit = p->ratelimit;
     if (http_start(&hopts, &p->http, err, sizeof err) != 0) {
         SMQ_ERROR("listen: %s", err);
         return EXIT_LISTEN;
@@ -265,6 +301,8 @@ static void stop_parts(struct daemon_parts *p)
      * still submit, and server_submit must find the (stopped) server to
      * answer ServiceUnavailable. */
     server_free(p->server);
+    ratelimit_free(p->ratelimit);
+    metrics_free(p->metrics);
     engine_close(p->engine);
     store_close(p->store);
 }

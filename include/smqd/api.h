@@ -73,6 +73,9 @@ struct api_response {
 /* Per-request state between prepare and render. */
 struct api_call {
     enum api_action action;
+    /* The verified access key id, once authenticated (else NULL); borrowed
+     * from the key ring, which lives until shutdown (auth.h). */
+    const char *access_key_id;
     struct smq_op op;
     struct xml_send_batch send;          /* owns the bodies op.send borrows */
     char send_md5[SMQ_BATCH_MAX][33];

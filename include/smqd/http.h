@@ -7,7 +7,9 @@
  * suspends its connection (no thread is held while it waits: long polls
  * park for free) and is resumed by the engine thread once its operation is
  * committed.  Every response carries x-mns-request-id; every XML response
- * Content-Type text/xml;charset=utf-8.  One log line per request.
+ * Content-Type text/xml;charset=utf-8.  One log line per request, counted
+ * in opts.metrics; a valid request over a limit of opts.ratelimit is
+ * answered 429 QpsLimitExceeded and never reaches the engine.
  * Only http.c includes microhttpd.h.
  */
 #ifndef SMQD_HTTP_H
@@ -18,6 +20,8 @@
 #include <stdint.h>
 
 #include "smqd/api.h"
+#include "smqd/metrics.h"
+#include "smqd/ratelimit.h"
 #include "smqd/server.h"
 
 struct http_opts {
@@ -31,6 +35,8 @@ struct http_opts {
     bool log_requests;
     struct api_ctx api;
     struct smq_server *engine;
+    struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
+    struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
 };
 
 struct smq_http;

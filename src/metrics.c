@@ -1,0 +1,200 @@
+/*
+ * metrics.c — owns the MNS listener's request counters and their Prometheus
+ * text rendering.
+ *
+ * Layout: one struct per action holding its per-status counts, its
+ * histogram buckets (not cumulative: each request adds 1 to exactly one
+ * bucket, the render sums them up) and its duration sum.  Each is aligned to
+ * a cache line, so two workers serving different actions do not bounce one
+ * line between cores; two serving the same action share it, which at a
+ * relaxed add per field is still far below the cost of the request itself.
+ * A per-thread shard would remove even that, but needs thread identity that
+ * libmicrohttpd does not give us without a global.
+ */
+#include "smqd/metrics.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "smqd/errors.h"
+
+/* The statuses smqd sends (docs/protocol-decisions.md); anything else is "other". */
+static const int status_codes[] = {200, 201, 204, 400, 403, 404, 408, 409, 429, 500, 503};
+#define N_STATUS (sizeof status_codes / sizeof status_codes[0])
+#define STATUS_OTHER N_STATUS
+
+/* Histogram upper bounds, in µs and as printed (le is in seconds). */
+static const uint64_t bound_us[] = {500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+                                    250000, 500000, 1000000, 2500000, 5000000, 10000000,
+                                    30000000};
+static const char *const bound_le[] = {"0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+                                       "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10",
+                                       "30"};
+#define N_BOUNDS (sizeof bound_us / sizeof bound_us[0])
+_Static_assert(sizeof bound_us / sizeof bound_us[0] == sizeof bound_le / sizeof bound_le[0],
+               "one label per bound");
+
+struct action_stats {
+    uint64_t by_status[N_STATUS + 1];      /* [STATUS_OTHER] last */
+    uint64_t buckets[N_BOUNDS + 1];        /* [N_BOUNDS]: slower than the last bound */
+    uint64_t sum_us;
+} __attribute__((aligned(64)));
+
+struct smq_metrics {
+    struct action_stats actions[API__COUNT];
+    uint64_t throttled[SMQ_LIMIT__COUNT];
+    int64_t in_flight;
+};
+
+/* ---- updates (request path) --------------------------------------------------- */
+
+static void add(uint64_t *counter, uint64_t n)
+{
+    __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+static size_t status_slot(int status)
+{
+    for (size_t i = 0; i < N_STATUS; i++)
+        if (status_codes[i] == status)
+            return i;
+    return STATUS_OTHER;
+}
+
+/* Most requests are fast, so the scan from the smallest bound ends early. */
+static size_t bucket_slot(uint64_t duration_us)
+{
+    size_t i = 0;
+
+    while (i < N_BOUNDS && duration_us > bound_us[i])
+        i++;
+    return i;
+}
+
+struct smq_metrics *metrics_new(void)
+{
+    /* aligned_alloc wants a size that is a multiple of the alignment;
+     * sizeof already is, because the first member is aligned to 64. */
+    struct smq_metrics *m = aligned_alloc(64, sizeof *m);
+
+    if (m != NULL)
+        *m = (struct smq_metrics){0};
+    return m;
+}
+
+void metrics_free(struct smq_metrics *m)
+{
+    free(m);
+}
+
+void metrics_request_started(struct smq_metrics *m)
+{
+    if (m != NULL)
+        __atomic_fetch_add(&m->in_flight, 1, __ATOMIC_RELAXED);
+}
+
+void metrics_request_done(struct smq_metrics *m, enum api_action a, int status,
+                          uint64_t duration_us)
+{
+    struct action_stats *s;
+
+    if (m == NULL)
+        return;
+    if ((int)a < 0 || a >= API__COUNT)
+        a = API_UNKNOWN;
+    s = &m->actions[a];
+    add(&s->by_status[status_slot(status)], 1);
+    add(&s->buckets[bucket_slot(duration_us)], 1);
+    add(&s->sum_us, duration_us);
+    __atomic_fetch_sub(&m->in_flight, 1, __ATOMIC_RELAXED);
+}
+
+void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope)
+{
+    if (m != NULL && scope > SMQ_LIMIT_NONE && scope < SMQ_LIMIT__COUNT)
+        add(&m->throttled[scope], 1);
+}
+
+/* ---- rendering (admin thread) ------------------------------------------------- */
+
+static uint64_t load(const uint64_t *counter)
+{
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+static void render_requests(struct smq_metrics *m, struct smq_buf *out)
+{
+    buf_puts(out, "# HELP smqd_http_requests_total MNS API requests answered, by action and "
+                  "HTTP status.\n"
+                  "# TYPE smqd_http_requests_total counter\n");
+    for (int a = 0; a < API__COUNT; a++) {
+        for (size_t i = 0; i <= N_STATUS; i++) {
+            uint64_t n = load(&m->actions[a].by_status[i]);
+            if (n == 0)
+                continue;
+            buf_printf(out, "smqd_http_requests_total{action=\"%s\",code=\"", api_action_name(a));
+            if (i == STATUS_OTHER)
+                buf_puts(out, "other");
+            else
+                buf_printf(out, "%d", status_codes[i]);
+            buf_printf(out, "\"} %" PRIu64 "\n", n);
+        }
+    }
+}
+
+/* _bucket rows (cumulative), _sum and _count of one action; nothing if it had no request. */
+static void render_histogram_of(const struct action_stats *s, const char *action,
+                                struct smq_buf *out)
+{
+    uint64_t cumulative = 0, counts[N_BOUNDS + 1], sum_us = load(&s->sum_us);
+
+    for (size_t i = 0; i <= N_BOUNDS; i++) {
+        counts[i] = load(&s->buckets[i]);
+        cumulative += counts[i];
+    }
+    if (cumulative == 0)
+        return;
+    cumulative = 0;
+    for (size_t i = 0; i <= N_BOUNDS; i++) {
+        cumulative += counts[i];
+        buf_printf(out, "smqd_http_request_duration_seconds_bucket{action=\"%s\",le=\"%s\"} %"
+                   PRIu64 "\n", action, i < N_BOUNDS ? bound_le[i] : "+Inf", cumulative);
+    }
+    /* Integer formatting: exact, and no locale can turn the point into a comma. */
+    buf_printf(out, "smqd_http_request_duration_seconds_sum{action=\"%s\"} %" PRIu64 ".%06"
+               PRIu64 "\n", action, sum_us / 1000000, sum_us % 1000000);
+    buf_printf(out, "smqd_http_request_duration_seconds_count{action=\"%s\"} %" PRIu64 "\n",
+               action, cumulative);
+}
+
+static void render_durations(struct smq_metrics *m, struct smq_buf *out)
+{
+    buf_puts(out, "# HELP smqd_http_request_duration_seconds Time from request line to "
+                  "response, by action; receives include their long-poll wait.\n"
+                  "# TYPE smqd_http_request_duration_seconds histogram\n");
+    for (int a = 0; a < API__COUNT; a++)
+        render_histogram_of(&m->actions[a], api_action_name(a), out);
+}
+
+static void render_gauge_and_throttled(struct smq_metrics *m, struct smq_buf *out)
+{
+    buf_printf(out, "# HELP smqd_http_requests_in_flight MNS API requests begun and not yet "
+                    "answered (parked long polls included).\n"
+                    "# TYPE smqd_http_requests_in_flight gauge\n"
+                    "smqd_http_requests_in_flight %" PRId64 "\n",
+               __atomic_load_n(&m->in_flight, __ATOMIC_RELAXED));
+    buf_puts(out, "# HELP smqd_throttled_requests_total Requests refused with QpsLimitExceeded, "
+                  "by the limit that refused them.\n"
+                  "# TYPE smqd_throttled_requests_total counter\n");
+    for (int s = SMQ_LIMIT_NONE + 1; s < SMQ_LIMIT__COUNT; s++)
+        buf_printf(out, "smqd_throttled_requests_total{scope=\"%s\"} %" PRIu64 "\n",
+                   ratelimit_scope_name(s), load(&m->throttled[s]));
+}
+
+int metrics_render(struct smq_metrics *m, struct smq_buf *out)
+{
+    render_requests(m, out);
+    render_durations(m, out);
+    render_gauge_and_throttled(m, out);
+    return buf_failed(out) ? SMQ_E_NOMEM : 0;
+}
