@@ -33,16 +33,17 @@ static const struct attr_rule attr_rules[] = {
 };
 
 /*
- * The dead-letter policy is set as a whole.  Enabled=False clears it;
- * otherwise (Enabled=True, or absent with a target named) both the target
- * and MaxReceiveCount are required.  That the target exists is checked by
- * the engine, which knows the queues.
+ * The dead-letter policy is set as a whole.  Only an explicit Enabled=False
+ * clears it; anything else (Enabled=True, or absent) needs both the target
+ * and MaxReceiveCount, so a partial update is refused rather than read as
+ * "off".  That the target exists is checked by the engine, which knows
+ * the queues.
  */
 static int take_dlq_policy(const struct xml_queue_attrs *x, struct smq_op *op,
                            struct smq_errinfo *ei)
 {
     struct smq_dlq_policy *p = &op->attrs.dlq;
-    bool enabled = x->dlq_enabled.present ? x->dlq_enabled.value != 0 : x->dlq_target_present;
+    bool enabled = !x->dlq_enabled.present || x->dlq_enabled.value != 0;
     int rc;
 
     memset(p, 0, sizeof *p);

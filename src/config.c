@@ -523,6 +523,10 @@ static int apply_queue_key(struct load *ld, struct smq_queue_decl *d, const char
     const char *why;
 
     if (strcmp(name, "dlq_target") == 0) {
+        if (d->target_line != 0)
+            return fail(ld, ld->lineno, "[queue.%s] dlq_target: duplicate key (first set on "
+                        "line %d)", d->name, d->target_line);
+        d->target_line = ld->lineno;
         if ((why = check_queue_name(value, strlen(value))) != NULL)
             return fail(ld, ld->lineno, "[queue.%s] dlq_target = \"%s\": %s", d->name, value, why);
         if (strcmp(value, d->name) == 0)
@@ -532,6 +536,10 @@ static int apply_queue_key(struct load *ld, struct smq_queue_decl *d, const char
         return 0;
     }
     if (strcmp(name, "dlq_max_receive_count") == 0) {
+        if (d->count_line != 0)
+            return fail(ld, ld->lineno, "[queue.%s] dlq_max_receive_count: duplicate key "
+                        "(first set on line %d)", d->name, d->count_line);
+        d->count_line = ld->lineno;
         if ((why = parse_ll(value, 1, 1000, &n)) != NULL)
             return fail(ld, ld->lineno, "[queue.%s] dlq_max_receive_count = \"%s\": %s "
                         "(allowed: 1..1000)", d->name, value, why);

@@ -71,7 +71,8 @@ static bool declared(const struct smq_queue_decl *decls, size_t n, const char *n
     return false;
 }
 
-static bool queue_exists(struct smq_engine *e, const char *name)
+/* GetQueueAttributes: 0 with *info, or SMQ_E_QUEUE_NOT_EXIST. */
+static int get_queue(struct smq_engine *e, const char *name, struct smq_queue_info *info)
 {
     struct smq_op op;
     int rc;
@@ -79,8 +80,26 @@ static bool queue_exists(struct smq_engine *e, const char *name)
     engine_op_init(&op, SMQ_OP_GET_QUEUE);
     snprintf(op.queue, sizeof op.queue, "%s", name);
     rc = run_op(e, &op);
+    *info = op.info;
     engine_op_release(&op);
-    return rc == 0;
+    return rc;
+}
+
+static bool queue_exists(struct smq_engine *e, const char *name)
+{
+    struct smq_queue_info info;
+
+    return get_queue(e, name, &info) == 0;
+}
+
+/* Already in force: setting it again would only move LastModifyTime. */
+static bool policy_in_force(struct smq_engine *e, const struct smq_queue_decl *d)
+{
+    struct smq_queue_info info;
+
+    return get_queue(e, d->name, &info) == 0 && info.attrs.dlq.enabled
+           && strcmp(info.attrs.dlq.target, d->dlq_target) == 0
+           && info.attrs.dlq.max_receive == d->dlq_max_receive_count;
 }
 
 /* Every target is declared or exists already: checked before anything is
@@ -94,7 +113,7 @@ static int check_targets(struct smq_engine *e, const struct smq_queue_decl *decl
             continue;
         snprintf(err, err_size, "[queue.%s] (line %d): dlq_target %s is neither declared "
                  "([queue.%s]) nor an existing queue", decls[i].name, decls[i].line, t, t);
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     }
     return 0;
 }
@@ -105,8 +124,9 @@ int declare_queues(struct smq_engine *e, const struct smq_queue_decl *decls, siz
     struct smq_errinfo ei;
     int rc;
 
-    if (check_targets(e, decls, n, err, err_size) != 0)
-        return -1;
+    rc = check_targets(e, decls, n, err, err_size);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         memset(&ei, 0, sizeof ei);
         rc = create_if_missing(e, &decls[i]);
@@ -114,17 +134,18 @@ int declare_queues(struct smq_engine *e, const struct smq_queue_decl *decls, siz
             errors_set(&ei, rc, NULL);
             snprintf(err, err_size, "[queue.%s] (line %d): cannot create the queue: %s",
                      decls[i].name, decls[i].line, errors_message(&ei));
-            return -1;
+            return rc;
         }
     }
     for (size_t i = 0; i < n; i++) {
-        if (decls[i].dlq_target[0] == '\0')
+        if (decls[i].dlq_target[0] == '\0' || policy_in_force(e, &decls[i]))
             continue;
         memset(&ei, 0, sizeof ei);
-        if (set_dlq_policy(e, &decls[i], &ei) != 0) {
+        rc = set_dlq_policy(e, &decls[i], &ei);
+        if (rc != 0) {
             snprintf(err, err_size, "[queue.%s] (line %d): cannot set the dead-letter policy: %s",
                      decls[i].name, decls[i].line, errors_message(&ei));
-            return -1;
+            return rc;
         }
     }
     return 0;

@@ -381,6 +381,10 @@ static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
     overlay_attrs(&attrs, op);
     if (q != NULL) {
         op->created = false;
+        /* No SDK can send the policy: a CreateQueue that does not name one
+         * must stay idempotent on a queue that has one. */
+        if (!(op->attrs_present & SMQ_ATTR_DLQ))
+            attrs.dlq = q->attrs.dlq;
         return attrs_equal(&attrs, &q->attrs) ? 0 : SMQ_E_QUEUE_ALREADY_EXIST;
     }
     if (e->storage_full)
@@ -626,13 +630,18 @@ static void fill_view(const struct smq_msg *m, struct smq_msg_view *v)
     v->priority = m->priority;
 }
 
-/* Takes up to max Active messages out of q's heap, best first. */
-static size_t take_active(struct smq_engine *e, struct smq_queue *q, int max, struct smq_msg **out)
+/* Takes up to max Active messages out of q's heap, best first.  For a
+ * receive (request_id not NULL), each one that has used up its receives is
+ * dead-lettered instead of taken. */
+static size_t take_active(struct smq_engine *e, struct smq_queue *q, int max, struct smq_msg **out,
+                          const char *request_id)
 {
     size_t n = 0;
     struct smq_msg *m;
 
     while (n < (size_t)max && (m = queue_first_active(q)) != NULL) {
+        if (request_id != NULL && engine_dead_letter(e, q, m, request_id))
+            continue;
         queue_msg_unplace(q, m, &e->msg_wheel);
         out[n++] = m;
     }
@@ -657,8 +666,7 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
     int64_t visible_ms = e->now_ms + q->attrs.visibility_s * 1000;
     int rc;
 
-    engine_dead_letter_due(e, q, op->request_id);
-    n = take_active(e, q, op->max_msgs, taken);
+    n = take_active(e, q, op->max_msgs, taken, op->request_id);
     rc = n > 0 ? write_begin(e) : 0;
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -721,7 +729,7 @@ static int exec_receive(struct smq_engine *e, struct smq_op *op, struct smq_queu
 static int exec_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
-    size_t n = take_active(e, q, op->max_msgs, taken);
+    size_t n = take_active(e, q, op->max_msgs, taken, NULL);
     int rc = 0;
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -880,8 +888,12 @@ static void serve_ready(struct smq_engine *e)
         struct smq_queue *q = e->ready_head;
         e->ready_head = q->ready_next;
         q->ready = false;
-        while (q->waiters_head != NULL && q->n_active > 0) {
+        while (q->waiters_head != NULL) {
             struct smq_op *op = q->waiters_head;
+            /* A used-up message must not wake a poll it would not be given. */
+            engine_dead_letter_due(e, q, op->request_id);
+            if (q->n_active == 0)
+                break;
             int rc;
             engine_waiter_unlink(e, op);
             if (client_gone(op))
@@ -1034,9 +1046,10 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
         return 0;
     a = twheel_next_timeout_ms(&e->msg_wheel, now);
     b = twheel_next_timeout_ms(&e->wait_wheel, now);
-    probe = engine_redrive_timeout_ms(e, now);
+    /* While broken nothing runs but the retry of the next op's run. */
+    probe = e->broken ? UINT64_MAX : engine_redrive_timeout_ms(e, now);
     b = probe < b ? probe : b;
-    probe = engine_maintain_timeout_ms(e, now);
+    probe = e->broken ? UINT64_MAX : engine_maintain_timeout_ms(e, now);
     b = probe < b ? probe : b;
     if (e->n_probed > 0) {
         probe = e->next_probe_mono > now ? e->next_probe_mono - now : 0;

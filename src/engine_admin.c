@@ -27,7 +27,7 @@ static void queue_stats(const struct smq_queue *q, struct smq_queue_stats *out)
     out->expired = q->count.expired;
     out->dead_lettered = q->count.dead_lettered;
     out->redriven = q->count.redriven;
-    out->redrive_pending = q->redrive_pending;
+    out->redrive_pending = engine_redrive_pending(q);
 }
 
 /* One pass over the message table: the oldest EnqueueTime per queue.  The
@@ -103,7 +103,8 @@ static int purge_queues(struct smq_engine *e, struct smq_queue **qs, size_t n)
         return rc;
     for (size_t i = 0; i < n; i++) {
         engine_destroy_queue_msgs(e, qs[i]);
-        qs[i]->redrive_pending = 0;
+        queue_redrive_free(qs[i]->redrive);      /* nothing left to move */
+        qs[i]->redrive = NULL;
     }
     return 0;
 }

@@ -6,13 +6,13 @@
  * keeps its id, body, priority and EnqueueTime.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "smqd/engine_internal.h"
 #include "smqd/log.h"
 
 #define REDRIVE_MAX_SLICE 10000          /* moves per tick per queue, whatever the rate */
-#define REDRIVE_MAX_SKIPS 256            /* sourceless messages set aside per slice */
 
 /*
  * Moves m from its queue to `to` as a fresh, Active message: receives
@@ -60,85 +60,115 @@ static uint32_t src_ref(const struct smq_queue *q)
     return q->id > 0 && q->id <= (int64_t)UINT32_MAX ? (uint32_t)q->id : 0;
 }
 
+bool engine_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_msg *m,
+                        const char *request_id)
+{
+    struct smq_queue *dlq;
+    uint32_t count = m->dequeue_count;
+
+    if (!q->attrs.dlq.enabled || (int64_t)m->dequeue_count < q->attrs.dlq.max_receive)
+        return false;
+    dlq = queue_registry_find(&e->queues, q->attrs.dlq.target);
+    if (dlq == NULL || dlq == q) {
+        /* Never dropped: the message is delivered as if there were no policy. */
+        if (e->dlq_move_failures++ % 1000 == 0)
+            SMQ_WARN("engine: queue %s: dead-letter queue %s does not exist; delivering "
+                     "messages past MaxReceiveCount normally", q->name, q->attrs.dlq.target);
+        return false;
+    }
+    if (move_msg(e, m, dlq, src_ref(q)) != 0)
+        return false;            /* delivered instead; a lost run fails the receive anyway */
+    q->count.dead_lettered++;
+    m->dequeue_count = count;    /* the log line tells how often it was received */
+    engine_oplog(e, q, EV_DEAD_LETTER, m, dlq->name, request_id);
+    engine_oplog(e, dlq, EV_DEAD_LETTER, m, dlq->name, request_id);
+    m->dequeue_count = 0;
+    return true;
+}
+
 void engine_dead_letter_due(struct smq_engine *e, struct smq_queue *q, const char *request_id)
 {
     struct smq_msg *m;
 
-    if (!q->attrs.dlq.enabled)
-        return;
-    while ((m = queue_first_active(q)) != NULL
-           && (int64_t)m->dequeue_count >= q->attrs.dlq.max_receive) {
-        struct smq_queue *dlq = queue_registry_find(&e->queues, q->attrs.dlq.target);
-        uint32_t count = m->dequeue_count;
-
-        if (dlq == NULL || dlq == q) {
-            /* Never dropped: the message is delivered as if there were no policy. */
-            if (e->dlq_move_failures++ % 1000 == 0)
-                SMQ_WARN("engine: queue %s: dead-letter queue %s does not exist; delivering "
-                         "messages past MaxReceiveCount normally", q->name, q->attrs.dlq.target);
-            return;
-        }
-        if (move_msg(e, m, dlq, src_ref(q)) != 0)
-            return;              /* the receive that follows reports the failure */
-        q->count.dead_lettered++;
-        m->dequeue_count = count;     /* for the log line only */
-        engine_oplog(e, q, EV_DEAD_LETTER, m, dlq->name, request_id);
-        engine_oplog(e, dlq, EV_DEAD_LETTER, m, dlq->name, request_id);
-        m->dequeue_count = 0;
-    }
+    while ((m = queue_first_active(q)) != NULL && engine_dead_letter(e, q, m, request_id))
+        ;
 }
 
 /* ---- redrive ---------------------------------------------------------------- */
 
-/* Moves up to n Active messages of dlq back to their sources; a message
- * whose source is unknown or gone is skipped (it stays in the DLQ).
- * Returns false when the DLQ ran out of Active messages. */
-static bool redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t n)
+static int cmp_seq(const void *a, const void *b)
 {
-    struct smq_msg *skipped[REDRIVE_MAX_SKIPS];
-    size_t n_skipped = 0;
-    struct smq_msg *m;
-    bool more = true;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
 
-    for (; n > 0 && dlq->redrive_pending > 0 && n_skipped < REDRIVE_MAX_SKIPS; n--) {
+/* The Active messages of dlq that know their source, oldest first, at most
+ * max (0 = all).  One pass over the message table: a redrive is rare. */
+static struct queue_redrive *redrive_snapshot(struct smq_engine *e, struct smq_queue *dlq,
+                                              uint64_t max)
+{
+    struct queue_redrive *r = calloc(1, sizeof *r);
+    size_t cap = dlq->n_active > 0 ? dlq->n_active : 1;
+
+    if (r == NULL || (r->seqs = malloc(cap * sizeof *r->seqs)) == NULL) {
+        queue_redrive_free(r);
+        return NULL;
+    }
+    for (size_t b = 0; b < e->msgs.n_buckets; b++)
+        for (const struct smq_msg *m = e->msgs.buckets[b]; m != NULL; m = m->hash_next)
+            if (m->queue == dlq && m->state == SMQ_MSG_ACTIVE && m->src_queue_id != 0
+                && r->n < cap)
+                r->seqs[r->n++] = m->seq;
+    qsort(r->seqs, r->n, sizeof *r->seqs, cmp_seq);
+    if (max > 0 && r->n > max)
+        r->n = (size_t)max;
+    return r;
+}
+
+/* Moves up to n of the redrive's messages back to their sources; one that
+ * has left the DLQ, is in flight or whose source is gone is passed over
+ * without counting against n. */
+static void redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t n)
+{
+    struct queue_redrive *r = dlq->redrive;
+
+    while (n > 0 && r->next < r->n) {
+        struct smq_msg *m = msg_table_find(&e->msgs, r->seqs[r->next]);
         struct smq_queue *src;
-        if ((m = queue_first_active(dlq)) == NULL) {
-            more = false;
-            break;
+
+        if (m == NULL || m->queue != dlq || m->state != SMQ_MSG_ACTIVE) {
+            r->next++;
+            continue;
         }
-        dlq->redrive_pending--;
-        src = m->src_queue_id != 0 ? engine_queue_by_id(e, m->src_queue_id) : NULL;
+        src = engine_queue_by_id(e, m->src_queue_id);
         if (src == NULL || src == dlq) {
-            /* Out of the heap until the slice ends, so it is not met again. */
-            queue_msg_unplace(dlq, m, &e->msg_wheel);
-            skipped[n_skipped++] = m;
+            r->next++;
             continue;
         }
         if (move_msg(e, m, src, 0) != 0)
-            break;
+            return;              /* the run is lost or this write failed: retry next tick */
+        r->next++;
+        n--;
         dlq->count.redriven++;
         engine_oplog(e, dlq, EV_REDRIVE, m, src->name, NULL);
         engine_oplog(e, src, EV_REDRIVE, m, src->name, NULL);
     }
-    for (size_t i = 0; i < n_skipped; i++)
-        queue_msg_place(dlq, skipped[i], e->now_ms, &e->msg_wheel, &e->tb);
-    return more;
 }
 
 /* Credit accrues at rate messages per second (in thousandths, so that a
  * rate below one per tick still moves); a late tick catches up by at most
  * one second's worth. */
-static uint64_t redrive_allowance(struct smq_queue *q, uint64_t elapsed_ms)
+static uint64_t redrive_allowance(struct queue_redrive *r, uint64_t elapsed_ms)
 {
     uint64_t moves;
 
     if (elapsed_ms > 1000)
         elapsed_ms = 1000;
-    q->redrive_credit += (uint64_t)q->redrive_rate * elapsed_ms;
-    moves = q->redrive_credit / 1000;
+    r->credit += (uint64_t)r->rate * elapsed_ms;
+    moves = r->credit / 1000;
     if (moves > REDRIVE_MAX_SLICE)
         moves = REDRIVE_MAX_SLICE;
-    q->redrive_credit -= moves * 1000;
+    r->credit -= moves * 1000;
     return moves;
 }
 
@@ -153,14 +183,17 @@ void engine_redrive_tick(struct smq_engine *e, uint64_t now_mono)
     e->last_redrive_mono = now_mono;
     for (size_t i = 0; i < e->queues.n; i++) {
         struct smq_queue *q = e->queues.items[i];
-        if (q->redrive_pending == 0)
+        if (q->redrive == NULL)
             continue;
-        if (!redrive_slice(e, q, redrive_allowance(q, elapsed)))
-            q->redrive_pending = 0;          /* nothing Active left to move */
-        if (q->redrive_pending == 0)
-            SMQ_INFO("engine: redrive of %s finished (%llu moved so far)", q->name,
-                     (unsigned long long)q->count.redriven);
-        active = active || q->redrive_pending > 0;
+        redrive_slice(e, q, redrive_allowance(q->redrive, elapsed));
+        if (q->redrive->next < q->redrive->n) {
+            active = true;
+            continue;
+        }
+        SMQ_INFO("engine: redrive of %s finished (%llu moved since start-up)", q->name,
+                 (unsigned long long)q->count.redriven);
+        queue_redrive_free(q->redrive);
+        q->redrive = NULL;
     }
     e->redrive_active = active;
 }
@@ -175,20 +208,31 @@ uint64_t engine_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono
     return due > now_mono ? due - now_mono : 0;
 }
 
+uint64_t engine_redrive_pending(const struct smq_queue *q)
+{
+    return q->redrive != NULL ? q->redrive->n - q->redrive->next : 0;
+}
+
 int engine_exec_redrive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
-    uint64_t n = q->n_active;
+    struct queue_redrive *r;
 
     if (op->redrive.rate_per_s == 0)
         return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT, "The redrive rate must be positive.");
-    if (op->redrive.max > 0 && op->redrive.max < n)
-        n = op->redrive.max;
+    r = redrive_snapshot(e, q, op->redrive.max);
+    if (r == NULL)
+        return SMQ_E_NOMEM;
+    r->rate = op->redrive.rate_per_s;
     /* A new request replaces a running one on the same queue. */
-    q->redrive_pending = n;
-    q->redrive_rate = op->redrive.rate_per_s;
-    q->redrive_credit = 0;
-    op->n_redrive = n;
-    if (n > 0 && !e->redrive_active) {
+    queue_redrive_free(q->redrive);
+    q->redrive = NULL;
+    op->n_redrive = r->n;
+    if (r->n == 0) {
+        queue_redrive_free(r);
+        return 0;
+    }
+    q->redrive = r;
+    if (!e->redrive_active) {
         e->redrive_active = true;
         e->last_redrive_mono = clock_mono_ms(e->clock);
     }

@@ -23,8 +23,14 @@ static const char *const event_names[] = {
     [EV_PURGE] = "purge",
 };
 
+#define OPLOG_MAX_EVENTS 65536          /* lines one run may hold (~19 MB) */
+
 static struct engine_event *next_slot(struct smq_engine *e)
 {
+    if (e->n_events == OPLOG_MAX_EVENTS) {
+        e->oplog_dropped++;      /* reported after the run; the operation is not affected */
+        return NULL;
+    }
     if (e->n_events == e->cap_events) {
         size_t cap = e->cap_events ? e->cap_events * 2 : 64;
         struct engine_event *grown = realloc(e->events, cap * sizeof *grown);
@@ -79,11 +85,19 @@ static void write_event(const struct smq_engine *e, const struct engine_event *e
                   event_names[ev->kind], id, ev->dequeue_count, ev->request_id);
 }
 
+/* Expiry needs no write (engine.h): it happened whatever became of the
+ * run's transaction, so its lines are written either way. */
 void engine_oplog_flush(struct smq_engine *e, bool committed)
 {
-    for (size_t i = 0; committed && i < e->n_events; i++)
-        write_event(e, &e->events[i]);
+    for (size_t i = 0; i < e->n_events; i++)
+        if (committed || e->events[i].kind == EV_EXPIRE)
+            write_event(e, &e->events[i]);
     e->n_events = 0;
+    if (e->oplog_dropped > 0) {
+        SMQ_WARN("engine: %llu operation-log lines of one run were not written (more than %d)",
+                 (unsigned long long)e->oplog_dropped, OPLOG_MAX_EVENTS);
+        e->oplog_dropped = 0;
+    }
 }
 
 void engine_oplog_free(struct smq_engine *e)

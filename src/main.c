@@ -238,9 +238,10 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         SMQ_ERROR("recovery: %s", err);
         return EXIT_STORE;
     }
-    if (declare_queues(p->engine, cfg->queues, cfg->n_queues, err, sizeof err) != 0) {
+    code = declare_queues(p->engine, cfg->queues, cfg->n_queues, err, sizeof err);
+    if (code != 0) {
         SMQ_ERROR("config: %s", err);
-        return EXIT_USAGE;
+        return code == SMQ_E_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_STORE;
     }
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;

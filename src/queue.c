@@ -106,8 +106,17 @@ struct smq_queue *queue_new(int64_t id, const char *name, const struct smq_queue
     return q;
 }
 
+void queue_redrive_free(struct queue_redrive *r)
+{
+    if (r != NULL)
+        free(r->seqs);
+    free(r);
+}
+
 void queue_free(struct smq_queue *q)
 {
+    if (q != NULL)
+        queue_redrive_free(q->redrive);
     free(q);
 }
 

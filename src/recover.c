@@ -151,11 +151,54 @@ void recover_free(struct smq_engine *e)
     e->ready_head = NULL;
 }
 
+/* What a queue holds that is not on disk and must outlive a reload: its
+ * lifetime counters (metrics) and a running redrive. */
+struct queue_carry {
+    int64_t id;
+    struct queue_counters count;
+    struct queue_redrive *redrive;
+};
+
+/* Takes the carried state out of every queue; NULL (nothing carried, the
+ * counters restart) if there is no memory for the list. */
+static struct queue_carry *carry_save(struct smq_engine *e, size_t *n)
+{
+    struct queue_carry *c = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *c);
+
+    *n = 0;
+    if (c == NULL)
+        return NULL;
+    for (size_t i = 0; i < e->queues.n; i++) {
+        struct smq_queue *q = e->queues.items[i];
+        c[i] = (struct queue_carry){q->id, q->count, q->redrive};
+        q->redrive = NULL;
+    }
+    *n = e->queues.n;
+    return c;
+}
+
+/* Gives the carried state back to the queues that still exist (by id). */
+static void carry_restore(struct smq_engine *e, struct queue_carry *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct smq_queue *q = e->broken ? NULL : engine_queue_by_id(e, c[i].id);
+        if (q == NULL) {
+            queue_redrive_free(c[i].redrive);
+            continue;
+        }
+        q->count = c[i].count;
+        q->redrive = c[i].redrive;
+    }
+    free(c);
+}
+
 /* After a lost transaction memory may be ahead of disk: rebuild it from the
  * store, keeping parked long polls on the queues that still exist. */
 void recover_reload(struct smq_engine *e)
 {
     struct smq_op *parked = NULL, **tail = &parked;
+    struct queue_carry *carry;
+    size_t n_carry;
     int rc;
 
     /* Detach every parked poll in FIFO order (per queue), keeping its deadline. */
@@ -171,11 +214,13 @@ void recover_reload(struct smq_engine *e)
             tail = &op->next;
         }
     }
+    carry = carry_save(e, &n_carry);
     recover_free(e);
     e->n_expired = 0;
     rc = recover_load(e);
     e->reloads++;
     e->broken = rc != 0;
+    carry_restore(e, carry, n_carry);
     if (e->broken) {
         /* Parked polls cannot be kept on a partial state: finish them. */
         while (parked != NULL) {

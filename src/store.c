@@ -521,15 +521,14 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t err_size)
  * once by a VACUUM (which rewrites the file and needs as much free space
  * again).  If that conversion fails smqd runs on without reclamation.
  */
-static int choose_auto_vacuum(sqlite3 *db, const char *path, char *err, size_t err_size)
+static int choose_auto_vacuum(sqlite3 *db, const char *path, long long *version, char *err,
+                              size_t err_size)
 {
-    long long version;
-
-    if (query_int(db, "PRAGMA user_version", &version) != SQLITE_OK) {
+    if (query_int(db, "PRAGMA user_version", version) != SQLITE_OK) {
         set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
         return -1;
     }
-    if (version != 0)
+    if (*version != 0)
         return 0;
     return exec_pragma(db, "PRAGMA auto_vacuum=INCREMENTAL", path, err, err_size);
 }
@@ -540,7 +539,8 @@ static void convert_auto_vacuum(sqlite3 *db, const char *path)
 
     if (query_int(db, "PRAGMA auto_vacuum", &mode) != SQLITE_OK || mode == 2)
         return;
-    SMQ_INFO("store: %s: converting to incremental auto-vacuum (one-time VACUUM)", path);
+    SMQ_INFO("store: %s: converting to incremental auto-vacuum (a one-time VACUUM when "
+             "upgrading from schema version 1)", path);
     if (sqlite3_exec(db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", NULL, NULL, NULL) != SQLITE_OK)
         SMQ_WARN("store: %s: VACUUM failed (%s); freed space will not be returned to the "
                  "file system", path, sqlite3_errmsg(db));
@@ -612,6 +612,7 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
     /* NOMUTEX: one owner thread, so SQLite's own locking is pure cost. */
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     struct smq_store *s;
+    long long version = 0;
 
     *out = NULL;
     s = calloc(1, sizeof *s);
@@ -631,11 +632,14 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
         goto fail_db;
     }
     if (preflight(s->db, path, err, err_size) != 0 ||
-        choose_auto_vacuum(s->db, path, err, err_size) != 0 ||
+        choose_auto_vacuum(s->db, path, &version, err, err_size) != 0 ||
         set_pragmas(s->db, sync, path, err, err_size) != 0 ||
         migrate(s->db, path, err, err_size) != 0)
         goto fail_db;
-    convert_auto_vacuum(s->db, path);
+    /* Only on the upgrade itself: a failed conversion is not retried (and
+     * the file rewritten) at every start. */
+    if (version == 1)
+        convert_auto_vacuum(s->db, path);
     if (prepare_all(s, path, err, err_size) != 0)
         goto fail_stmts;
     *out = s;

@@ -408,8 +408,8 @@ static int parse_dlq_target(const xmlNode *el, const char *name, struct xml_queu
     buf_init(&text);
     rc = leaf_text(el, &text, ei);
     if (rc == 0 && text.len >= sizeof out->dlq_target)
-        rc = errors_set(ei, SMQ_E_INVALID_ARGUMENT,
-                        "The value of %s is longer than a queue name.", name);
+        rc = errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, "The value of %s is longer than a "
+                        "queue name (%zu characters).", name, sizeof out->dlq_target - 1);
     if (rc == 0) {
         memcpy(out->dlq_target, text.data != NULL ? text.data : "", text.len);
         out->dlq_target[text.len] = '\0';

@@ -37,6 +37,7 @@ struct smq_queue_decl {
     char dlq_target[SMQ_CONFIG_QUEUE_NAME_MAX + 1];   /* "" = leave the policy alone */
     int dlq_max_receive_count;                        /* 1..1000 with a target */
     int line;                                         /* of the [queue.NAME] header */
+    int target_line, count_line;                      /* where each key was set; 0 = not */
 };
 
 struct smq_config {

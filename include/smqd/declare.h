@@ -15,7 +15,9 @@
 #include "smqd/config.h"
 #include "smqd/engine.h"
 
-/* 0, or -1 with "[queue.NAME] (line N): reason" in err (start-up fails). */
+/* 0, or with "[queue.NAME] (line N): reason" in err (start-up fails):
+ * SMQ_E_INVALID_ARGUMENT when the configuration is at fault (e.g. a target
+ * that does not exist), another SMQ_E_* code when the store is. */
 int declare_queues(struct smq_engine *e, const struct smq_queue_decl *decls, size_t n,
                    char *err, size_t err_size);
 

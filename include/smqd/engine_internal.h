@@ -1,6 +1,6 @@
 /*
- * engine_internal.h — what engine.c and recover.c share, and nothing else
- * may use: the engine's state, the meta keys of its high-water marks, and
+ * engine_internal.h — what the engine's files (engine.c, engine_dlq.c,
+ * engine_admin.c, engine_oplog.c, recover.c) share, and nothing else may use: the engine's state, the meta keys of its high-water marks, and
  * the transitions that recovery replays rows through (the same ones live
  * traffic uses, so a restart cannot place a message differently).
  */
@@ -82,6 +82,7 @@ struct smq_engine {
     uint64_t last_redrive_mono;      /* last redrive tick */
     struct engine_event *events;     /* this run's operation-log lines, written after COMMIT */
     size_t n_events, cap_events;
+    uint64_t oplog_dropped;          /* events past the per-run cap */
 
     /* state of the run in progress */
     int64_t now_ms;                  /* epoch ms, fixed for one run */
@@ -116,9 +117,16 @@ struct smq_queue *engine_queue_by_id(struct smq_engine *e, int64_t id);
 
 /* ---- engine_dlq.c: dead-letter moves and redrive ---- */
 
-/* Before a receive takes messages from q: moves every Active message at the
- * head of q that has used up its receives to q's dead-letter queue. */
+/* If m (Active, in q) has used up its receives under q's policy, moves it
+ * to q's dead-letter queue and returns true; false = deliver it (no policy,
+ * receives left, or the move could not happen: never dropped). */
+bool engine_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_msg *m,
+                        const char *request_id);
+/* Moves used-up messages from the head of q until a deliverable one (or
+ * none) is there, so that a parked poll is woken only for a message it gets. */
 void engine_dead_letter_due(struct smq_engine *e, struct smq_queue *q, const char *request_id);
+/* Messages a running redrive from q still has to look at. */
+uint64_t engine_redrive_pending(const struct smq_queue *q);
 /* Moves a slice of every running redrive (call once per run, after the
  * clock advanced). */
 void engine_redrive_tick(struct smq_engine *e, uint64_t now_mono);

@@ -67,10 +67,20 @@ struct smq_queue {
     bool ready;
     uint64_t n_waiters;                           /* parked long polls */
     struct queue_counters count;
-    uint64_t redrive_pending;                     /* messages a running redrive still moves */
-    uint32_t redrive_rate;                        /* its messages per second */
-    uint64_t redrive_credit;                      /* thousandths of a message due */
+    struct queue_redrive *redrive;                /* a running redrive from this DLQ, or NULL */
 };
+
+/* A running redrive: the seqs it was started for (oldest first), taken in
+ * order at the rate; a seq no longer Active here is passed over. */
+struct queue_redrive {
+    uint64_t *seqs;
+    size_t n, next;
+    uint32_t rate;                   /* messages per second */
+    uint64_t credit;                 /* thousandths of a message due */
+};
+
+/* Frees a redrive (NULL is a no-op). */
+void queue_redrive_free(struct queue_redrive *r);
 
 /* Converts between epoch ms (message times) and wheel (monotonic) ms. */
 struct queue_timebase {

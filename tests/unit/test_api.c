@@ -559,6 +559,15 @@ static void test_api_prepare_dlq_policy(void **state)
             SMQ_E_INVALID_QUEUE_NAME);
     run_err("PUT", "/queues/q", "<Queue><DlqPolicy><Enabled>maybe</Enabled></DlqPolicy></Queue>",
             SMQ_E_INVALID_ARGUMENT);
+    /* A partial update is refused, never read as "off". */
+    run_err("PUT", "/queues/q?metaoverride=true",
+            "<Queue><DlqMaxReceiveCount>5</DlqMaxReceiveCount></Queue>", SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/queues/q?metaoverride=true", "<Queue><DlqPolicy/></Queue>",
+            SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/queues/q", "<Queue><DlqTargetQueue>"
+            "a123456789012345678901234567890123456789012345678901234567890123456789"
+            "0123456789012345678901234567890123456789012345678901</DlqTargetQueue>"
+            "<DlqMaxReceiveCount>5</DlqMaxReceiveCount></Queue>", SMQ_E_QUEUE_NAME_LENGTH);
     /* The same field twice, nested and flat, is a duplicate. */
     run_err("PUT", "/queues/q", "<Queue><DlqTargetQueue>a</DlqTargetQueue><DlqPolicy>"
             "<DeadLetterTargetQueue>b</DeadLetterTargetQueue></DlqPolicy></Queue>",

@@ -735,6 +735,10 @@ static void test_config_queue_section_errors(void **state)
         {AUTH_OK "[queue.a]\ndlq_max_receive_count = 0\n", 5, "(allowed: 1..1000)"},
         {AUTH_OK "[queue.a]\ndlq_max_receive_count = 1001\n", 5, "(allowed: 1..1000)"},
         {AUTH_OK "[queue.a]\ndlq_target = b\n", 4, "dlq_target and dlq_max_receive_count go together"},
+        {AUTH_OK "[queue.a]\ndlq_target = b\ndlq_target = c\n", 6,
+         "[queue.a] dlq_target: duplicate key (first set on line 5)"},
+        {AUTH_OK "[queue.a]\ndlq_max_receive_count = 2\ndlq_max_receive_count = 3\n", 6,
+         "dlq_max_receive_count: duplicate key"},
         {AUTH_OK "[queue.a]\ndlq_max_receive_count = 3\n", 4, "go together"},
     };
     struct fixture *f = *state;

@@ -234,6 +234,16 @@ static int create_queue(struct fixture *f, const char *name, const struct smq_qu
     return err;
 }
 
+/* CreateQueue naming only VisibilityTimeout, as an SDK would; its result. */
+static int create_queue_vis_rc(struct fixture *f, const char *name, int64_t visibility_s)
+{
+    struct smq_queue_attrs a;
+
+    engine_default_attrs(&a);
+    a.visibility_s = visibility_s;
+    return create_queue(f, name, &a, SMQ_ATTR_VISIBILITY, NULL);
+}
+
 /* A queue with the default attributes but the given visibility timeout. */
 static void create_queue_vis(struct fixture *f, const char *name, int64_t visibility_s)
 {
@@ -2388,7 +2398,7 @@ static void test_engine_redrive_is_rate_limited(void **state)
     op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 20;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_redrive, 21);
+    assert_int_equal(op.n_redrive, 20);          /* those that know their source */
     assert_true(engine_next_timeout_ms(f->e) <= 100);
     /* 20 per second: 2 per 100 ms tick. */
     tick(f, 100);
@@ -2508,6 +2518,165 @@ static void test_engine_reclaims_space_after_purge(void **state)
     assert_true((uint64_t)sql_int(f, "PRAGMA page_count") + 1024 <= pages_full);
 }
 
+/* ---- regressions found in review ------------------------------------------- */
+
+/* A batch receive must not hand out a used-up message that sits behind a
+ * fresh one in the heap. */
+static void test_engine_batch_receive_dead_letters_behind_head(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op op;
+    uint64_t poison, fresh;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    poison = send_text(f, "src", "poison", 0, 8);
+    receive_and_lapse(f, "src", poison, 1);
+    fresh = send_text(f, "src", "fresh", 0, 1);        /* higher priority: the head */
+    assert_int_equal(receive(f, &op, "src", 16, 0), 0);
+    assert_int_equal(op.n_msgs, 1);
+    assert_true(op.msgs[0].seq == fresh);
+    engine_op_release(&op);
+    assert_counts(f, "dlq", 1, 0, 0);
+}
+
+/* A parked poll woken by a message that is then dead-lettered stays parked
+ * until its deadline or a message it can have. */
+static void test_engine_parked_poll_not_answered_by_dead_letter(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *poll = &f->park[0];
+    struct smq_msg_view v;
+    uint64_t later;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 2), 0);
+    send_text(f, "src", "m", 0, 8);
+    assert_int_equal(receive_one(f, "src", &v), 0);
+    park(f, poll, "src", 30);
+    tick(f, 2001);                 /* m is Active again, and used up */
+    assert_counts(f, "dlq", 1, 0, 0);
+    assert_int_equal(f->park_done[0], 0);
+    later = send_text(f, "src", "next", 0, 8);
+    assert_int_equal(f->park_done[0], 1);
+    assert_int_equal(poll->result.err, 0);
+    assert_true(poll->msgs[0].seq == later);
+    engine_op_release(poll);
+}
+
+/* What every SDK sends (no policy element) stays idempotent on a queue
+ * that has a policy. */
+static void test_engine_create_idempotent_with_policy(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_queue_info info;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 3, 30), 0);
+    assert_int_equal(create_queue_vis_rc(f, "src", 30), 0);
+    assert_int_equal(get_info(f, "src", &info), 0);
+    assert_int_equal(info.attrs.dlq.enabled, 1);
+}
+
+/* A sourceless message at the head of the DLQ does not stop a redrive. */
+static void test_engine_redrive_passes_over_sourceless_head(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op op;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    fill_dlq(f, 5);
+    send_text(f, "dlq", "no source", 0, 1);     /* highest priority: the heap's head */
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 10;                  /* 1 per 100 ms tick */
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_redrive, 5);           /* only those with a source */
+    for (int i = 0; i < 5; i++)
+        tick(f, 100);
+    assert_counts(f, "src", 5, 0, 0);
+    assert_counts(f, "dlq", 1, 0, 0);
+    assert_int_equal(queue_stats(f, "dlq").redriven, 5);
+    assert_int_equal(queue_stats(f, "dlq").redrive_pending, 0);
+}
+
+/* A lost transaction (here an unrelated COMMIT) keeps running redrives and
+ * the lifetime counters. */
+static void test_engine_lost_txn_keeps_redrive_and_counters(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op op;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    create_queue_vis(f, "other", 30);
+    fill_dlq(f, 10);
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 10;
+    assert_int_equal(run_one(f, &op), 0);
+    tick(f, 100);
+    assert_int_equal(queue_stats(f, "dlq").redriven, 1);
+    store_fault_inject(f->store, STORE_FAULT_OFF, 1);
+    assert_int_equal(send_msg(f, "other", "x", 1, 0, 8, NULL), SMQ_E_INTERNAL);
+    assert_int_equal(stats(f).reloads, 1);
+    assert_int_equal(queue_stats(f, "src").sent, 10);
+    assert_int_equal(queue_stats(f, "dlq").redriven, 1);
+    assert_int_equal(queue_stats(f, "dlq").redrive_pending, 9);
+    for (int i = 0; i < 9; i++)
+        tick(f, 100);
+    assert_counts(f, "src", 10, 0, 0);
+}
+
+/* Purge and queue deletion while a redrive runs and a poll is parked. */
+static void test_engine_purge_and_delete_during_redrive(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op op;
+    uint64_t n, nd;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    fill_dlq(f, 4);
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 10;
+    assert_int_equal(run_one(f, &op), 0);
+    park(f, &f->park[0], "src", 10);
+    assert_int_equal(purge(f, "src", true, true, &n, &nd), 0);
+    assert_int_equal(nd, 4);
+    assert_int_equal(queue_stats(f, "dlq").redrive_pending, 0);
+    tick(f, 100);
+    assert_int_equal(delete_queue(f, "dlq"), 0);
+    tick(f, 100);
+    assert_counts(f, "src", 0, 0, 0);
+    assert_int_equal(f->park_done[0], 0);
+}
+
+/* While broken (the store cannot be read back) the engine waits for the
+ * next op instead of spinning on its maintenance timers. */
+static void test_engine_broken_does_not_spin(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_msg_view v;
+
+    assert_int_equal(create_queue(f, "rb", NULL, 0, NULL), 0);
+    send_text(f, "rb", "a", 0, 8);
+    send_text(f, "rb", "b", 0, 8);     /* a row for the failing reload to trip on */
+    assert_int_equal(receive_one(f, "rb", &v), 0);
+    assert_int_equal(delete_msg(f, "rb", v.seq, v.handle_gen), 0);   /* maintenance due */
+    store_fault_inject(f->store, STORE_FAULT_OFF, 1);
+    store_fault_inject_load(f->store, 0);
+    assert_int_equal(send_msg(f, "rb", "lost", 4, 0, 8, NULL), SMQ_E_INTERNAL);
+    assert_true(stats(f).broken);
+    clock_fake_advance(&f->clock, 5000);
+    for (int i = 0; i < 3; i++) {
+        store_fault_inject_load(f->store, 0);
+        f->n_done = 0;
+        engine_run(f->e, NULL);
+        assert_true(stats(f).broken);
+        assert_int_equal(engine_next_timeout_ms(f->e), UINT64_MAX);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2559,6 +2728,13 @@ int main(void)
         T(test_engine_redrive_max_and_restart),
         T(test_engine_stats_counters_and_oldest),
         T(test_engine_reclaims_space_after_purge),
+        T(test_engine_batch_receive_dead_letters_behind_head),
+        T(test_engine_parked_poll_not_answered_by_dead_letter),
+        T(test_engine_create_idempotent_with_policy),
+        T(test_engine_redrive_passes_over_sourceless_head),
+        T(test_engine_lost_txn_keeps_redrive_and_counters),
+        T(test_engine_purge_and_delete_during_redrive),
+        T(test_engine_broken_does_not_spin),
 #undef T
     };
 
