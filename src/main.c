@@ -219,6 +219,8 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
                                     (uint64_t)cfg->reserve_mb << 20};
     struct http_opts hopts;
 
+    /* Opening may wait for a lock and recovery may take a while: say so. */
+    notify_systemd("STATUS=loading the queues from %s", cfg->storage_path);
     if (store_open(cfg->storage_path, cfg->sync, &p->store, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
         return EXIT_STORE;
@@ -230,7 +232,6 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
                  "sends will be refused while there is no room", cfg->reserve_mb,
                  cfg->storage_path);
     eopts.store = p->store;
-    notify_systemd("STATUS=loading the queues from %s", cfg->storage_path);
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
         SMQ_ERROR("recovery: %s", err);
         return EXIT_STORE;
