@@ -102,6 +102,11 @@ prepared_dir() {
     PREPARED=$dir
 }
 
+# count_at_least N PATTERN FILE — for wait_for: FILE has at least N lines matching PATTERN.
+count_at_least() {
+    [ "$(grep -c -- "$2" "$3")" -ge "$1" ]
+}
+
 # ---------------------------------------------------------------------------------------
 
 # While recovery is held up: /health 200, /ready 503 starting, API 503, metrics without the
@@ -397,7 +402,7 @@ t_systemd_notify() {
     assert_eq "the MNS listener was logged before READY=1" 1 "$(grep -c 'listening on http://' "$SMQD_LOG")"
     kill -HUP "$SMQD_PID"
     wait_for "SIGHUP: RELOADING=1" 5000 grep -q 'RELOADING=1' "$out"
-    wait_for "then READY=1 again" 5000 test "$(grep -c 'READY=1' "$out")" -ge 2
+    wait_for "then READY=1 again" 5000 count_at_least 2 'READY=1' "$out"
     kill -TERM "$SMQD_PID"
     wait_for "SIGTERM: STOPPING=1" 5000 grep -q 'STOPPING=1' "$out"
     smqd_stop
