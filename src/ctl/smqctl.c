@@ -118,7 +118,8 @@ static int resolve_target(struct ctl *c)
         c->token = getenv(TOKEN_ENV);
     if (c->token == NULL && c->cfg_loaded && c->cfg.admin_token[0] != '\0')
         c->token = c->cfg.admin_token;
-    snprintf(c->addr_buf, sizeof c->addr_buf, "%s", c->addr);
+    if (c->addr != c->addr_buf)      /* the -c case already wrote addr_buf */
+        snprintf(c->addr_buf, sizeof c->addr_buf, "%s", c->addr);
     c->addr_buf[strcspn(c->addr_buf, "\n")] = '\0';
     /* "http://host:port/" and "http://host:port" mean the same. */
     for (size_t n = strlen(c->addr_buf); n > 0 && c->addr_buf[n - 1] == '/'; n--)

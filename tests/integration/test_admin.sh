@@ -53,6 +53,12 @@ scrape() {
     METRICS=$RESP_BODY
 }
 
+# metric_is NAME_AND_LABELS VALUE — for wait_for: a fresh scrape has this value.
+metric_is() {
+    scrape
+    [ "$(metric "$1")" = "$2" ]
+}
+
 # Start without waiting for the MNS listener (it may be held back on purpose); waits for the
 # admin line only.  Sets SMQD_PID, SMQD_LOG, SMQD_ADMIN like smqd_start.
 start_until_admin() {
@@ -244,16 +250,13 @@ t_metrics() {
     for f in expired dead_lettered redriven; do
         assert_eq "${f}_total 0" 0 "$(metric "smqd_messages_${f}_total{queue=\"mq\"}")"
     done
-    # A parked long poll shows as a waiter.
-    mns_request_bg "$SUITE_TMP/lp" GET '/queues/mq2/messages?waitseconds=3'
+    # A parked long poll shows as a waiter (polled: signing and parking take a moment).
     create_queue mq2
-    mns_request_bg "$SUITE_TMP/lp" GET '/queues/mq2/messages?waitseconds=3'
-    sleep 0.5
-    scrape
-    assert_eq "a parked long poll is counted per queue" 1 \
-        "$(metric 'smqd_queue_long_poll_waiters{queue="mq2"}')"
+    mns_request_bg "$SUITE_TMP/lp" GET '/queues/mq2/messages?waitseconds=8'
+    wait_for "a parked long poll is counted per queue" 6000 \
+        metric_is 'smqd_queue_long_poll_waiters{queue="mq2"}' 1
     assert_eq "and in the total" 1 "$(metric smqd_long_poll_waiters)"
-    bg_wait "$SUITE_TMP/lp" 6000
+    bg_wait "$SUITE_TMP/lp" 12000
     smqd_stop
 }
 

@@ -232,6 +232,19 @@ t_check() {
     assert_eq "check of a missing file: exit 2" 2 $?
 }
 
+# -c finds the admin listener in the config; a wildcard bind is reached over loopback.
+t_config_address() {
+    local conf="$SUITE_TMP/ctl.conf" port=${SMQD_ADMIN##*:}
+    # write_config ends with "[admin]" / "listen = 127.0.0.1:0".
+    sed "\$ s/^listen = .*/listen = 0.0.0.0:$port/" "$SMQD_DIR/smqd.conf" >"$conf"
+    "$SMQCTL_BIN" -c "$conf" ready >"$SUITE_TMP/ca.out" 2>&1
+    assert_eq "-c: the admin address comes from [admin] listen" "0 ready" "$? $(cat "$SUITE_TMP/ca.out")"
+    sed -i "\$ s/^listen = .*/listen = off/" "$conf"
+    "$SMQCTL_BIN" -c "$conf" list >/dev/null 2>"$SUITE_TMP/ca.err"
+    assert_eq "-c with listen = off: exit 1" 1 $?
+    assert_match "and says so" 'admin listener is off' "$(cat "$SUITE_TMP/ca.err")"
+}
+
 t_token() {
     local dir
     dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
@@ -261,6 +274,7 @@ if smqd_start; then
     run_test t_dlq_redrive
     run_test t_backup_during_traffic
     run_test t_check
+    run_test t_config_address
     smqd_stop
 fi
 run_test t_token
