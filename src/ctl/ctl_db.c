@@ -19,12 +19,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Pages per backup step: 4 MiB with smqd's 4 KiB pages; small enough that
  * progress shows, large enough that the per-step overhead vanishes. */
 #define BACKUP_STEP_PAGES 1024
 #define CHECK_MAX_LINES 100
+
+/*
+ * Opening a WAL database whose PATH-shm does not exist (smqd is stopped)
+ * makes SQLite create PATH-wal and PATH-shm, owned by whoever runs smqctl.
+ * Root is fine: SQLite gives files it creates next to a database the
+ * database's owner.  Another user who is not the owner (a group member)
+ * would leave files smqd may not be able to open; say so first.
+ */
+static void warn_foreign_owner(const char *db_path)
+{
+    char shm[4200];
+    struct stat st;
+
+    if (geteuid() == 0)
+        return;
+    if (snprintf(shm, sizeof shm, "%s-shm", db_path) >= (int)sizeof shm || access(shm, F_OK) == 0)
+        return;
+    if (stat(db_path, &st) != 0 || st.st_uid == geteuid())
+        return;
+    fprintf(stderr, "smqctl: warning: %s belongs to uid %u but smqctl runs as uid %u; SQLite "
+            "may leave %s-wal/-shm owned by uid %u, which smqd cannot open. Run smqctl as the "
+            "database's owner (e.g. sudo -u smqd smqctl ...).\n", db_path, (unsigned)st.st_uid,
+            (unsigned)geteuid(), db_path, (unsigned)geteuid());
+}
 
 static int open_db(const char *path, int flags, sqlite3 **db, char *err, size_t err_size)
 {
@@ -75,6 +100,7 @@ int ctl_db_check(const char *db_path, FILE *out, char *err, size_t err_size)
 
     /* Read-only: a check must never be the thing that changes the file.
      * (In WAL mode the reader still maps PATH-shm, which smqd created.) */
+    warn_foreign_owner(db_path);
     if (open_db(db_path, SQLITE_OPEN_READONLY, &db, err, err_size) != 0)
         return -1;
     rc = integrity(db, out, err, err_size);
@@ -195,6 +221,7 @@ int ctl_db_backup(const char *db_path, const char *dest, FILE *log, char *err, s
         snprintf(err, err_size, "cannot read %s: %s", db_path, strerror(errno));
         return -1;
     }
+    warn_foreign_owner(db_path);
     if (make_temp(dest, tmp, sizeof tmp, err, err_size) != 0)
         return -1;
     if (backup_to(db_path, tmp, log, err, err_size) != 0) {
