@@ -42,7 +42,9 @@ enum opt_type {
     OPT_LISTEN,     /* HOST:PORT into listen_host + listen_port */
     OPT_KEY_ID,     /* [auth] access_key_id: collected, not a field */
     OPT_SECRET,     /* [auth] access_key_secret: collected, not a field */
-    OPT_KEY_PAIR    /* [auth] key.<ID> = <SECRET>, any number of them */
+    OPT_KEY_PAIR,   /* [auth] key.<ID> = <SECRET>, any number of them */
+    OPT_ADMIN_LISTEN, /* [admin] listen: HOST:PORT into admin_host + admin_port, or off */
+    OPT_TOKEN       /* [admin] token: a secret kept in a char array; empty = none */
 };
 
 struct setting {
@@ -114,11 +116,16 @@ static const struct setting settings[] = {
      "log file (appended to); - or empty means stderr"},
     {"log", "requests", OPT_BOOL, "true", 0, 0, NULL, FIELD(log_requests),
      "one line per HTTP request"},
+    /* [admin]: the operators' listener (docs/admin-api.md) */
+    {"admin", "listen", OPT_ADMIN_LISTEN, "127.0.0.1:8081", 0, 65535, NULL, FIELD(admin_host),
+     "admin listener (health, readiness, metrics, smqctl); off disables it"},
+    {"admin", "token", OPT_TOKEN, NULL, 0, FIELD_LEN(admin_token), NULL, FIELD(admin_token),
+     "if set, every admin request but /health needs Authorization: Bearer <token>"},
 };
 
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
-static const char *const known_sections = "server, storage, auth, limits, log";
+static const char *const known_sections = "server, storage, auth, limits, log, admin";
 
 /* ---- value parsers: each returns NULL or a short description of the problem */
 
@@ -241,10 +248,10 @@ static const char *split_listen(const char *v, const char **host, size_t *host_l
 
 /* Only literals and "localhost": resolving names at startup would make the
  * bound address depend on DNS, and smqd has no business listening on a name. */
-static const char *parse_listen(const char *v, struct smq_config *cfg)
+static const char *parse_address(const char *v, char host_out[256], uint16_t *port_out)
 {
     const char *host, *port_s, *why;
-    char host_buf[sizeof(cfg->listen_host)];
+    char host_buf[256];
     unsigned char addr[sizeof(struct in6_addr)];
     size_t host_len;
     uint16_t port;
@@ -265,9 +272,25 @@ static const char *parse_listen(const char *v, struct smq_config *cfg)
     why = parse_port(port_s, &port);
     if (why != NULL)
         return why;
-    memcpy(cfg->listen_host, host_buf, host_len + 1);
-    cfg->listen_port = port;
+    memcpy(host_out, host_buf, host_len + 1);
+    *port_out = port;
     return NULL;
+}
+
+static const char *parse_listen(const char *v, struct smq_config *cfg)
+{
+    return parse_address(v, cfg->listen_host, &cfg->listen_port);
+}
+
+/* [admin] listen: an address like [server] listen, or "off". */
+static const char *parse_admin_listen(const char *v, struct smq_config *cfg)
+{
+    if (strcasecmp(v, "off") == 0) {
+        cfg->admin_enabled = false;
+        return NULL;
+    }
+    cfg->admin_enabled = true;
+    return parse_address(v, cfg->admin_host, &cfg->admin_port);
 }
 
 static bool is_key_id_char(char c)
@@ -336,6 +359,14 @@ static const char *parse_field(struct smq_config *cfg, const struct setting *s, 
         return NULL;
     case OPT_LISTEN:
         return parse_listen(v, cfg);
+    case OPT_ADMIN_LISTEN:
+        return parse_admin_listen(v, cfg);
+    case OPT_TOKEN:
+        /* Empty means "no token"; otherwise the same rules as a secret. */
+        why = v[0] == '\0' ? NULL : check_secret(v);
+        if (why == NULL)
+            memcpy(field, v, strlen(v) + 1);   /* length checked by check_secret */
+        return why;
     default:
         return "not a plain setting";
     }
@@ -366,11 +397,15 @@ static void describe_allowed(const struct setting *s, char *buf, size_t size)
     case OPT_LISTEN:
         snprintf(buf, size, "IPv4:PORT, localhost:PORT or [IPv6]:PORT with PORT 0..65535");
         return;
+    case OPT_ADMIN_LISTEN:
+        snprintf(buf, size, "off, IPv4:PORT, localhost:PORT or [IPv6]:PORT with PORT 0..65535");
+        return;
     case OPT_KEY_ID:
     case OPT_KEY_PAIR:
         snprintf(buf, size, "ids of 1..%d characters of A-Z a-z 0-9 _ . -", SMQ_KEY_ID_MAX);
         return;
     case OPT_SECRET:
+    case OPT_TOKEN:
         snprintf(buf, size, "1..%d printable ASCII characters without spaces",
                  SMQ_KEY_SECRET_MAX);
         return;
@@ -425,7 +460,7 @@ static int fail_value(struct load *ld, const struct setting *s, const char *name
     char allowed[160];
 
     describe_allowed(s, allowed, sizeof(allowed));
-    if (s->type == OPT_SECRET || s->type == OPT_KEY_PAIR)
+    if (s->type == OPT_SECRET || s->type == OPT_KEY_PAIR || s->type == OPT_TOKEN)
         return fail(ld, ld->lineno, "[%s] %s: %s (allowed: %s)", s->section, name, why, allowed);
     return fail(ld, ld->lineno, "[%s] %s = \"%s\": %s (allowed: %s)", s->section, name, value,
                 why, allowed);
@@ -925,6 +960,17 @@ static void print_field(const struct smq_config *cfg, const struct setting *s, F
     case OPT_LISTEN:
         fprintf(out, strchr(cfg->listen_host, ':') ? "%s = [%s]:%u\n" : "%s = %s:%u\n", s->key,
                 cfg->listen_host, (unsigned)cfg->listen_port);
+        return;
+    case OPT_ADMIN_LISTEN:
+        if (!cfg->admin_enabled)
+            fprintf(out, "%s = off\n", s->key);
+        else
+            fprintf(out, strchr(cfg->admin_host, ':') ? "%s = [%s]:%u\n" : "%s = %s:%u\n",
+                    s->key, cfg->admin_host, (unsigned)cfg->admin_port);
+        return;
+    case OPT_TOKEN:
+        fprintf(out, field[0] ? "%s = " SMQ_CONFIG_SECRET_MASK "\n" : "# %s = (not set)\n",
+                s->key);
         return;
     default:
         return;

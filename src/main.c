@@ -1,19 +1,28 @@
 /*
  * main.c — the smqd process: command line, configuration, start-up in
- * dependency order (store → engine → engine thread → HTTP), signals, and an
- * orderly stop in reverse order.  Exit codes are listed in usage() and in
- * docs/operations.md.
+ * dependency order (admin listener → store → engine → engine thread → HTTP),
+ * signals, and an orderly stop in reverse order.  Exit codes are listed in
+ * usage() and in docs/operations.md.
+ *
+ * The process state is reported twice: to the admin listener (/ready) and,
+ * when started by systemd with Type=notify, through sd_notify: READY=1 only
+ * once recovery is done and the MNS port is bound, STOPPING=1 when the
+ * drain begins, RELOADING=1 ... READY=1 around a SIGHUP reload.  Without
+ * NOTIFY_SOCKET sd_notify does nothing.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include "smqd/admin.h"
 #include "smqd/api.h"
 #include "smqd/clock.h"
 #include "smqd/config.h"
@@ -88,6 +97,21 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
     return 0;
 }
 
+/* Tells systemd (if it started us with Type=notify) about a state change.
+ * Best effort: a lost notification must not stop the daemon. */
+__attribute__((format(printf, 1, 2)))
+static void notify_systemd(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (sd_notify(0, msg) < 0)
+        SMQ_DEBUG("sd_notify failed: %s", msg);
+}
+
 /* Blocks the signals smqd handles in every thread (threads inherit the mask);
  * the main thread takes them with sigwait. */
 static void block_signals(sigset_t *set)
@@ -157,7 +181,10 @@ static void wait_for_stop(const sigset_t *set, const char *path, struct auth_key
         if (sigwait(set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
+            /* systemctl reload waits for the READY=1 that ends this. */
+            notify_systemd("RELOADING=1\nSTATUS=reloading %s", path);
             reload_config(path, slot, r);
+            notify_systemd("READY=1\nSTATUS=serving");
             continue;
         }
         SMQ_INFO("received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -180,6 +207,7 @@ static void raise_fd_limit(int max_connections)
 }
 
 struct daemon_parts {
+    struct smq_admin *admin;      /* NULL when [admin] listen = off */
     struct auth_keyring_slot keys;
     struct smq_store *store;
     struct smq_engine *engine;
@@ -189,7 +217,8 @@ struct daemon_parts {
     struct smq_ratelimit *ratelimit;     /* borrowed by the MNS listener */
 };
 
-/* The request counters and rate limits, before any listener uses them. */
+/* The request counters and rate limits, before any listener uses them;
+ * freed after both listeners have stopped. */
 static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_parts *p)
 {
     struct ratelimit_opts ropts = {
@@ -223,6 +252,8 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     struct http_opts hopts;
     int code;
 
+    /* Opening may wait for a lock and recovery may take a while: say so. */
+    notify_systemd("STATUS=loading the queues from %s", cfg->storage_path);
     if (store_open(cfg->storage_path, cfg->sync, &p->store, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
         return EXIT_STORE;
@@ -245,9 +276,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     }
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;
-    code = start_metrics_and_limits(cfg, p);
-    if (code != EXIT_OK)
-        return code;
+    admin_attach_server(p->admin, p->server, engine_keys(p->engine));
     memset(&hopts, 0, sizeof hopts);
     hopts.host = cfg->listen_host;
     hopts.port = cfg->listen_port;
@@ -300,12 +329,58 @@ static void stop_parts(struct daemon_parts *p)
     http_stop(p->http);
     /* Only now: until the HTTP daemon is gone, a kept-alive connection can
      * still submit, and server_submit must find the (stopped) server to
-     * answer ServiceUnavailable. */
+     * answer ServiceUnavailable.  The same holds for admin requests. */
+    admin_detach_server(p->admin);
     server_free(p->server);
-    ratelimit_free(p->ratelimit);
-    metrics_free(p->metrics);
     engine_close(p->engine);
     store_close(p->store);
+}
+
+/*
+ * The admin listener comes first, before the database is even opened, so
+ * that /health answers and /ready says "starting" during a long recovery.
+ * Its log line must not say "listening on": scripts wait for that line to
+ * learn the MNS address.
+ */
+/* The admin listener's /metrics appends the MNS listener's families. */
+static int render_http_metrics(void *arg, struct smq_buf *out)
+{
+    return metrics_render(arg, out);
+}
+
+static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    struct admin_opts opts = {0};
+    char err[512] = "";
+    bool v6 = strchr(cfg->admin_host, ':') != NULL;
+
+    if (!cfg->admin_enabled)
+        return EXIT_OK;
+    opts.host = cfg->admin_host;
+    opts.port = cfg->admin_port;
+    opts.token = cfg->admin_token;
+    opts.db_path = cfg->storage_path;
+    opts.extra_metrics = render_http_metrics;
+    opts.extra_arg = p->metrics;
+    if (admin_start(&opts, &p->admin, err, sizeof err) != 0) {
+        SMQ_ERROR("listen: %s", err);
+        return EXIT_LISTEN;
+    }
+    SMQ_INFO("admin listener bound to http://%s%s%s:%u%s", v6 ? "[" : "", cfg->admin_host,
+             v6 ? "]" : "", (unsigned)admin_port(p->admin),
+             cfg->admin_token[0] ? " (token required)" : "");
+    return EXIT_OK;
+}
+
+static void announce_ready(const struct smq_config *cfg, const struct daemon_parts *p)
+{
+    bool v6 = strchr(cfg->listen_host, ':') != NULL;
+
+    SMQ_INFO("smqd %s listening on http://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
+             v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", (unsigned)http_port(p->http),
+             cfg->storage_path, cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
+    admin_set_state(p->admin, ADMIN_READY);
+    notify_systemd("READY=1\nSTATUS=serving on port %u", (unsigned)http_port(p->http));
 }
 
 static int run(const char *path, const struct smq_config *cfg)
@@ -318,16 +393,22 @@ static int run(const char *path, const struct smq_config *cfg)
     block_signals(&set);
     raise_fd_limit(cfg->max_connections);
     xml_global_init();
-    code = start_parts(cfg, &parts);
+    code = start_metrics_and_limits(cfg, &parts);
+    if (code == EXIT_OK)
+        code = start_admin(cfg, &parts);
+    if (code == EXIT_OK)
+        code = start_parts(cfg, &parts);
     if (code == EXIT_OK) {
-        bool v6 = strchr(cfg->listen_host, ':') != NULL;
-        SMQ_INFO("smqd %s listening on http://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
-                 v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "",
-                 (unsigned)http_port(parts.http), cfg->storage_path,
-                 cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
+        announce_ready(cfg, &parts);
         wait_for_stop(&set, path, &parts.keys, &reloads);
     }
+    admin_set_state(parts.admin, ADMIN_DRAINING);
+    notify_systemd("STOPPING=1\nSTATUS=draining");
     stop_parts(&parts);
+    /* Last, so that /health answers until the very end of the drain. */
+    admin_stop(parts.admin);
+    ratelimit_free(parts.ratelimit);
+    metrics_free(parts.metrics);
     free_reloads(&reloads);
     xml_global_cleanup();
     if (code == EXIT_OK)

@@ -68,6 +68,11 @@ struct smq_config {
     enum smq_log_level log_level; /* default info */
     char log_file[4096];          /* "-" = stderr (config_load stores "" as "-") */
     bool log_requests;            /* one line per request; default true */
+    /* [admin] (docs/admin-api.md) */
+    bool admin_enabled;           /* false: listen = off */
+    char admin_host[256];         /* listen = HOST:PORT; default 127.0.0.1:8081 */
+    uint16_t admin_port;          /* 0 = pick a free port */
+    char admin_token[SMQ_KEY_SECRET_MAX + 1];   /* "" = none; else a Bearer token */
     /* [queue.NAME] sections, in file order (malloc'd; config_free) */
     struct smq_queue_decl *queues;
     size_t n_queues;

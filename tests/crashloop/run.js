@@ -75,7 +75,8 @@ function writeConfig(dir, sync) {
     '[server]', 'listen = 127.0.0.1:0',
     '[storage]', `path = ${dir}/smqd.db`, `sync = ${sync}`,
     '[auth]', `access_key_id = ${harness.AK}`, `access_key_secret = ${harness.SK}`,
-    '[log]', 'level = info', 'requests = true', ''
+    '[log]', 'level = info', 'requests = true',
+    '[admin]', 'listen = 127.0.0.1:0', ''
   ].join('\n'));
 }
 

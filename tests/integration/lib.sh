@@ -100,7 +100,9 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Server lifecycle
 # ---------------------------------------------------------------------------------------
 
-# write_config DIR — the config every test server uses (the contract in the brief).
+# write_config DIR — the config every test server uses (the contract in the brief). The admin
+# listener takes port 0 too (its default 8081 would collide between parallel suites); its address
+# is logged as "admin listener bound to http://HOST:PORT" (smqd_start exports SMQD_ADMIN).
 write_config() {
     local dir=$1
     cat >"$dir/smqd.conf" <<EOF
@@ -115,6 +117,8 @@ access_key_secret = $MNS_SK_DEFAULT
 key.secondKey = secondSecret
 [log]
 level = info
+[admin]
+listen = 127.0.0.1:0
 EOF
 }
 
@@ -156,7 +160,9 @@ smqd_start() {
         line=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
         if [ -n "$line" ]; then
             SMQD_ADDR=${line#listening on http://}
-            export SMQD_ADDR SMQD_PID SMQD_DIR SMQD_LOG
+            line=$(grep -o 'admin listener bound to http://[^ ]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
+            SMQD_ADMIN=${line#admin listener bound to http://}
+            export SMQD_ADDR SMQD_ADMIN SMQD_PID SMQD_DIR SMQD_LOG
             return 0
         fi
         if ! kill -0 "$SMQD_PID" 2>/dev/null; then

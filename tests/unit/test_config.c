@@ -203,7 +203,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 18);   /* every row but the three key rows */
+    assert_int_equal(checked, 19);   /* every row but the three key rows and [admin] token */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -415,7 +415,7 @@ static void test_config_unknown_key_and_section(void **state)
         {"[server]\nport = 80\n", 2,
          "[server] unknown key \"port\" (known: listen, threads)"},
         {"[server]\nthreads = 2\n\n[store]\npath = x\n", 4,
-         "unknown section [store] (known: server, storage, auth, limits, log, queue.<NAME>)"},
+         "unknown section [store] (known: server, storage, auth, limits, log, admin, queue.<NAME>)"},
         /* A header with nothing under it is still checked. */
         {"[bogus]\n", 1, "unknown section [bogus]"},
         {"threads = 2\n", 1, "key \"threads\" is outside any [section]"},
@@ -564,6 +564,35 @@ static char *print_to_string(const struct smq_config *cfg)
     config_print(cfg, mem);
     assert_int_equal(fclose(mem), 0);
     return text;
+}
+
+/* [admin]: listen defaults to loopback 8081, "off" disables it, the token
+ * follows the secret rules and never appears in messages or in -t output. */
+static void test_config_admin(void **state)
+{
+    struct fixture *f = *state;
+    char *printed;
+
+    expect_ok(f, AUTH_OK);
+    assert_true(f->cfg.admin_enabled);
+    assert_string_equal(f->cfg.admin_host, "127.0.0.1");
+    assert_int_equal(f->cfg.admin_port, 8081);
+    assert_string_equal(f->cfg.admin_token, "");
+    expect_ok(f, AUTH_OK "[admin]\nlisten = OFF\n");
+    assert_false(f->cfg.admin_enabled);
+    expect_ok(f, AUTH_OK "[admin]\nlisten = [::1]:0\ntoken = s3cr3t-t0ken\n");
+    assert_true(f->cfg.admin_enabled);
+    assert_string_equal(f->cfg.admin_host, "::1");
+    assert_int_equal(f->cfg.admin_port, 0);
+    assert_string_equal(f->cfg.admin_token, "s3cr3t-t0ken");
+    printed = print_to_string(&f->cfg);
+    assert_null(strstr(printed, "s3cr3t"));
+    assert_non_null(strstr(printed, "\nlisten = [::1]:0\n"));
+    assert_non_null(strstr(printed, "\ntoken = " SMQ_CONFIG_SECRET_MASK "\n"));
+    free(printed);
+    expect_error(f, AUTH_OK "[admin]\nlisten = example.org:80\n", 5, "[admin] listen");
+    expect_error(f, AUTH_OK "[admin]\ntoken = two words\n", 5, "[admin] token: contains a space");
+    assert_null(strstr(f->err, "two words"));
 }
 
 static void test_config_print_shows_effective_values(void **state)
@@ -774,6 +803,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_multiple_key_pairs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_key_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors_hide_secrets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_admin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_shows_effective_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_defaults, setup, teardown),

@@ -38,7 +38,9 @@ function writeConfig(dir) {
     '[storage]', `path = ${dir}/smqd.db`, 'sync = full',
     '[auth]', `access_key_id = ${AK}`, `access_key_secret = ${SK}`,
     'key.secondKey = secondSecret',
-    '[log]', 'level = info', ''
+    '[log]', 'level = info',
+    // Port 0: the default admin port (8081) would collide between parallel test files.
+    '[admin]', 'listen = 127.0.0.1:0', ''
   ].join('\n'));
 }
 

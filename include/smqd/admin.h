@@ -1,0 +1,63 @@
+/*
+ * admin.h — the admin listener: a second, separate HTTP listener for
+ * operators (docs/admin-api.md): /health, /ready, /metrics and the /v1 JSON
+ * API used by smqctl.  No MNS signatures; an optional Bearer token.
+ *
+ * It starts first and stops last, so that probes get answers while a big
+ * database is recovered and while smqd drains.  main.c reports the process
+ * state (admin_set_state) and lends the engine thread (admin_attach_server)
+ * once it runs; before that and after admin_detach_server, JSON API calls
+ * answer 503 ServiceUnavailable and /metrics has only process families.
+ *
+ * Every function accepts a NULL admin (listener switched off) and then does
+ * nothing, so the caller needs no "if enabled" around each call.
+ */
+#ifndef SMQD_ADMIN_H
+#define SMQD_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/buf.h"
+#include "smqd/handle.h"
+#include "smqd/server.h"
+
+enum admin_state {
+    ADMIN_STARTING = 0,          /* recovering: /ready 503 starting */
+    ADMIN_READY,                 /* MNS listener up: /ready 200 (unless broken) */
+    ADMIN_DRAINING               /* SIGTERM seen: /ready 503 draining, API 503 */
+};
+
+struct admin_opts {
+    const char *host;            /* IPv4/IPv6 literal or "localhost" */
+    uint16_t port;               /* 0 = any free port */
+    const char *token;           /* NULL or "" = no token */
+    const char *db_path;         /* storage.path, for smqd_db_bytes / smqd_wal_bytes */
+    /*
+     * Optional: more Prometheus families appended to /metrics after smqd's
+     * own (e.g. the HTTP request metrics).  Called on an admin thread; must
+     * be thread-safe.  Returns 0 or SMQ_E_NOMEM.
+     */
+    int (*extra_metrics)(void *arg, struct smq_buf *out);
+    void *extra_arg;
+};
+
+struct smq_admin;
+
+/* Binds and starts serving (state STARTING).  0, or -1 with a reason in err. */
+int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err,
+                size_t err_size);
+/* The bound port (the real one when 0 was asked for). */
+uint16_t admin_port(const struct smq_admin *a);
+void admin_set_state(struct smq_admin *a, enum admin_state state);
+/* From now on API calls go to s; keys format MessageIds (engine_keys). */
+void admin_attach_server(struct smq_admin *a, struct smq_server *s,
+                         const struct handle_keys *keys);
+/* No more submissions to the server; waits until none is in flight.  Call
+ * after server_stop (which finishes every submitted op) and before
+ * server_free. */
+void admin_detach_server(struct smq_admin *a);
+/* Closes the listener and frees a. */
+void admin_stop(struct smq_admin *a);
+
+#endif

@@ -1,0 +1,542 @@
+/*
+ * smqctl.c — the operators' command-line tool for smqd: command line,
+ * where the admin listener and the database are, one function per command.
+ * The admin API (docs/admin-api.md) does the queue work; backup and check
+ * read the database directly (ctl_db.c).  Usage and exit codes: usage()
+ * below and docs/operations.md.
+ */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_db.h"
+#include "ctl_http.h"
+#include "ctl_json.h"
+#include "ctl_print.h"
+#include "smqd/config.h"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_USAGE = 1,        /* bad command line, or a refused confirmation */
+    EXIT_FAILED = 2        /* the server or the database said no, or is unreachable */
+};
+
+#define DEFAULT_ADMIN "http://127.0.0.1:8081"
+#define TOKEN_ENV "SMQD_ADMIN_TOKEN"
+
+struct ctl {
+    const char *addr;                /* -a */
+    const char *token;               /* -T, $SMQD_ADMIN_TOKEN or [admin] token */
+    const char *config_path;         /* -c */
+    const char *db_path;             /* --db */
+    bool json, yes;
+    const char *purge_type;          /* normal, dlq, both */
+    const char *rate, *max;          /* redrive */
+    struct smq_config cfg;
+    bool cfg_loaded;
+    char addr_buf[300];
+    struct ctl_target target;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: smqctl [-a URL] [-T TOKEN] [-c smqd.conf] [--json] COMMAND [ARGS]\n"
+        "  list                          queues: messages by state, waiters, oldest, DLQ\n"
+        "  stats NAME                    one queue: attributes, counters\n"
+        "  peek NAME [N]                 up to N (1..16, default 16) visible messages\n"
+        "  purge NAME [--dlq|--both] --yes\n"
+        "                                delete every message of NAME (--dlq: of its\n"
+        "                                dead-letter queue, --both: of both)\n"
+        "  redrive DLQ [--rate R] [--max N]\n"
+        "                                move a dead-letter queue's messages back\n"
+        "  set NAME Attr=Value...        change queue attributes (VisibilityTimeout=60,\n"
+        "                                DlqTargetQueue=q-dlq DlqMaxReceiveCount=5, ...)\n"
+        "  health | ready | metrics      the probes and the Prometheus text\n"
+        "  backup DEST [--db PATH]       consistent online copy of the database\n"
+        "  check [--db PATH]             PRAGMA integrity_check of the live database\n"
+        "options:\n"
+        "  -a URL     admin listener (default: [admin] listen of -c, else %s)\n"
+        "  -T TOKEN   admin token (default: $%s, else [admin] token of -c)\n"
+        "  -c FILE    smqd's configuration, for the admin address, token and database\n"
+        "  --db PATH  the database file (default: [storage] path of -c)\n"
+        "  --json     print the server's JSON instead of a table\n"
+        "  --yes      do not ask before purging (required when stdin is not a terminal)\n"
+        "exit codes: 0 ok, 1 usage or purge not confirmed, 2 server or database error\n",
+        DEFAULT_ADMIN, TOKEN_ENV);
+}
+
+/* ---- where things are ---------------------------------------------------------- */
+
+static int load_config(struct ctl *c)
+{
+    char err[1024] = "";
+
+    if (c->config_path == NULL || c->cfg_loaded)
+        return 0;
+    if (config_load(c->config_path, &c->cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "smqctl: %s\n", err);
+        return -1;
+    }
+    c->cfg_loaded = true;
+    return 0;
+}
+
+/* The admin URL from -c: a wildcard bind is reached over loopback. */
+static int addr_from_config(struct ctl *c)
+{
+    const char *host = c->cfg.admin_host;
+    bool v6 = strchr(host, ':') != NULL;
+
+    if (!c->cfg.admin_enabled) {
+        fprintf(stderr, "smqctl: the admin listener is off in %s ([admin] listen = off)\n",
+                c->config_path);
+        return -1;
+    }
+    if (strcmp(host, "0.0.0.0") == 0)
+        host = "127.0.0.1";
+    else if (strcmp(host, "::") == 0)
+        host = "::1";
+    snprintf(c->addr_buf, sizeof c->addr_buf, "http://%s%s%s:%u", v6 ? "[" : "", host,
+             v6 ? "]" : "", (unsigned)c->cfg.admin_port);
+    c->addr = c->addr_buf;
+    return 0;
+}
+
+static int resolve_target(struct ctl *c)
+{
+    if (load_config(c) != 0)
+        return -1;
+    if (c->addr == NULL && c->cfg_loaded && addr_from_config(c) != 0)
+        return -1;
+    if (c->addr == NULL)
+        c->addr = DEFAULT_ADMIN;
+    if (c->token == NULL)
+        c->token = getenv(TOKEN_ENV);
+    if (c->token == NULL && c->cfg_loaded && c->cfg.admin_token[0] != '\0')
+        c->token = c->cfg.admin_token;
+    if (c->addr != c->addr_buf)      /* the -c case already wrote addr_buf */
+        snprintf(c->addr_buf, sizeof c->addr_buf, "%s", c->addr);
+    c->addr_buf[strcspn(c->addr_buf, "\n")] = '\0';
+    /* "http://host:port/" and "http://host:port" mean the same. */
+    for (size_t n = strlen(c->addr_buf); n > 0 && c->addr_buf[n - 1] == '/'; n--)
+        c->addr_buf[n - 1] = '\0';
+    c->target.base = c->addr_buf;
+    c->target.token = c->token;
+    return 0;
+}
+
+static const char *resolve_db(struct ctl *c)
+{
+    if (c->db_path != NULL)
+        return c->db_path;
+    if (load_config(c) != 0)
+        return NULL;
+    if (c->cfg_loaded)
+        return c->cfg.storage_path;
+    fprintf(stderr, "smqctl: which database? give --db PATH or -c smqd.conf\n");
+    return NULL;
+}
+
+/* ---- talking to the admin listener ----------------------------------------------------- */
+
+/* The server's {"error","message"} as one line on stderr. */
+static void report_error(const struct ctl_resp *r)
+{
+    struct cj_value doc;
+    char err[160];
+
+    if (cj_parse(r->body, r->len, &doc, err, sizeof err) == 0 && cj_get(&doc, "error") != NULL) {
+        const char *m = cj_text(&doc, "message", "");
+        fprintf(stderr, "smqctl: HTTP %ld %s: ", r->status, cj_text(&doc, "error", "?"));
+        ctl_print_safe(stderr, m, strlen(m));
+    } else {
+        fprintf(stderr, "smqctl: HTTP %ld: ", r->status);
+        ctl_print_safe(stderr, r->body, r->len > 300 ? 300 : r->len);
+    }
+    fputc('\n', stderr);
+    cj_free(&doc);
+}
+
+/*
+ * One admin API call whose success is a JSON document: parsed into doc
+ * (the caller frees it), and printed raw with --json.  Returns EXIT_OK or
+ * EXIT_FAILED (reported on stderr).
+ */
+static int call_json(struct ctl *c, const char *method, const char *path, struct cj_value *doc)
+{
+    struct ctl_resp r;
+    char err[512];
+    int code = EXIT_FAILED;
+
+    memset(doc, 0, sizeof *doc);
+    if (ctl_http_request(&c->target, method, path, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "smqctl: %s\n", err);
+        return EXIT_FAILED;
+    }
+    if (r.status < 200 || r.status > 299) {
+        report_error(&r);
+    } else if (cj_parse(r.body, r.len, doc, err, sizeof err) != 0) {
+        fprintf(stderr, "smqctl: %s%s is not the admin API (bad JSON at %s)\n", c->target.base,
+                path, err);
+    } else {
+        if (c->json)
+            fwrite(r.body, 1, r.len, stdout);
+        code = EXIT_OK;
+    }
+    ctl_resp_free(&r);
+    return code;
+}
+
+/* A probe or /metrics: the body as text, success on 200. */
+static int call_text(struct ctl *c, const char *path)
+{
+    struct ctl_resp r;
+    char err[512];
+    int code;
+
+    if (ctl_http_request(&c->target, "GET", path, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "smqctl: %s\n", err);
+        return EXIT_FAILED;
+    }
+    if (r.status == 200 || (r.status == 503 && strcmp(path, "/ready") == 0))
+        fwrite(r.body, 1, r.len, stdout);
+    else
+        report_error(&r);
+    code = r.status == 200 ? EXIT_OK : EXIT_FAILED;
+    ctl_resp_free(&r);
+    return code;
+}
+
+/* "/v1/queues/NAME" + suffix, with NAME percent-encoded. */
+static char *queue_path(const char *name, const char *suffix)
+{
+    char *esc = ctl_http_escape(name), *path = NULL;
+    size_t n;
+
+    if (esc != NULL) {
+        n = strlen("/v1/queues/") + strlen(esc) + strlen(suffix) + 1;
+        if ((path = malloc(n)) != NULL)
+            snprintf(path, n, "/v1/queues/%s%s", esc, suffix);
+    }
+    free(esc);
+    if (path == NULL)
+        fprintf(stderr, "smqctl: out of memory\n");
+    return path;
+}
+
+/* ---- commands -------------------------------------------------------------------------- */
+
+static int cmd_list(struct ctl *c)
+{
+    struct cj_value doc;
+    int code = call_json(c, "GET", "/v1/queues", &doc);
+
+    if (code == EXIT_OK && !c->json && ctl_print_queue_table(stdout, &doc) != 0) {
+        fprintf(stderr, "smqctl: unexpected answer (no \"queues\" list)\n");
+        code = EXIT_FAILED;
+    }
+    cj_free(&doc);
+    return code;
+}
+
+/* GET, PUT: answers are a QUEUE object. */
+static int queue_call(struct ctl *c, const char *method, char *path)
+{
+    struct cj_value doc;
+    int code;
+
+    if (path == NULL)
+        return EXIT_FAILED;
+    code = call_json(c, method, path, &doc);
+    if (code == EXIT_OK && !c->json && ctl_print_queue(stdout, &doc) != 0) {
+        fprintf(stderr, "smqctl: unexpected answer (not a queue)\n");
+        code = EXIT_FAILED;
+    }
+    cj_free(&doc);
+    free(path);
+    return code;
+}
+
+static int cmd_stats(struct ctl *c, char **args, int n)
+{
+    if (n != 1)
+        return usage(stderr), EXIT_USAGE;
+    return queue_call(c, "GET", queue_path(args[0], ""));
+}
+
+static int cmd_peek(struct ctl *c, char **args, int n)
+{
+    char suffix[64];
+    struct cj_value doc;
+    char *path;
+    int code;
+
+    if (n < 1 || n > 2 || (n == 2 && strspn(args[1], "0123456789") != strlen(args[1])))
+        return usage(stderr), EXIT_USAGE;
+    snprintf(suffix, sizeof suffix, "/messages%s%.20s", n == 2 ? "?n=" : "", n == 2 ? args[1] : "");
+    if ((path = queue_path(args[0], suffix)) == NULL)
+        return EXIT_FAILED;
+    code = call_json(c, "GET", path, &doc);
+    if (code == EXIT_OK && !c->json && ctl_print_messages(stdout, &doc) != 0) {
+        fprintf(stderr, "smqctl: unexpected answer (no \"messages\" list)\n");
+        code = EXIT_FAILED;
+    }
+    cj_free(&doc);
+    free(path);
+    return code;
+}
+
+/* Purging cannot be undone: ask on a terminal, insist on --yes otherwise. */
+static bool confirm_purge(const struct ctl *c, const char *name)
+{
+    char line[256];
+
+    if (c->yes)
+        return true;
+    if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
+        fprintf(stderr, "smqctl: refusing to purge without --yes (stdin is not a terminal)\n");
+        return false;
+    }
+    fprintf(stderr, "Delete every message (%s) of queue %s? This cannot be undone.\n"
+            "Type the queue name to confirm: ", c->purge_type, name);
+    if (fgets(line, sizeof line, stdin) == NULL)
+        return false;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strcmp(line, name) != 0) {
+        fprintf(stderr, "smqctl: not confirmed; nothing purged\n");
+        return false;
+    }
+    return true;
+}
+
+static int cmd_purge(struct ctl *c, char **args, int n)
+{
+    char suffix[32];
+    struct cj_value doc;
+    uint64_t purged = 0, dlq = 0;
+    char *path;
+    int code;
+
+    if (n != 1)
+        return usage(stderr), EXIT_USAGE;
+    if (!confirm_purge(c, args[0]))
+        return EXIT_USAGE;
+    snprintf(suffix, sizeof suffix, "/purge?type=%s", c->purge_type);
+    if ((path = queue_path(args[0], suffix)) == NULL)
+        return EXIT_FAILED;
+    code = call_json(c, "POST", path, &doc);
+    if (code == EXIT_OK && !c->json) {
+        cj_u64(&doc, "purged", &purged);
+        cj_u64(&doc, "dlq_purged", &dlq);
+        printf("purged %llu message(s) from %s and %llu from its dead-letter queue\n",
+               (unsigned long long)purged, args[0], (unsigned long long)dlq);
+    }
+    cj_free(&doc);
+    free(path);
+    return code;
+}
+
+static int cmd_redrive(struct ctl *c, char **args, int n)
+{
+    char suffix[96];
+    struct cj_value doc;
+    uint64_t scheduled = 0;
+    char *path;
+    int code;
+
+    if (n != 1 || (c->rate != NULL && strspn(c->rate, "0123456789") != strlen(c->rate)) ||
+        (c->max != NULL && strspn(c->max, "0123456789") != strlen(c->max)))
+        return usage(stderr), EXIT_USAGE;
+    snprintf(suffix, sizeof suffix, "/redrive?rate=%.20s&max=%.20s", c->rate ? c->rate : "100",
+             c->max ? c->max : "0");
+    if ((path = queue_path(args[0], suffix)) == NULL)
+        return EXIT_FAILED;
+    code = call_json(c, "POST", path, &doc);
+    if (code == EXIT_OK && !c->json) {
+        cj_u64(&doc, "scheduled", &scheduled);
+        printf("redrive of %s: %llu message(s) scheduled at %s/s\n", args[0],
+               (unsigned long long)scheduled, cj_text(&doc, "rate", c->rate ? c->rate : "100"));
+    }
+    cj_free(&doc);
+    free(path);
+    return code;
+}
+
+/* Appends "&Name=Value" (both encoded) to query; -1 when arg has no '='. */
+static int add_attr(char **query, size_t *len, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    char *name, *ename, *evalue, *grown;
+    size_t add;
+    int rc = -1;
+
+    if (eq == NULL || eq == arg)
+        return -1;
+    name = strndup(arg, (size_t)(eq - arg));
+    ename = name != NULL ? ctl_http_escape(name) : NULL;
+    evalue = ctl_http_escape(eq + 1);
+    if (ename != NULL && evalue != NULL) {
+        add = strlen(ename) + strlen(evalue) + 3;
+        if ((grown = realloc(*query, *len + add)) != NULL) {
+            *len += (size_t)snprintf(grown + *len, add, "%s%s=%s", *len ? "&" : "", ename,
+                                     evalue);
+            *query = grown;
+            rc = 0;
+        }
+    }
+    free(name);
+    free(ename);
+    free(evalue);
+    return rc;
+}
+
+static int cmd_set(struct ctl *c, char **args, int n)
+{
+    char *query = NULL, *path;
+    size_t len = 0;
+
+    if (n < 2)
+        return usage(stderr), EXIT_USAGE;
+    for (int i = 1; i < n; i++) {
+        if (add_attr(&query, &len, args[i]) != 0) {
+            fprintf(stderr, "smqctl: set: expected Attr=Value, got \"%s\"\n", args[i]);
+            free(query);
+            return EXIT_USAGE;
+        }
+    }
+    len = strlen(query) + sizeof "/attributes?";
+    path = malloc(len);
+    if (path != NULL)
+        snprintf(path, len, "/attributes?%s", query);
+    free(query);
+    if (path == NULL)
+        return EXIT_FAILED;
+    query = path;
+    path = queue_path(args[0], query);
+    free(query);
+    return queue_call(c, "PUT", path);
+}
+
+static int cmd_backup(struct ctl *c, char **args, int n)
+{
+    const char *db;
+    char err[1024];
+
+    if (n != 1)
+        return usage(stderr), EXIT_USAGE;
+    if ((db = resolve_db(c)) == NULL)
+        return EXIT_USAGE;
+    if (ctl_db_backup(db, args[0], isatty(STDERR_FILENO) ? stderr : NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "smqctl: backup: %s\n", err);
+        return EXIT_FAILED;
+    }
+    printf("backup of %s written to %s (integrity_check ok)\n", db, args[0]);
+    return EXIT_OK;
+}
+
+static int cmd_check(struct ctl *c, int n)
+{
+    const char *db;
+    char err[1024];
+    int rc;
+
+    if (n != 0)
+        return usage(stderr), EXIT_USAGE;
+    if ((db = resolve_db(c)) == NULL)
+        return EXIT_USAGE;
+    rc = ctl_db_check(db, stdout, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "smqctl: check: %s\n", err);
+    return rc == 0 ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ---- command line ---------------------------------------------------------------------- */
+
+static int parse_cli(int argc, char **argv, struct ctl *c)
+{
+    enum { OPT_DB = 256, OPT_JSON, OPT_DLQ, OPT_BOTH, OPT_YES, OPT_RATE, OPT_MAX };
+    static const struct option longopts[] = {
+        {"addr", required_argument, NULL, 'a'}, {"token", required_argument, NULL, 'T'},
+        {"config", required_argument, NULL, 'c'}, {"db", required_argument, NULL, OPT_DB},
+        {"json", no_argument, NULL, OPT_JSON}, {"dlq", no_argument, NULL, OPT_DLQ},
+        {"both", no_argument, NULL, OPT_BOTH}, {"yes", no_argument, NULL, OPT_YES},
+        {"rate", required_argument, NULL, OPT_RATE}, {"max", required_argument, NULL, OPT_MAX},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    int ch;
+
+    c->purge_type = "normal";
+    while ((ch = getopt_long(argc, argv, "a:T:c:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'a': c->addr = optarg; break;
+        case 'T': c->token = optarg; break;
+        case 'c': c->config_path = optarg; break;
+        case OPT_DB: c->db_path = optarg; break;
+        case OPT_JSON: c->json = true; break;
+        case OPT_DLQ: c->purge_type = "dlq"; break;
+        case OPT_BOTH: c->purge_type = "both"; break;
+        case OPT_YES: c->yes = true; break;
+        case OPT_RATE: c->rate = optarg; break;
+        case OPT_MAX: c->max = optarg; break;
+        case 'h': usage(stdout); exit(EXIT_OK);
+        default: return -1;
+        }
+    }
+    return optind < argc ? 0 : -1;
+}
+
+static int run_command(struct ctl *c, const char *cmd, char **args, int n)
+{
+    static const char *const local[] = {"backup", "check", NULL};
+
+    for (size_t i = 0; local[i] != NULL; i++)
+        if (strcmp(cmd, local[i]) == 0)
+            return strcmp(cmd, "backup") == 0 ? cmd_backup(c, args, n) : cmd_check(c, n);
+    if (resolve_target(c) != 0)
+        return EXIT_USAGE;
+    if (strcmp(cmd, "list") == 0 && n == 0)
+        return cmd_list(c);
+    if (strcmp(cmd, "stats") == 0)
+        return cmd_stats(c, args, n);
+    if (strcmp(cmd, "peek") == 0)
+        return cmd_peek(c, args, n);
+    if (strcmp(cmd, "purge") == 0)
+        return cmd_purge(c, args, n);
+    if (strcmp(cmd, "redrive") == 0)
+        return cmd_redrive(c, args, n);
+    if (strcmp(cmd, "set") == 0)
+        return cmd_set(c, args, n);
+    if (n == 0 && (strcmp(cmd, "health") == 0 || strcmp(cmd, "ready") == 0 ||
+                   strcmp(cmd, "metrics") == 0)) {
+        char path[16];
+        snprintf(path, sizeof path, "/%s", cmd);
+        return call_text(c, path);
+    }
+    usage(stderr);
+    return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    struct ctl c;
+    int code;
+
+    memset(&c, 0, sizeof c);
+    config_defaults(&c.cfg);
+    if (parse_cli(argc, argv, &c) != 0) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (ctl_http_init() != 0) {
+        fprintf(stderr, "smqctl: cannot initialise libcurl\n");
+        return EXIT_FAILED;
+    }
+    code = run_command(&c, argv[optind], argv + optind + 1, argc - optind - 1);
+    ctl_http_cleanup();
+    config_free(&c.cfg);
+    return code;
+}

@@ -1,0 +1,447 @@
+#!/usr/bin/env bash
+# test_admin.sh — the admin listener (docs/admin-api.md) of the real smqd binary: probes during
+# start-up, service and drain, the Bearer token, /metrics parsed line by line and checked against
+# traffic sent through the MNS API, the /v1 JSON API, hostile input, and the systemd
+# notifications (READY=1 only once the MNS port answers, STOPPING=1, RELOADING=1).
+#
+# Run: SMQD_BIN=build/smqd NOTIFY_LISTEN=build/tests/integration/notify_listen \
+#      bash tests/integration/test_admin.sh
+
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+require_tools curl openssl xmllint md5sum node sqlite3
+require_bin
+
+# admin METHOD PATH [curl args...] — unsigned request to the admin listener; sets RESP_*.
+admin() {
+    local method=$1 path=$2
+    shift 2
+    raw_curl -X "$method" "$@" "http://$SMQD_ADMIN$path"
+}
+
+# json EXPR [JSON] — evaluates a JavaScript expression over the parsed document `d`
+# (default RESP_BODY); prints "INVALID" when the text is not JSON.
+json() {
+    printf '%s' "${2-$RESP_BODY}" | node -e '
+        let d; try { d = JSON.parse(require("fs").readFileSync(0, "utf8")); }
+        catch (e) { console.log("INVALID"); process.exit(0); }
+        const v = eval(process.argv[1]);
+        console.log(typeof v === "object" ? JSON.stringify(v) : String(v));' "$1"
+}
+
+# assert_admin_error DESC STATUS CODE — a JSON error document with this status and code.
+assert_admin_error() {
+    local got
+    got=$(json 'd.error + " " + (typeof d.message === "string" && d.message.length > 0)')
+    if [ "$RESP_STATUS" = "$2" ] && [ "$got" = "$3 true" ]; then
+        ok "$1"
+    else
+        not_ok "$1" "expected $2 $3, got status $RESP_STATUS: $(printf '%s' "$RESP_BODY" | head -c 300)"
+    fi
+}
+
+# metric NAME_AND_LABELS — the value of one sample in METRICS ("" if absent).
+metric() {
+    printf '%s\n' "$METRICS" | awk -v k="$1" 'index($0, k " ") == 1 { print substr($0, length(k) + 2) }'
+}
+
+scrape() {
+    admin GET /metrics
+    METRICS=$RESP_BODY
+}
+
+# metric_is NAME_AND_LABELS VALUE — for wait_for: a fresh scrape has this value.
+metric_is() {
+    scrape
+    [ "$(metric "$1")" = "$2" ]
+}
+
+# Start without waiting for the MNS listener (it may be held back on purpose); waits for the
+# admin line only.  Sets SMQD_PID, SMQD_LOG, SMQD_ADMIN like smqd_start.
+start_until_admin() {
+    local dir=$1 deadline line
+    SMQD_DIR=$dir
+    SMQD_LOG="$dir/smqd.$(date +%s%N).log"
+    NOTIFY_SOCKET=${2:-} "$SMQD_BIN" -c "$dir/smqd.conf" </dev/null >>"$SMQD_LOG" 2>&1 &
+    SMQD_PID=$!
+    SERVER_PIDS+=("$SMQD_PID")
+    start_watchdog "$SMQD_PID"
+    deadline=$(( $(now_ms) + 10000 ))
+    while [ "$(now_ms)" -lt "$deadline" ]; do
+        line=$(grep -o 'admin listener bound to http://[^ ]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
+        if [ -n "$line" ]; then
+            SMQD_ADMIN=${line#admin listener bound to http://}
+            return 0
+        fi
+        sleep 0.02
+    done
+    not_ok "no 'admin listener bound' line within 10 s" "$(tail -n 20 "$SMQD_LOG")"
+    return 1
+}
+
+# hold_db_lock DB — a sqlite3 shell takes the write lock and keeps it until release_db_lock.
+# smqd's start-up (a BEGIN IMMEDIATE, 5 s busy timeout) then waits: a deterministic slow start.
+hold_db_lock() {
+    LOCK_HELD="$SUITE_TMP/lock.held.$RANDOM" LOCK_RELEASE="$SUITE_TMP/lock.release.$RANDOM"
+    printf 'BEGIN IMMEDIATE;\nCREATE TABLE IF NOT EXISTS hold(x);\n.shell touch %s\n.shell while [ ! -f %s ]; do sleep 0.02; done\nROLLBACK;\n' \
+        "$LOCK_HELD" "$LOCK_RELEASE" | sqlite3 "$1" >/dev/null 2>&1 &
+    LOCK_PID=$!
+    wait_for "the test holds the database's write lock" 5000 test -f "$LOCK_HELD"
+}
+
+release_db_lock() {
+    touch "$LOCK_RELEASE"
+    wait "$LOCK_PID" 2>/dev/null
+}
+
+# A data dir whose database exists (smqd started and stopped once on it).
+prepared_dir() {
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    smqd_start "$dir" || return 1
+    smqd_stop
+    PREPARED=$dir
+}
+
+# count_at_least N PATTERN FILE — for wait_for: FILE has at least N lines matching PATTERN.
+count_at_least() {
+    [ "$(grep -c -- "$2" "$3")" -ge "$1" ]
+}
+
+# ---------------------------------------------------------------------------------------
+
+# While recovery is held up: /health 200, /ready 503 starting, API 503, metrics without the
+# engine; then ready once it is through.
+t_startup() {
+    local mns_line
+    prepared_dir || return
+    hold_db_lock "$PREPARED/smqd.db"
+    start_until_admin "$PREPARED" || { release_db_lock; return; }
+    admin GET /health
+    assert_eq "/health is 200 during start-up" "200 ok" "$RESP_STATUS $RESP_BODY"
+    admin GET /ready
+    assert_eq "/ready is 503 starting during start-up" "503 starting" "$RESP_STATUS $RESP_BODY"
+    admin GET /v1/queues
+    assert_admin_error "the JSON API answers 503 during start-up" 503 ServiceUnavailable
+    scrape
+    assert_eq "metrics during start-up: 200" 200 "$RESP_STATUS"
+    assert_eq "metrics during start-up: smqd_ready 0" 0 "$(metric smqd_ready)"
+    assert_eq "metrics during start-up: smqd_engine_up 0" 0 "$(metric smqd_engine_up)"
+    mns_line=$(grep -c 'listening on http://' "$SMQD_LOG")
+    assert_eq "the MNS listener is not up yet" 0 "$mns_line"
+    release_db_lock
+    wait_for "the MNS listener comes up once the lock is released" 8000 \
+        grep -q 'listening on http://' "$SMQD_LOG"
+    admin GET /ready
+    assert_eq "/ready is 200 ready afterwards" "200 ready" "$RESP_STATUS $RESP_BODY"
+    smqd_stop
+}
+
+# During the drain (held open by an incomplete MNS request): /ready 503 draining, /health 200.
+t_drain() {
+    trap "" PIPE
+    local host port
+    smqd_start || return
+    host=${SMQD_ADDR%:*} port=${SMQD_ADDR##*:}
+    exec 5<>"/dev/tcp/$host/$port"
+    printf 'PUT /queues/x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc' >&5
+    sleep 0.3                   # let the server read it: a begun request holds the drain open
+    kill -TERM "$SMQD_PID"
+    wait_for "SIGTERM is logged" 2000 grep -q 'received SIGTERM' "$SMQD_LOG"
+    admin GET /ready
+    assert_eq "/ready is 503 draining after SIGTERM" "503 draining" "$RESP_STATUS $RESP_BODY"
+    admin GET /health
+    assert_eq "/health is still 200 while draining" "200 ok" "$RESP_STATUS $RESP_BODY"
+    admin GET /v1/queues
+    assert_admin_error "the JSON API answers 503 while draining" 503 ServiceUnavailable
+    exec 5>&-
+    smqd_stop
+    assert_eq "the drain ends with exit 0" 0 "$SMQD_EXIT"
+}
+
+t_token() {
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    printf 'token = t0p-s3cret.token\n' >>"$dir/smqd.conf"
+    smqd_start "$dir" || return
+    assert_match "the log says a token is required" 'admin listener bound to .*token required' \
+        "$(cat "$SMQD_LOG")"
+    assert_eq "the token is never logged" 0 "$(grep -c 't0p-s3cret' "$SMQD_LOG")"
+    admin GET /health
+    assert_eq "/health needs no token" 200 "$RESP_STATUS"
+    admin GET /ready
+    assert_admin_error "/ready without the token is 401" 401 Unauthorized
+    assert_match "401 names the scheme" '^Bearer' "$(header_value WWW-Authenticate)"
+    admin GET /metrics
+    assert_eq "/metrics without the token is 401" 401 "$RESP_STATUS"
+    admin GET /v1/queues -H 'Authorization: Bearer wrong'
+    assert_admin_error "a wrong token is 401" 401 Unauthorized
+    admin GET /v1/queues -H 'Authorization: Bearer t0p-s3cret.token2'
+    assert_admin_error "a longer token is 401" 401 Unauthorized
+    admin GET /v1/queues -H 'Authorization: t0p-s3cret.token'
+    assert_admin_error "the token without 'Bearer' is 401" 401 Unauthorized
+    admin GET /v1/queues -H 'Authorization: Bearer t0p-s3cret.token'
+    assert_eq "the right token works" 200 "$RESP_STATUS"
+    admin GET /ready -H 'Authorization: Bearer t0p-s3cret.token'
+    assert_eq "/ready with the token" "200 ready" "$RESP_STATUS $RESP_BODY"
+    smqd_stop
+}
+
+# Every line of the exposition is a comment or a well-formed sample; every family has one
+# HELP and one TYPE before its samples and its samples are contiguous.
+metrics_format_problems() {
+    printf '%s\n' "$METRICS" | awk '
+        function fam(n) { sub(/\{.*/, "", n); return n }
+        /^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* .+$/ { h[$3]++; if (h[$3] > 1) print "two HELP: " $3; next }
+        /^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram|summary|untyped)$/ {
+            t[$3]++; if (t[$3] > 1) print "two TYPE: " $3
+            if (!($3 in h)) print "TYPE before HELP: " $3
+            cur = $3; next }
+        /^#/ { print "bad comment: " $0; next }
+        /^$/ { next }
+        {
+            if ($0 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/)
+                { print "bad sample: " $0; next }
+            n = fam($1)
+            if (!(n in t)) print "sample without TYPE: " $0
+            else if (n != cur && !(n ~ "^" cur "_(bucket|sum|count)$")) print "family not contiguous: " $0
+        }'
+}
+
+t_metrics() {
+    smqd_start || return
+    create_queue mq
+    send_msg mq one
+    send_msg mq two
+    send_msg mq three
+    mns_request GET '/queues/mq/messages?waitseconds=1'
+    assert_status "receive one" 200
+    scrape
+    assert_eq "/metrics is 200" 200 "$RESP_STATUS"
+    assert_eq "Content-Type is the text format 0.0.4" "text/plain; version=0.0.4; charset=utf-8" \
+        "$(header_value Content-Type)"
+    assert_eq "every line is a valid sample or comment" "" "$(metrics_format_problems)"
+    assert_eq "active 2" 2 "$(metric 'smqd_queue_messages{queue="mq",state="active"}')"
+    assert_eq "inactive 1" 1 "$(metric 'smqd_queue_messages{queue="mq",state="inactive"}')"
+    assert_eq "delayed 0" 0 "$(metric 'smqd_queue_messages{queue="mq",state="delayed"}')"
+    assert_eq "sent_total 3 (engine: counters)" 3 "$(metric 'smqd_messages_sent_total{queue="mq"}')"
+    assert_eq "received_total 1 (engine: counters)" 1 "$(metric 'smqd_messages_received_total{queue="mq"}')"
+    assert_eq "deleted_total 0" 0 "$(metric 'smqd_messages_deleted_total{queue="mq"}')"
+    assert_eq "one queue" 1 "$(metric smqd_queues)"
+    assert_eq "storage not full" 0 "$(metric smqd_storage_full)"
+    assert_eq "ready 1" 1 "$(metric smqd_ready)"
+    assert_eq "no waiters" 0 "$(metric smqd_long_poll_waiters)"
+    assert_match "build info carries the version" '^1$' "$(metric 'smqd_build_info{version="0.1.0"}')"
+    assert_match "oldest age is a small number of seconds" '^[0-9]\.[0-9]{3}$' \
+        "$(metric 'smqd_queue_oldest_message_age_seconds{queue="mq"}')"
+    assert_match "db size is reported" '^[1-9][0-9]*$' "$(metric smqd_db_bytes)"
+    assert_match "wal size is reported" '^[0-9]+$' "$(metric smqd_wal_bytes)"
+    for f in smqd_engine_reloads_total smqd_dlq_move_failures_total smqd_db_free_bytes \
+             smqd_db_vacuumed_bytes_total smqd_start_time_seconds; do
+        assert_match "$f is present" '^[0-9.]+$' "$(metric "$f")"
+    done
+    for f in expired dead_lettered redriven; do
+        assert_eq "${f}_total 0" 0 "$(metric "smqd_messages_${f}_total{queue=\"mq\"}")"
+    done
+    # A parked long poll shows as a waiter (polled: signing and parking take a moment).
+    create_queue mq2
+    mns_request_bg "$SUITE_TMP/lp" GET '/queues/mq2/messages?waitseconds=8'
+    wait_for "a parked long poll is counted per queue" 6000 \
+        metric_is 'smqd_queue_long_poll_waiters{queue="mq2"}' 1
+    assert_eq "and in the total" 1 "$(metric smqd_long_poll_waiters)"
+    bg_wait "$SUITE_TMP/lp" 12000
+    smqd_stop
+}
+
+t_json_api() {
+    local body
+    smqd_start || return
+    create_queue jq1
+    create_queue jq0
+    send_msg jq1 'first "quoted" <b>&amp;</b> ü'
+    send_msg jq1 second
+    admin GET /v1/queues
+    assert_eq "list is 200" 200 "$RESP_STATUS"
+    assert_eq "list is JSON" application/json "$(header_value Content-Type)"
+    assert_eq "list is sorted by name" '["jq0","jq1"]' "$(json 'd.queues.map(q => q.name)')"
+    admin GET /v1/queues/jq1
+    assert_eq "queue: counts" "2 0 0 0" "$(json '[d.active, d.inactive, d.delayed, d.waiters].join(" ")')"
+    assert_eq "queue: counters (engine: counters)" 2 "$(json 'd.counters.sent')"
+    assert_eq "queue: default visibility" 30 "$(json 'd.attributes.VisibilityTimeout')"
+    assert_eq "queue: no DLQ" false "$(json 'd.attributes.DlqEnabled')"
+    assert_match "queue: oldest age in seconds" '^[0-9]+(\.[0-9]+)?$' "$(json 'd.oldest_age_s')"
+    admin GET '/v1/queues/jq1/messages?n=1'
+    assert_eq "peek n=1 gives one" 1 "$(json 'd.messages.length')"
+    assert_eq "peek: the body, exactly" 'first "quoted" <b>&amp;</b> ü' "$(json 'd.messages[0].body')"
+    assert_match "peek: a MessageId" '^[0-9A-F]{32}$' "$(json 'd.messages[0].id')"
+    admin GET /v1/queues/jq1/messages
+    assert_eq "peek default gives all (up to 16)" 2 "$(json 'd.messages.length')"
+    admin GET /v1/queues/jq0/messages
+    assert_eq "peek of an empty queue is an empty list" '200 []' "$RESP_STATUS $(json 'd.messages')"
+    mns_request GET '/queues/jq1/messages?waitseconds=1'
+    assert_status "peek did not take the messages" 200
+    admin PUT '/v1/queues/jq1/attributes?VisibilityTimeout=60&LoggingEnabled=true&DelaySeconds=5'
+    assert_eq "set answers 200" 200 "$RESP_STATUS"
+    assert_eq "set answers the queue after the change" "60 true 5" \
+        "$(json '[d.attributes.VisibilityTimeout, d.attributes.LoggingEnabled, d.attributes.DelaySeconds].join(" ")')"
+    mns_request GET /queues/jq1
+    assert_xml "the MNS API sees the new VisibilityTimeout" VisibilityTimeout 60
+    admin PUT '/v1/queues/jq1/attributes?DlqTargetQueue=jq0&DlqMaxReceiveCount=3'
+    assert_eq "set a DLQ policy: 200 (engine: SMQ_ATTR_DLQ)" 200 "$RESP_STATUS"
+    assert_eq "the policy is in the answer (engine: SMQ_ATTR_DLQ)" "true jq0 3" \
+        "$(json '[d.attributes.DlqEnabled, d.attributes.DlqTargetQueue, d.attributes.DlqMaxReceiveCount].join(" ")')"
+    admin PUT '/v1/queues/jq1/attributes?DlqEnabled=false'
+    assert_eq "DlqEnabled=false clears it" "200 false" "$RESP_STATUS $(json 'd.attributes.DlqEnabled')"
+    admin PUT '/v1/queues/nosuch/attributes?VisibilityTimeout=60'
+    assert_admin_error "set on a missing queue" 404 QueueNotExist
+    admin GET /v1/queues/nosuch
+    assert_admin_error "stats of a missing queue" 404 QueueNotExist
+    smqd_stop
+}
+
+t_hostile() {
+    local long big i q
+    smqd_start || return
+    create_queue hq
+    long=$(printf 'a%.0s' $(seq 1 121))
+    admin GET "/v1/queues/$long"
+    assert_admin_error "a 121-character name" 400 QueueNameLengthError
+    for q in bad_name -lead 'a%2Fb' 'a%00b' 'a%zz' '%'; do
+        admin GET "/v1/queues/$q"
+        assert_admin_error "name '$q' is refused" 400 InvalidQueueName
+    done
+    for q in 'n=0' 'n=17' 'n=+5' 'n=5x' 'n=' 'n=-1' 'n=%205' 'n=99999999999999999999999' 'x=1' 'n=1&n=2'; do
+        admin GET "/v1/queues/hq/messages?$q"
+        assert_admin_error "peek ?$q is 400" 400 InvalidArgument
+    done
+    for q in 'type=all' 'type=' 'type=NORMAL' 'force=1'; do
+        admin POST "/v1/queues/hq/purge?$q"
+        assert_admin_error "purge ?$q is 400" 400 InvalidArgument
+    done
+    for q in 'rate=0' 'rate=100001' 'max=-1' 'max=1e3' 'rate=1&rate=2'; do
+        admin POST "/v1/queues/hq/redrive?$q"
+        assert_admin_error "redrive ?$q is 400" 400 InvalidArgument
+    done
+    for q in '' 'VisibilityTimeout=0' 'VisibilityTimeout=43201' 'Bogus=1' 'LoggingEnabled=yes' \
+             'DelaySeconds=1&DelaySeconds=2' 'DlqTargetQueue=x' 'DlqMaxReceiveCount=3' \
+             'DlqEnabled=true&DlqTargetQueue=hq&DlqMaxReceiveCount=3' \
+             'DlqEnabled=false&DlqTargetQueue=x' 'DlqTargetQueue=x&DlqMaxReceiveCount=1001' \
+             'DlqEnabled=maybe'; do
+        admin PUT "/v1/queues/hq/attributes?$q"
+        assert_admin_error "set ?$q is 400" 400 InvalidArgument
+    done
+    admin PUT '/v1/queues/hq/attributes?DlqTargetQueue=bad_name&DlqMaxReceiveCount=3'
+    assert_admin_error "a bad DLQ name is refused" 400 InvalidQueueName
+    admin GET '/v1/queues/hq?x=%zz'
+    assert_admin_error "a bad %-escape in the query" 400 InvalidQueryString
+    q=$(for i in $(seq 1 40); do printf 'p%d=1&' "$i"; done)
+    admin GET "/v1/queues/hq/messages?$q"
+    assert_admin_error "too many parameters" 400 InvalidQueryString
+    for q in / /v1 /v1/ /v1/queues/ /v1/queues/hq/ /v1/queues/hq/nothing /v1/queues/hq/messages/x \
+             /v2/queues /healthz /metrics/x; do
+        admin GET "$q"
+        assert_admin_error "unknown path $q is 404" 404 NotFound
+    done
+    admin GET '/v1/queues//messages'
+    assert_admin_error "an empty queue name" 400 QueueNameLengthError
+    admin DELETE /v1/queues/hq
+    assert_admin_error "DELETE on a queue is 405" 405 MethodNotAllowed
+    assert_eq "405 says what is allowed" "GET, HEAD" "$(header_value Allow)"
+    admin GET /v1/queues/hq/purge
+    assert_admin_error "GET on purge is 405" 405 MethodNotAllowed
+    admin POST /metrics
+    assert_admin_error "POST /metrics is 405" 405 MethodNotAllowed
+    admin GET /v1/queues/hq --data-binary 'a body'
+    assert_admin_error "a body on an admin request is 400" 400 InvalidArgument
+    admin HEAD /health -I
+    assert_eq "HEAD /health" 200 "$RESP_STATUS"
+    big=$(head -c 100000 /dev/zero | tr '\0' a)
+    admin GET "/v1/queues/$big"
+    assert_range "a 100 kB URL is refused with a 4xx" 400 499 "$RESP_STATUS"
+    admin GET "/v1/queues/hq/messages?n=$big"
+    assert_range "a 100 kB query is refused with a 4xx" 400 499 "$RESP_STATUS"
+    admin POST /v1/queues/hq/purge --data-binary "@/dev/zero" --max-time 5 -H 'Content-Length: 100000000'
+    assert_ne "an endless body is cut off, not buffered" 200 "$RESP_STATUS"
+    trap "" PIPE
+    exec 5<>"/dev/tcp/${SMQD_ADMIN%:*}/${SMQD_ADMIN##*:}"
+    printf 'GARBAGE\x01\x02 / HTTP/9.9\r\n\r\n' >&5
+    exec 5>&-
+    admin GET /health
+    assert_eq "the server survives all of it" 200 "$RESP_STATUS"
+    admin GET /v1/queues/hq
+    assert_eq "and still serves the API" 200 "$RESP_STATUS"
+    smqd_stop
+}
+
+# systemd notifications through a stand-in socket.
+t_systemd_notify() {
+    local sock out lines
+    if [ -z "${NOTIFY_LISTEN:-}" ] || [ ! -x "$NOTIFY_LISTEN" ]; then
+        not_ok "NOTIFY_LISTEN must point to the notify_listen helper"
+        return
+    fi
+    prepared_dir || return
+    sock="$SUITE_TMP/notify.sock" out="$SUITE_TMP/notify.out"
+    : >"$out"
+    "$NOTIFY_LISTEN" "$sock" "$out" &
+    NOTIFY_PID=$!
+    SERVER_PIDS+=("$NOTIFY_PID")
+    wait_for "the notification socket exists" 3000 test -S "$sock"
+    hold_db_lock "$PREPARED/smqd.db"
+    start_until_admin "$PREPARED" "$sock" || { release_db_lock; return; }
+    wait_for "a STATUS arrives while loading" 3000 grep -q 'STATUS=loading' "$out"
+    assert_eq "no READY=1 while recovery is held up" 0 "$(grep -c 'READY=1' "$out")"
+    release_db_lock
+    wait_for "READY=1 arrives" 8000 grep -q 'READY=1' "$out"
+    lines=$(grep 'READY=1' "$out")
+    assert_match "when READY=1 arrived the MNS port already accepted connections" 'connect=ok' "$lines"
+    assert_eq "the MNS listener was logged before READY=1" 1 "$(grep -c 'listening on http://' "$SMQD_LOG")"
+    kill -HUP "$SMQD_PID"
+    wait_for "SIGHUP: RELOADING=1" 5000 grep -q 'RELOADING=1' "$out"
+    wait_for "then READY=1 again" 5000 count_at_least 2 'READY=1' "$out"
+    kill -TERM "$SMQD_PID"
+    wait_for "SIGTERM: STOPPING=1" 5000 grep -q 'STOPPING=1' "$out"
+    smqd_stop
+    kill "$NOTIFY_PID" 2>/dev/null
+    wait "$NOTIFY_PID" 2>/dev/null
+}
+
+# [admin] listen = off: no admin line, MNS works; a taken admin port stops start-up (exit 3).
+t_off_and_taken() {
+    local dir rc
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    write_config "$dir"
+    # write_config ends with "[admin]" / "listen = 127.0.0.1:0".
+    sed -i '$ s/^listen = .*/listen = off/' "$dir/smqd.conf"
+    smqd_start "$dir" || return
+    assert_eq "no admin listener with listen = off" 0 "$(grep -c 'admin listener' "$SMQD_LOG")"
+    mns_request GET /queues
+    assert_status "the MNS API works without it" 200
+    smqd_stop
+    smqd_start || return
+    local taken=$SMQD_ADMIN
+    sed -i "s/^listen = off$/listen = $taken/" "$dir/smqd.conf"
+    timeout 10 "$SMQD_BIN" -c "$dir/smqd.conf" >"$SUITE_TMP/taken.err" 2>&1 </dev/null
+    rc=$?
+    assert_eq "an admin address in use stops start-up with the listen code" 3 "$rc"
+    assert_match "and says which listener" 'admin listener' "$(cat "$SUITE_TMP/taken.err")"
+    smqd_stop
+}
+
+run_test t_startup
+run_test t_drain
+run_test t_token
+run_test t_metrics
+run_test t_json_api
+run_test t_hostile
+run_test t_systemd_notify
+run_test t_off_and_taken
+finish

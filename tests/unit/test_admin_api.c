@@ -1,0 +1,276 @@
+/*
+ * test_admin_api.c — unit tests for the admin listener's pure parts:
+ * admin_api.c (routing, strict parameters, the dead-letter policy rules,
+ * the JSON documents), admin_metrics.c (the exposition for a stats op) and
+ * json.c (escaping, invalid UTF-8).  No sockets, no engine: ops are filled
+ * by hand as the engine would.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "smqd/admin_api.h"
+#include "smqd/admin_metrics.h"
+#include "smqd/json.h"
+
+struct fx {
+    struct admin_job job;
+    struct admin_reply reply;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+
+    assert_non_null(f);
+    admin_reply_init(&f->reply);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    admin_api_release(&f->job);
+    admin_reply_free(&f->reply);
+    free(f);
+    return 0;
+}
+
+static int prepare(struct fx *f, const char *method, const char *path, const char *query)
+{
+    admin_api_release(&f->job);
+    admin_reply_free(&f->reply);
+    admin_reply_init(&f->reply);
+    return admin_api_prepare(method, path, query, &f->job, &f->reply);
+}
+
+/* Asserts a refusal with this status and "error" code. */
+static void expect_refused(struct fx *f, const char *method, const char *path, const char *query,
+                           int status, const char *code)
+{
+    char want[96];
+
+    if (prepare(f, method, path, query) != -1)
+        fail_msg("%s %s?%s was accepted", method, path, query ? query : "");
+    snprintf(want, sizeof want, "{\"error\":\"%s\"", code);
+    if (f->reply.status != status || strncmp(f->reply.body.data, want, strlen(want)) != 0)
+        fail_msg("%s %s?%s: expected %d %s, got %d %s", method, path, query ? query : "",
+                 status, code, f->reply.status, f->reply.body.data);
+}
+
+static void test_admin_api_routes(void **state)
+{
+    struct fx *f = *state;
+
+    assert_int_equal(prepare(f, "GET", "/v1/queues", NULL), 0);
+    assert_int_equal(f->job.kind, ADMIN_JOB_LIST);
+    assert_int_equal(f->job.ops[0].kind, SMQ_OP_STATS);
+    assert_string_equal(f->job.ops[0].queue, "");
+    assert_int_equal(prepare(f, "HEAD", "/v1/queues/a-1", NULL), 0);
+    assert_int_equal(f->job.kind, ADMIN_JOB_QUEUE);
+    assert_string_equal(f->job.ops[0].queue, "a-1");
+    assert_int_equal(prepare(f, "GET", "/v1/queues/q%2Dx/messages", "n=3"), 0);
+    assert_string_equal(f->job.ops[0].queue, "q-x");
+    assert_int_equal(f->job.ops[0].kind, SMQ_OP_PEEK);
+    assert_int_equal(f->job.ops[0].max_msgs, 3);
+    assert_int_equal(prepare(f, "GET", "/v1/queues/q/messages", NULL), 0);
+    assert_int_equal(f->job.ops[0].max_msgs, 16);
+    assert_int_equal(prepare(f, "POST", "/v1/queues/q/purge", "type=both"), 0);
+    assert_true(f->job.ops[0].purge.main && f->job.ops[0].purge.dlq);
+    assert_int_equal(prepare(f, "POST", "/v1/queues/q/purge", NULL), 0);
+    assert_true(f->job.ops[0].purge.main && !f->job.ops[0].purge.dlq);
+    assert_int_equal(prepare(f, "POST", "/v1/queues/q/redrive", NULL), 0);
+    assert_int_equal(f->job.ops[0].redrive.rate_per_s, 100);
+    assert_int_equal(f->job.ops[0].redrive.max, 0);
+    assert_int_equal(prepare(f, "POST", "/v1/queues/q/redrive", "rate=100000&max=7"), 0);
+    assert_int_equal(f->job.ops[0].redrive.rate_per_s, 100000);
+    assert_int_equal(f->job.ops[0].redrive.max, 7);
+
+    expect_refused(f, "GET", "/v1/queue", NULL, 404, "NotFound");
+    expect_refused(f, "GET", "/v1/queues/", NULL, 404, "NotFound");
+    expect_refused(f, "GET", "/v1/queues/q/x", NULL, 404, "NotFound");
+    expect_refused(f, "POST", "/v1/queues", NULL, 405, "MethodNotAllowed");
+    assert_string_equal(f->reply.allow, "GET, HEAD");
+    expect_refused(f, "GET", "/v1/queues/q/purge", NULL, 405, "MethodNotAllowed");
+    assert_string_equal(f->reply.allow, "POST");
+    expect_refused(f, "GET", "/v1/queues/a_b", NULL, 400, "InvalidQueueName");
+    expect_refused(f, "GET", "/v1/queues/a%00b", NULL, 400, "InvalidQueueName");
+    expect_refused(f, "GET", "/v1/queues/a%2", NULL, 400, "InvalidQueueName");
+    expect_refused(f, "GET", "/v1/queues/a%2Fb", NULL, 400, "InvalidQueueName");
+    expect_refused(f, "GET", "/v1/queues//messages", NULL, 400, "QueueNameLengthError");
+}
+
+static void test_admin_api_strict_numbers(void **state)
+{
+    static const char *const bad_n[] = {"n=0", "n=17", "n=+1", "n= 1", "n=1x", "n=",
+                                        "n=-1", "n=18446744073709551616", "n=1&n=1", "m=1"};
+    struct fx *f = *state;
+
+    for (size_t i = 0; i < sizeof bad_n / sizeof bad_n[0]; i++)
+        expect_refused(f, "GET", "/v1/queues/q/messages", bad_n[i], 400, "InvalidArgument");
+    expect_refused(f, "POST", "/v1/queues/q/redrive", "rate=100001", 400, "InvalidArgument");
+    expect_refused(f, "POST", "/v1/queues/q/redrive", "max=1000000000001", 400, "InvalidArgument");
+    expect_refused(f, "POST", "/v1/queues/q/purge", "type=Both", 400, "InvalidArgument");
+    expect_refused(f, "GET", "/v1/queues/q", "x=%zz", 400, "InvalidQueryString");
+    expect_refused(f, "GET", "/v1/queues", "a=1", 400, "InvalidArgument");
+}
+
+static void test_admin_api_set(void **state)
+{
+    struct fx *f = *state;
+    const struct smq_op *set;
+
+    assert_int_equal(prepare(f, "PUT", "/v1/queues/q/attributes",
+                             "VisibilityTimeout=60&loggingenabled=TRUE&DelaySeconds=0"), 0);
+    assert_int_equal(f->job.n_ops, 2);
+    set = &f->job.ops[0];
+    assert_int_equal(set->kind, SMQ_OP_SET_QUEUE);
+    assert_int_equal(set->attrs_present, SMQ_ATTR_VISIBILITY | SMQ_ATTR_LOGGING | SMQ_ATTR_DELAY);
+    assert_int_equal(set->attrs.visibility_s, 60);
+    assert_int_equal(set->attrs.logging, 1);
+    assert_int_equal(f->job.ops[1].kind, SMQ_OP_STATS);
+    assert_string_equal(f->job.ops[1].queue, "q");
+
+    assert_int_equal(prepare(f, "PUT", "/v1/queues/q/attributes",
+                             "DlqTargetQueue=q-dlq&DlqMaxReceiveCount=5"), 0);
+    set = &f->job.ops[0];
+    assert_int_equal(set->attrs_present, SMQ_ATTR_DLQ);
+    assert_int_equal(set->attrs.dlq.enabled, 1);
+    assert_string_equal(set->attrs.dlq.target, "q-dlq");
+    assert_int_equal(set->attrs.dlq.max_receive, 5);
+    assert_int_equal(prepare(f, "PUT", "/v1/queues/q/attributes", "DlqEnabled=false"), 0);
+    assert_int_equal(f->job.ops[0].attrs_present, SMQ_ATTR_DLQ);
+    assert_int_equal(f->job.ops[0].attrs.dlq.enabled, 0);
+    assert_string_equal(f->job.ops[0].attrs.dlq.target, "");
+
+    expect_refused(f, "PUT", "/v1/queues/q/attributes", NULL, 400, "InvalidArgument");
+    expect_refused(f, "PUT", "/v1/queues/q/attributes", "MaximumMessageSize=1023", 400,
+                   "InvalidArgument");
+    expect_refused(f, "PUT", "/v1/queues/q/attributes", "DlqTargetQueue=x", 400,
+                   "InvalidArgument");
+    expect_refused(f, "PUT", "/v1/queues/q/attributes",
+                   "DlqEnabled=false&DlqMaxReceiveCount=2", 400, "InvalidArgument");
+    expect_refused(f, "PUT", "/v1/queues/q/attributes", "DlqTargetQueue=q&DlqMaxReceiveCount=2",
+                   400, "InvalidArgument");
+    expect_refused(f, "PUT", "/v1/queues/q/attributes",
+                   "DlqTargetQueue=x_y&DlqMaxReceiveCount=2", 400, "InvalidQueueName");
+    expect_refused(f, "PUT", "/v1/queues/q/attributes", "DlqTargetQueue=x&DlqMaxReceiveCount=0",
+                   400, "InvalidArgument");
+}
+
+/* A STATS result as the engine would leave it: one queue, a few counts. */
+static void fake_stats(struct smq_op *op)
+{
+    engine_op_init(op, SMQ_OP_STATS);
+    op->stats = calloc(1, sizeof *op->stats);
+    assert_non_null(op->stats);
+    op->n_stats = 1;
+    snprintf(op->stats[0].info.name, sizeof op->stats[0].info.name, "orders");
+    engine_default_attrs(&op->stats[0].info.attrs);
+    op->stats[0].info.n_active = 3;
+    op->stats[0].info.n_inactive = 1;
+    op->stats[0].oldest_enqueue_ms = 1000000;
+    op->stats[0].sent = 10;
+    op->totals.queues = 1;
+    op->totals.page_size = 4096;
+    op->totals.free_pages = 2;
+}
+
+static void test_admin_api_render_queue(void **state)
+{
+    struct fx *f = *state;
+
+    f->job.kind = ADMIN_JOB_QUEUE;
+    f->job.n_ops = 1;
+    fake_stats(&f->job.ops[0]);
+    admin_api_render(&f->job, NULL, 1012500, &f->reply);
+    assert_int_equal(f->reply.status, 200);
+    assert_non_null(strstr(f->reply.body.data, "{\"name\":\"orders\",\"active\":3,\"inactive\":1,"
+                                               "\"delayed\":0,\"waiters\":0,\"oldest_age_s\":12.500,"));
+    assert_non_null(strstr(f->reply.body.data, "\"counters\":{\"sent\":10,"));
+    assert_non_null(strstr(f->reply.body.data, "\"DlqEnabled\":false,\"DlqTargetQueue\":\"\""));
+    /* A failed op answers with its MNS error. */
+    errors_set(&f->job.ops[0].result, SMQ_E_QUEUE_NOT_EXIST, NULL);
+    admin_api_render(&f->job, NULL, 0, &f->reply);
+    assert_int_equal(f->reply.status, 404);
+    assert_non_null(strstr(f->reply.body.data, "\"error\":\"QueueNotExist\""));
+}
+
+static void test_admin_metrics_exposition(void **state)
+{
+    struct smq_op op;
+    struct admin_metrics_input in = {0};
+    struct smq_buf b;
+
+    (void)state;
+    fake_stats(&op);
+    snprintf(op.stats[0].info.name, sizeof op.stats[0].info.name, "a\"b\\c");
+    in.version = "1.2.3";
+    in.start_time_ms = 1500;
+    in.ready = true;
+    in.stats = &op;
+    in.now_ms = 1003000;
+    in.db_bytes = 8192;
+    in.wal_bytes = -1;
+    buf_init(&b);
+    admin_metrics_render(&in, &b);
+    assert_false(buf_failed(&b));
+    assert_non_null(strstr(b.data, "# TYPE smqd_queue_messages gauge\n"));
+    assert_non_null(strstr(b.data, "smqd_queue_messages{queue=\"a\\\"b\\\\c\",state=\"active\"} 3\n"));
+    assert_non_null(strstr(b.data, "smqd_queue_oldest_message_age_seconds{queue=\"a\\\"b\\\\c\"} 3.000\n"));
+    assert_non_null(strstr(b.data, "# TYPE smqd_messages_sent_total counter\n"));
+    assert_non_null(strstr(b.data, "smqd_db_free_bytes 8192\n"));
+    assert_non_null(strstr(b.data, "smqd_db_bytes 8192\n"));
+    assert_null(strstr(b.data, "smqd_wal_bytes"));      /* unknown: not written */
+    assert_non_null(strstr(b.data, "smqd_build_info{version=\"1.2.3\"} 1\n"));
+    assert_non_null(strstr(b.data, "smqd_start_time_seconds 1.500\n"));
+    /* Without a snapshot only the process families remain. */
+    buf_reset(&b);
+    in.stats = NULL;
+    admin_metrics_render(&in, &b);
+    assert_non_null(strstr(b.data, "smqd_engine_up 0\n"));
+    assert_null(strstr(b.data, "smqd_queues"));
+    buf_free(&b);
+    engine_op_release(&op);
+}
+
+static void test_json_escaping(void **state)
+{
+    struct smq_buf b;
+    /* quote, backslash, control, DEL, valid 2- and 4-byte UTF-8, then invalid:
+     * a lone continuation byte, an overlong '/', a surrogate, a cut sequence. */
+    static const char in[] = "\"\\\x01\x7f\xc3\xbc\xf0\x9f\x98\x80\x80\xc0\xaf\xed\xa0\x80\xe2\x82";
+
+    (void)state;
+    buf_init(&b);
+    json_str(&b, in, sizeof in - 1);
+    assert_string_equal(b.data, "\"\\\"\\\\\\u0001\\u007f\xc3\xbc\xf0\x9f\x98\x80"
+                                "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
+    buf_reset(&b);
+    json_str(&b, "a\0b", 3);
+    assert_string_equal(b.data, "\"a\\u0000b\"");
+    buf_reset(&b);
+    json_seconds(&b, 1234567);
+    assert_string_equal(b.data, "1234.567");
+    buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_admin_api_routes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_strict_numbers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_set, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_render_queue, setup, teardown),
+        cmocka_unit_test(test_admin_metrics_exposition),
+        cmocka_unit_test(test_json_escaping),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
