@@ -210,8 +210,10 @@ metrics_format_problems() {
             if ($0 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? -?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/)
                 { print "bad sample: " $0; next }
             n = fam($1)
+            # A histogram or summary family names its samples NAME_bucket/_sum/_count.
+            if (!(n in t) && cur != "" && n ~ "^" cur "_(bucket|sum|count)$") n = cur
             if (!(n in t)) print "sample without TYPE: " $0
-            else if (n != cur && !(n ~ "^" cur "_(bucket|sum|count)$")) print "family not contiguous: " $0
+            else if (n != cur) print "family not contiguous: " $0
         }'
 }
 
