@@ -6,7 +6,7 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, client, mnsError } = require('./harness');
+const { startServer, client, mnsError, adminRequest } = require('./harness');
 
 let server;
 let mns;
@@ -81,6 +81,38 @@ test('a message received MaxReceiveCount times moves to the DLQ intact', async (
   const a = (await mns.getQueueAttributes('sdk-src')).body;
   assert.equal(a.ActiveMessages, '0');
   assert.equal(a.InactiveMessages, '0');
+});
+
+test('redrive through the admin API puts dead-lettered messages back, rate-limited', async () => {
+  const ids = [];
+  for (let i = 0; i < 3; i++) {
+    ids.push((await mns.sendMessage('sdk-src', { MessageBody: `retry ${i}` })).body.MessageId);
+  }
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < 3; i++) assert.ok(await receiveOrNull('sdk-src'));
+    await sleep(1100);
+  }
+  assert.equal(await receiveOrNull('sdk-src'), null, 'all three moved on the third receive');
+  assert.equal((await mns.getQueueAttributes('sdk-dlq')).body.ActiveMessages, '3');
+
+  assert.ok(server.admin, 'the admin listener address is logged');
+  const r = await adminRequest(server, 'POST', '/v1/queues/sdk-dlq/redrive?rate=2');
+  assert.equal(r.status, 200, r.body);
+  assert.equal(JSON.parse(r.body).scheduled, 3);
+  // 2 per second: after about half a second at most two are back, after 2 s all three.
+  await sleep(600);
+  const early = Number((await mns.getQueueAttributes('sdk-src')).body.ActiveMessages);
+  assert.ok(early >= 1 && early <= 2, `rate-limited: ${early} back after 0.6 s`);
+  await sleep(1600);
+  const back = [];
+  let m;
+  while ((m = await receiveOrNull('sdk-src')) !== null) {
+    back.push(m.MessageId);
+    assert.equal(m.DequeueCount, '1', 'receives counted afresh');
+    await mns.deleteMessage('sdk-src', m.ReceiptHandle);
+  }
+  assert.deepEqual(back.sort(), ids.slice().sort());
+  assert.equal((await mns.getQueueAttributes('sdk-dlq')).body.ActiveMessages, '0');
 });
 
 test('disabling the policy through setQueueAttributes', async () => {

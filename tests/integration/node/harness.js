@@ -107,6 +107,9 @@ function startServer(dir) {
         clearTimeout(timer);
         server.port = Number(m[1]);
         server.endpoint = `http://127.0.0.1:${server.port}`;
+        // The admin listener binds first, so its line is already in the log.
+        const a = /admin listener bound to (http:\/\/127\.0\.0\.1:\d+)/.exec(log);
+        server.admin = a ? a[1] : '';
         resolve(server);
       }
     });
@@ -140,4 +143,21 @@ function md5Upper(text) {
   return require('crypto').createHash('md5').update(text, 'utf8').digest('hex').toUpperCase();
 }
 
-module.exports = { Client, startServer, client, mnsError, md5Upper, AK, SK };
+// adminRequest(server, method, path) -> {status, body}: the admin listener's JSON API
+// (docs/admin-api.md), e.g. a redrive, which no SDK can ask for.
+function adminRequest(server, method, pathAndQuery) {
+  const http = require('http');
+  return new Promise((resolve, reject) => {
+    const req = http.request(server.admin + pathAndQuery, { method }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    req.on('error', reject);
+    req.setTimeout(10000, () => req.destroy(new Error('admin request timed out')));
+    req.end();
+  });
+}
+
+module.exports = { Client, startServer, client, mnsError, md5Upper, adminRequest, AK, SK };
