@@ -519,6 +519,49 @@ int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out
     return rc;
 }
 
+/*
+ * SendMessage and BatchSendMessage share a route: one parse serves both
+ * (it used to take two, one for the root name and one for the items).
+ * Errors read as they did then: a document that does not load gets the
+ * default MalformedXML message, any other root the <Message> one.
+ */
+int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, int *root_kind,
+                       struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root, c;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    *root_kind = -1;
+    rc = load_doc(doc, len, &d, NULL);
+    if (rc != 0)
+        return errors_set(ei, rc, NULL);
+    root = xmlDocGetRootElement(d);
+    *root_kind = strcmp((const char *)root->name, "Messages") == 0;
+    if (*root_kind == 1) {
+        rc = check_batch_size(root, "Message", ei);
+        for (c = root->children; c != NULL && rc == 0; c = c->next) {
+            if (!is_element(c, "Message"))
+                continue;
+            rc = parse_item(c, &out->items[out->n], ei);
+            if (rc == 0)
+                out->n++;
+        }
+    } else if (strcmp((const char *)root->name, "Message") == 0) {
+        rc = parse_item(root, &out->items[0], ei);
+        if (rc == 0)
+            out->n = 1;
+    } else {
+        rc = errors_set(ei, SMQ_E_MALFORMED_XML, "The XML you provided was not well-formed: "
+                        "the root element must be <Message>.");
+    }
+    xmlFreeDoc(d);
+    if (rc != 0)
+        xml_send_batch_free(out);
+    return rc;
+}
+
 /* ---- <ReceiptHandles> --------------------------------------------------- */
 
 /* Handles are trimmed; an empty one is kept so that the caller can report
