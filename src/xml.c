@@ -696,14 +696,47 @@ static const char *escape_for(unsigned char c)
  * whatever they hold, each byte that does not start a valid XML Char is
  * written as U+FFFD.
  */
+/*
+ * True when none of the 8 bytes at p needs a look: each is printable ASCII
+ * (0x20-0x7F) other than & < >.  Word-at-a-time tests ("Bit Twiddling
+ * Hacks": a byte below n, a byte equal to c); each says exactly whether any
+ * byte of the word matches, which is all that is asked here.
+ */
+static bool plain8(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t x, amp, lt, gt;
+
+    memcpy(&x, p, sizeof x);
+    amp = x ^ (ones * '&');
+    lt = x ^ (ones * '<');
+    gt = x ^ (ones * '>');
+    return ((x & highs) | ((x - ones * 0x20) & ~x & highs) | ((amp - ones) & ~amp & highs)
+            | ((lt - ones) & ~lt & highs) | ((gt - ones) & ~gt & highs)) == 0;
+}
+
 void xml_escape(struct smq_buf *b, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text, *end = p + len, *run = p;
 
     while (p < end) {
-        const char *rep = escape_for(*p);
+        const char *rep;
         size_t n = 1;
 
+        /* Fast paths for what message bodies are mostly made of: printable
+         * ASCII other than & < >, which is written as it is, eight bytes at
+         * a time where possible (the general path below costs a switch and
+         * a UTF-8 decode per byte: ~17 instructions per body byte). */
+        if (end - p >= 8 && plain8(p)) {
+            p += 8;
+            continue;
+        }
+        if ((*p >= 0x20 && *p < 0x80 && *p != '&' && *p != '<' && *p != '>')
+            || *p == '\n' || *p == '\t') {
+            p++;
+            continue;
+        }
+        rep = escape_for(*p);
         if (rep == NULL) {
             n = xml_char_len(p, (size_t)(end - p));
             if (n > 0) {
