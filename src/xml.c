@@ -762,18 +762,35 @@ void xml_begin(struct smq_buf *b, const char *root)
     buf_puts(b, " xmlns=\"" XML_MNS_NS "\">");
 }
 
+/* One append per tag (three buf_puts each cost a strlen and a capacity check). */
+static void put_tag(struct smq_buf *b, const char *name, bool closing)
+{
+    char tag[64];
+    size_t n = strlen(name), o = 0;
+
+    if (n + 3 > sizeof tag) {           /* never for our names; stay correct anyway */
+        buf_puts(b, closing ? "</" : "<");
+        buf_puts(b, name);
+        buf_puts(b, ">");
+        return;
+    }
+    tag[o++] = '<';
+    if (closing)
+        tag[o++] = '/';
+    memcpy(tag + o, name, n);
+    o += n;
+    tag[o++] = '>';
+    buf_append(b, tag, o);
+}
+
 void xml_open(struct smq_buf *b, const char *name)
 {
-    buf_puts(b, "<");
-    buf_puts(b, name);
-    buf_puts(b, ">");
+    put_tag(b, name, false);
 }
 
 void xml_close(struct smq_buf *b, const char *name)
 {
-    buf_puts(b, "</");
-    buf_puts(b, name);
-    buf_puts(b, ">");
+    put_tag(b, name, true);
 }
 
 void xml_elem_text(struct smq_buf *b, const char *name, const char *text, size_t len)
