@@ -57,25 +57,33 @@ field() {   # field JSON KEY [SUBKEY]
   fi
 }
 
-row() {   # row LABEL JSON
+# smqd's CPU time so far (user + system, clock ticks) and its peak RSS so far (kB).
+server_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+server_hwm_kb() { awk '/VmHWM/ {print $2}' "/proc/$pid/status"; }
+
+row() {   # row LABEL JSON SERVER_CPU_PCT
   local j=$2 ce
   ce=$(( $(field "$j" conn_errors connect) + $(field "$j" conn_errors reset) \
        + $(field "$j" conn_errors eof) + $(field "$j" conn_errors protocol) ))
-  printf '%-26s %10s %9.2f %9.2f %9.2f %9.2f %6s %6s %6s %5s\n' "$1" "$(field "$j" msg_per_s)" \
+  printf '%-26s %10s %9.2f %9.2f %9.2f %9.2f %6s %6s %6s %6s %7s %5s\n' "$1" "$(field "$j" msg_per_s)" \
     "$(awk "BEGIN{print $(field "$j" latency_us p50)/1000}")" \
     "$(awk "BEGIN{print $(field "$j" latency_us p99)/1000}")" \
     "$(awk "BEGIN{print $(field "$j" latency_us p999)/1000}")" \
     "$(awk "BEGIN{print $(field "$j" latency_us max)/1000}")" \
-    "$(field "$j" errors)" "$ce" "$(field "$j" client_cpu pct)" "$(cut -d' ' -f1 /proc/loadavg)"
+    "$(field "$j" errors)" "$ce" "$(field "$j" client_cpu pct)" "$3" \
+    "$(( $(server_hwm_kb) / 1024 ))" "$(cut -d' ' -f1 /proc/loadavg)"
 }
 
 lgrun() {   # lgrun LABEL ARGS...
-  local label=$1 out rc=0
+  local label=$1 out rc=0 t0 s0 cpu
   shift
   run=$((run + 1))
+  t0=$(server_ticks); s0=$(date +%s%N)
   out=$($lg --port "$port" --ak k --sk s --queue "q$run" --create-queue --json "$@") || rc=$?
+  cpu=$(awk -v t="$(( $(server_ticks) - t0 ))" -v hz="$(getconf CLK_TCK)" \
+        -v ns="$(( $(date +%s%N) - s0 ))" 'BEGIN { printf "%.0f", 100 * t / hz / (ns / 1e9) }')
   echo "$out" >> "$work/results.jsonl"
-  row "$label" "$out"
+  row "$label" "$out" "$cpu"
   case $label in longpoll*)
     printf '    wake-up p50 %s p99 %s max %s us; delivery p50 %s p99 %s max %s us; parked at start %s, min at a send %s; 200 before 201: %s\n' \
       "$(field "$out" wake_us p50)" "$(field "$out" wake_us p99)" "$(field "$out" wake_us max)" \
@@ -86,8 +94,8 @@ lgrun() {   # lgrun LABEL ARGS...
   [ $rc -eq 0 ] || echo "    (exit status $rc; see $work/results.jsonl)"
 }
 
-printf '%-26s %10s %9s %9s %9s %9s %6s %6s %6s %5s\n' run msg/s p50_ms p99_ms p999_ms max_ms errors \
-  connerr cpu% load
+printf '%-26s %10s %9s %9s %9s %9s %6s %6s %6s %6s %7s %5s\n' run msg/s p50_ms p99_ms p999_ms max_ms \
+  errors connerr lg_cpu% smqd% rss_mb load
 start_server
 for c in "${conns[@]}"; do
   lgrun "send c=$c" --scenario send --connections "$c" --duration-s "$secs"
@@ -102,5 +110,6 @@ lgrun "longpoll p=16 w=1000" --scenario longpoll --connections 16 --waiters 1000
 lgrun "longpoll p=64 w=1000 0ms" --scenario longpoll --connections 64 --waiters 1000 --pause-ms 0 \
   --duration-s "$secs"
 stop_server
-echo "latency: all requests but empty receives (and long-poll receives); cpu%: the generator's;"
+echo "latency: all requests but empty receives (and long-poll receives); lg_cpu%: the generator's"
+echo "CPU, smqd%: smqd's (user + system, % of one core, over the run); rss_mb: smqd's peak RSS so far;"
 echo "load: the machine's 1-minute load average after the run (the generator and smqd share it)"

@@ -61,23 +61,14 @@ static int take_send_item(struct xml_send_item *x, struct smq_send_item *it, cha
 
 static int prepare_send(const struct api_request *req, struct api_call *call, struct smq_errinfo *ei)
 {
-    char root[32];
     size_t total = 0;
-    int rc = xml_root_name(req->body, req->body_len, root, sizeof root);
+    int root_kind;
+    int rc = xml_parse_send_any(req->body, req->body_len, &call->send, &root_kind, ei);
 
-    if (rc != 0)
-        return errors_set(ei, rc, NULL);
+    if (root_kind < 0)
+        return rc;
     call->op.kind = SMQ_OP_SEND;
-    if (strcmp(root, "Messages") == 0) {
-        call->action = API_BATCH_SEND_MESSAGE;
-        rc = xml_parse_send_batch(req->body, req->body_len, &call->send, ei);
-    } else {
-        call->action = API_SEND_MESSAGE;
-        call->send.n = 1;
-        rc = xml_parse_send(req->body, req->body_len, &call->send.items[0], ei);
-        if (rc != 0)
-            call->send.n = 0;
-    }
+    call->action = root_kind == 1 ? API_BATCH_SEND_MESSAGE : API_SEND_MESSAGE;
     for (size_t i = 0; rc == 0 && i < call->send.n; i++) {
         rc = take_send_item(&call->send.items[i], &call->op.send[i], call->send_md5[i], ei);
         total += call->send.items[i].body_len;

@@ -25,6 +25,20 @@
 
 #define MAX_HEADERS 128
 
+/*
+ * libmicrohttpd's per-connection memory pool (request line, headers, read
+ * and write buffers).  Its default is 32 KiB, and 0.9.75 zeroes the whole
+ * pool between two requests of a kept-alive connection plus half of it when
+ * the read buffer moves: about 48 KB of memset per request, the largest
+ * single item in a profile of SendMessage.  16 KiB still holds MAX_HEADERS
+ * headers with their bookkeeping (so a request with 129 headers reaches our
+ * own "too many headers" answer, tests/integration/test_hostile.sh), and an
+ * SDK request needs under 1 KiB; bodies are streamed through the read
+ * buffer, not held in the pool.  Longer header sections get libmicrohttpd's
+ * 431, as they did at 32 KiB beyond that size.
+ */
+#define HTTP_CONN_MEMORY (16 * 1024)
+
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
 /*
@@ -657,6 +671,7 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)opts->idle_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,

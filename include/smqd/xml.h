@@ -97,6 +97,11 @@ int xml_parse_send(const char *doc, size_t len, struct xml_send_item *out,
 /* root <Messages>: 1..16 items. */
 int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out,
                          struct smq_errinfo *ei);
+/* Either root in one parse: *root_kind is 1 for <Messages> (1..16 items into
+ * out), 0 for any other root (<Message>: one item), -1 when the document did
+ * not load at all. */
+int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, int *root_kind,
+                       struct smq_errinfo *ei);
 int xml_parse_handles(const char *doc, size_t len, struct xml_handles *out,
                       struct smq_errinfo *ei);
 /* Reports the local name of the root element into name (e.g. "Message").

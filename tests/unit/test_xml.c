@@ -921,6 +921,33 @@ static void test_xml_writer_replaces_illegal_chars(void **state)
     buf_free(&b);
 }
 
+/* The word-at-a-time fast path: a character that needs escaping or
+ * replacing is found at every offset of a long run of plain text. */
+static void test_xml_writer_escapes_at_every_offset(void **state)
+{
+    static const char *const specials[] = {"&", "<", ">", "\r", "\x01", "\xC3\xA9", "\xFF",
+                                           "\x7F", "\t"};
+    static const char *const written[] = {"&amp;", "&lt;", "&gt;", "&#13;", "\xEF\xBF\xBD",
+                                          "\xC3\xA9", "\xEF\xBF\xBD", "\x7F", "\t"};
+    char in[64], want[80];
+    struct smq_buf b;
+
+    (void)state;
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+        for (size_t at = 0; at < 24; at++) {
+            size_t sl = strlen(specials[k]);
+            memset(in, 'x', sizeof in);
+            memcpy(in + at, specials[k], sl);
+            snprintf(want, sizeof want, "%.*s%s%.*s", (int)at, in, written[k],
+                     (int)(40 - at - sl), in + at + sl);
+            buf_init(&b);
+            xml_escape(&b, in, 40);
+            assert_buf_equal(&b, want);
+            buf_free(&b);
+        }
+    }
+}
+
 static void test_xml_writer_elements(void **state)
 {
     struct smq_buf b;
@@ -1054,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_xml_writer_escaping),
         cmocka_unit_test(test_xml_writer_replaces_illegal_chars),
         cmocka_unit_test(test_xml_writer_elements),
+        cmocka_unit_test(test_xml_writer_escapes_at_every_offset),
         cmocka_unit_test(test_xml_error_doc_exact),
         cmocka_unit_test(test_xml_error_doc_escapes_and_keeps_all),
         cmocka_unit_test(test_xml_written_message_parses),

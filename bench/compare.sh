@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# compare.sh — two smqd binaries, same generator, interleaved runs, medians.
+#
+#   bench/compare.sh OLD_SMQD NEW_SMQD [SECONDS] [ROUNDS] [CONNECTIONS...]
+#                                         (defaults 3, 3 and 64)
+#
+# For each connection count and scenario (send, lifecycle, batch) the two
+# binaries run alternately ROUNDS times each (old, new, old, new, ...), each
+# run on a fresh server and database (sync = full), so machine noise hits both
+# alike; the table gives each one's median msg/s and p50 latency, and
+# new/old.  Build the old binary from the old commit first, e.g.
+#   git worktree add /tmp/old HEAD~3 && cmake -S /tmp/old -B /tmp/old/b \
+#     -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/b --target smqd
+set -euo pipefail
+cd "$(dirname "$0")/.."
+old=$(readlink -f "${1:?old smqd}")
+new=$(readlink -f "${2:?new smqd}")
+secs=${3:-3}
+rounds=${4:-3}
+shift 4 2>/dev/null || shift $#
+conns=("$@")
+[ ${#conns[@]} -gt 0 ] || conns=(64)
+build=build-release
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build $build -j"$(nproc)" --target smqd-loadgen >/dev/null
+lg=$build/bench/smqd-loadgen
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+run_one() {   # run_one SMQD SCENARIO CONNS -> "msg_per_s p50_us errors"
+  local conf=$work/smqd.conf log=$work/smqd.log out port
+  rm -f "$work"/smqd.db*
+  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' \
+    "$work" > "$conf"
+  : > "$log"
+  "$1" -c "$conf" 2>"$log" &
+  pid=$!
+  until grep -q "listening on" "$log"; do
+    kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.05
+  done
+  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  out=$($lg --port "$port" --ak k --sk s --queue q --create-queue --json --scenario "$2" \
+        --connections "$3" --duration-s "$secs") || true
+  kill "$pid"; wait "$pid" || true; pid=""
+  printf '%s %s %s\n' "$(sed -n 's/.*"msg_per_s":\([0-9.]*\).*/\1/p' <<<"$out")" \
+    "$(sed -n 's/.*"latency_us":{[^}]*"p50":\([0-9]*\).*/\1/p' <<<"$out")" \
+    "$(sed -n 's/.*"errors":\([0-9]*\).*/\1/p' <<<"$out")"
+}
+
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+echo "compare.sh: old $old, new $new; ${secs}s per run, $rounds rounds, $(nproc) cores, $(date -u '+%F %T') UTC"
+printf '%-10s %5s %10s %10s %7s %9s %9s %6s\n' scenario conns old_msg/s new_msg/s new/old \
+  old_p50ms new_p50ms errors
+for c in "${conns[@]}"; do
+  for sc in send lifecycle batch; do
+    : > "$work/old"; : > "$work/new"
+    for _ in $(seq "$rounds"); do
+      run_one "$old" "$sc" "$c" >> "$work/old"
+      run_one "$new" "$sc" "$c" >> "$work/new"
+    done
+    om=$(cut -d' ' -f1 "$work/old" | median); nm=$(cut -d' ' -f1 "$work/new" | median)
+    op=$(cut -d' ' -f2 "$work/old" | median); np=$(cut -d' ' -f2 "$work/new" | median)
+    errs=$(cat "$work/old" "$work/new" | awk '{s += $3} END {print s + 0}')
+    printf '%-10s %5s %10.0f %10.0f %7.2f %9.2f %9.2f %6s\n' "$sc" "$c" "$om" "$nm" \
+      "$(awk "BEGIN{print ($om > 0) ? $nm / $om : 0}")" "$(awk "BEGIN{print $op / 1000}")" \
+      "$(awk "BEGIN{print $np / 1000}")" "$errs"
+  done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

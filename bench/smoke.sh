@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# smoke.sh — the benchmark in CI form (ctest bench.smoke): every smqd-loadgen
+# scenario for a couple of seconds against a real smqd on 127.0.0.1, so the
+# benchmark cannot rot.  It fails on errors, lost requests, zero throughput,
+# a long poll that was never woken, or an unclean server exit — never on
+# speed (CI machines are noisy; there is no timed assertion here).
+#
+#   SMQD_BIN=build/smqd LOADGEN=build/bench/smqd-loadgen bench/smoke.sh [SECONDS]
+#
+# sync = full (the default), the same settings as bench/loadgen.sh.
+set -euo pipefail
+secs=${1:-2}
+smqd=${SMQD_BIN:?set SMQD_BIN to the smqd binary}
+lg=${LOADGEN:?set LOADGEN to the smqd-loadgen binary}
+work=$(mktemp -d "${TMPDIR:-/tmp}/smqd-smoke.XXXXXX")
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' \
+  "$work" > "$work/smqd.conf"
+"$smqd" -c "$work/smqd.conf" 2>"$work/smqd.log" &
+pid=$!
+for _ in $(seq 600); do
+  grep -q "listening on" "$work/smqd.log" && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
+port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/smqd.log" | head -1)
+if [ -z "$port" ]; then
+  echo "FAIL smqd did not start:"; cat "$work/smqd.log"; exit 1
+fi
+
+num() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2" | head -1; }
+
+run=0
+check() {   # check LABEL ARGS... : one loadgen run; its exit status, counts and JSON
+  local label=$1 out rc=0 msgs
+  shift
+  run=$((run + 1))
+  out=$("$lg" --port "$port" --ak k --sk s --queue "smoke$run" --create-queue --json \
+        --duration-s "$secs" "$@") || rc=$?
+  msgs=$(num messages "$out")
+  printf '%-34s exit %s, %s messages, %s msg/s, errors %s, lost %s\n' "$label" "$rc" \
+    "${msgs:-?}" "$(num msg_per_s "$out")" "$(num errors "$out")" "$(num lost "$out")"
+  # Exit status 1 = errors, connection errors, lost or abandoned requests (bench/README.md).
+  [ "$rc" -eq 0 ] || fail "$label: smqd-loadgen exit status $rc: $out"
+  [ -n "$msgs" ] && [ "$msgs" -gt 0 ] || fail "$label: no message counted: $out"
+  LAST=$out
+}
+
+check "send c=4" --scenario send --connections 4
+check "lifecycle c=4" --scenario lifecycle --connections 4
+check "batch c=4 (16 per request)" --scenario batch --connections 4
+check "drain c=4 (prefill 500)" --scenario drain --connections 4 --prefill 500
+check "longpoll p=2 w=8" --scenario longpoll --connections 2 --waiters 8 --wait-s 2 --pause-ms 20
+# Wake-ups were measured: some receives were answered with a message that a
+# parked poll got (received counts them; --json reports the wake-up histogram).
+wake_n=$(sed -n 's/.*"wake_us":{"n":\([0-9]*\).*/\1/p' <<<"$LAST")
+[ -n "$wake_n" ] && [ "$wake_n" -gt 0 ] || fail "longpoll: no wake-up measured: $LAST"
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=""
+[ "$rc" -eq 0 ] || { fail "smqd exited with status $rc after SIGTERM"; tail -20 "$work/smqd.log"; }
+if grep -q "ERROR\|runtime error\|Sanitizer" "$work/smqd.log"; then
+  fail "smqd logged errors:"; grep "ERROR\|runtime error\|Sanitizer" "$work/smqd.log" | head -20
+fi
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "smoke: every scenario ran without errors"
