@@ -20,7 +20,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 
 drain_rate() {   # drain_rate DB -> messages/s
   local db=$1 log=$work/log port
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' "$db" >"$work/c.conf"
+  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' "$db" >"$work/c.conf"
   $build/smqd -c "$work/c.conf" 2>"$log" &
   pid=$!
   until grep -qs "listening on" "$log"; do kill -0 $pid; sleep 0.05; done

@@ -35,7 +35,7 @@ trap cleanup EXIT
 run_one() {   # run_one SMQD SCENARIO CONNS -> "msg_per_s p50_us errors"
   local conf=$work/smqd.conf log=$work/smqd.log out port
   rm -f "$work"/smqd.db*
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' \
+  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
     "$work" > "$conf"
   : > "$log"
   "$1" -c "$conf" 2>"$log" &

@@ -33,7 +33,7 @@ run=0
 start_server() {   # start_server [EXTRA-INI-LINES]
   local conf=$work/smqd.conf log=$work/smqd.log
   rm -f "$work"/smqd.db*
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n%b' \
+  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n%b' \
     "$work" "${1:-}" > "$conf"
   : > "$log"
   "$smqd" -c "$conf" 2>"$log" &

@@ -33,7 +33,7 @@ cleanup() {
   [ "${PROFILE_KEEP:-0}" = 1 ] && echo "work directory: $work" || rm -rf "$work"
 }
 trap cleanup EXIT
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' \
+printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
   "$work" > "$work/smqd.conf"
 case $tool in
   callgrind) valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \

@@ -20,7 +20,7 @@ pid=""
 
 measure() {   # measure DB -> prints "startup_ms rss_kb"
   local db=$1 conf=$work/smqd.conf log=$work/log t0 t1
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' "$db" > "$conf"
+  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' "$db" > "$conf"
   t0=$(date +%s%N)
   $build/smqd -c "$conf" 2>"$log" &
   pid=$!

@@ -22,7 +22,7 @@ trap cleanup EXIT
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n' \
+printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
   "$work" > "$work/smqd.conf"
 "$smqd" -c "$work/smqd.conf" 2>"$work/smqd.log" &
 pid=$!

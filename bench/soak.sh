@@ -18,7 +18,7 @@ cmake --build $build -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
 work=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[limits]\nmax_connections = 4096\n[log]\nrequests = false\n' "$work" >"$work/c.conf"
+printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[limits]\nmax_connections = 4096\n[log]\nrequests = false\n[admin]\nlisten = off\n' "$work" >"$work/c.conf"
 $build/smqd -c "$work/c.conf" 2>"$work/log" &
 pid=$!
 until grep -qs "listening on" "$work/log"; do kill -0 $pid; sleep 0.05; done
