@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh build
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSMQD_TESTS=OFF >/dev/null
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DSMQD_TESTS=OFF -DSMQD_BENCH=OFF >/dev/null
 cmake --build build-release -j"$(nproc)"
 exec build-release/smqd -c conf/smqd.conf

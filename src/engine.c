@@ -208,7 +208,7 @@ static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
 static void expire_msg(struct smq_engine *e, struct smq_msg *m)
 {
     m->queue->count.expired++;
-    engine_oplog(e, m->queue, EV_EXPIRE, m, NULL, NULL);
+    engine_oplog(e, m->queue, EV_EXPIRE, m, NULL);
     /* The row is deleted lazily: a row past its expiry is never loaded
      * again, so losing this delete (full buffer, failed run) is harmless. */
     if (e->n_expired < EXPIRED_FLUSH_AT) {
@@ -590,7 +590,7 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
             op->sent_seq[i] = fresh[i]->seq;
             engine_msg_link(e, q, fresh[i]);
             q->count.sent++;
-            engine_oplog(e, q, EV_SEND, fresh[i], NULL, op->request_id);
+            engine_oplog(e, q, EV_SEND, fresh[i], op->request_id);
         } else {
             free(fresh[i]);
         }
@@ -700,7 +700,7 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
             m->first_dequeue_ms = e->now_ms;
         m->visible_ms = visible_ms;
         queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
-        engine_oplog(e, q, EV_RECEIVE, m, NULL, op->request_id);
+        engine_oplog(e, q, EV_RECEIVE, m, op->request_id);
     }
     q->count.received += n;
     return n > 0 ? 0 : SMQ_E_MESSAGE_NOT_EXIST;
@@ -787,7 +787,7 @@ static int exec_delete_msgs(struct smq_engine *e, struct smq_op *op, struct smq_
     if (rc != 0)
         return rc;
     for (size_t j = 0; j < n_doomed; j++) {
-        engine_oplog(e, q, EV_DELETE, doomed[j], NULL, op->request_id);
+        engine_oplog(e, q, EV_DELETE, doomed[j], op->request_id);
         msg_destroy(e, doomed[j]);
     }
     q->count.deleted += n_doomed;
@@ -823,7 +823,7 @@ static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struc
         engine_mark_ready(e, q);
     op->new_gen = m->handle_gen;
     op->next_visible_ms = m->visible_ms;
-    engine_oplog(e, q, EV_CHANGE_VISIBILITY, m, NULL, op->request_id);
+    engine_oplog(e, q, EV_CHANGE_VISIBILITY, m, op->request_id);
     return 0;
 }
 

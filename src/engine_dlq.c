@@ -80,8 +80,7 @@ bool engine_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_ms
         return false;            /* delivered instead; a lost run fails the receive anyway */
     q->count.dead_lettered++;
     m->dequeue_count = count;    /* the log line tells how often it was received */
-    engine_oplog(e, q, EV_DEAD_LETTER, m, dlq->name, request_id);
-    engine_oplog(e, dlq, EV_DEAD_LETTER, m, dlq->name, request_id);
+    engine_oplog_move(e, q, dlq, EV_DEAD_LETTER, m, request_id);
     m->dequeue_count = 0;
     return true;
 }
@@ -150,8 +149,7 @@ static void redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t 
         r->next++;
         n--;
         dlq->count.redriven++;
-        engine_oplog(e, dlq, EV_REDRIVE, m, src->name, NULL);
-        engine_oplog(e, src, EV_REDRIVE, m, src->name, NULL);
+        engine_oplog_move(e, dlq, src, EV_REDRIVE, m, NULL);
     }
 }
 

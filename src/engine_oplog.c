@@ -42,26 +42,51 @@ static struct engine_event *next_slot(struct smq_engine *e)
     return &e->events[e->n_events++];
 }
 
-void engine_oplog(struct smq_engine *e, const struct smq_queue *q, enum engine_event_kind kind,
-                  const struct smq_msg *m, const char *to, const char *request_id)
+/* The event's slot if q logs, filled but for the peer; else NULL. */
+static struct engine_event *record(struct smq_engine *e, const struct smq_queue *q,
+                                   enum engine_event_kind kind, const struct smq_msg *m,
+                                   const char *request_id)
 {
     struct engine_event *ev;
 
     if (!q->attrs.logging || (ev = next_slot(e)) == NULL)
-        return;
+        return NULL;
     ev->kind = kind;
     ev->seq = m != NULL ? m->seq : 0;
     ev->dequeue_count = m != NULL ? m->dequeue_count : 0;
     snprintf(ev->queue, sizeof ev->queue, "%s", q->name);
-    snprintf(ev->to, sizeof ev->to, "%s", to != NULL ? to : "");
+    ev->peer[0] = '\0';
+    ev->arrived = false;
     snprintf(ev->request_id, sizeof ev->request_id, "%s",
              request_id != NULL && request_id[0] != '\0' ? request_id : "-");
+    return ev;
+}
+
+void engine_oplog(struct smq_engine *e, const struct smq_queue *q, enum engine_event_kind kind,
+                  const struct smq_msg *m, const char *request_id)
+{
+    record(e, q, kind, m, request_id);
+}
+
+void engine_oplog_move(struct smq_engine *e, const struct smq_queue *from,
+                       const struct smq_queue *to, enum engine_event_kind kind,
+                       const struct smq_msg *m, const char *request_id)
+{
+    struct engine_event *ev = record(e, from, kind, m, request_id);
+
+    if (ev != NULL)
+        snprintf(ev->peer, sizeof ev->peer, "%s", to->name);
+    ev = record(e, to, kind, m, request_id);
+    if (ev != NULL) {
+        snprintf(ev->peer, sizeof ev->peer, "%s", from->name);
+        ev->arrived = true;
+    }
 }
 
 void engine_oplog_purge(struct smq_engine *e, const struct smq_queue *q, uint64_t count,
                         const char *request_id)
 {
-    engine_oplog(e, q, EV_PURGE, NULL, NULL, request_id);
+    engine_oplog(e, q, EV_PURGE, NULL, request_id);
     if (q->attrs.logging && e->n_events > 0 && e->events[e->n_events - 1].kind == EV_PURGE)
         e->events[e->n_events - 1].seq = count;
 }
@@ -76,10 +101,10 @@ static void write_event(const struct smq_engine *e, const struct engine_event *e
         return;
     }
     msgid_format(&e->keys, ev->seq, id);
-    if (ev->to[0] != '\0')
-        log_event("queue=%s event=%s message_id=%s dequeue_count=%u to=%s request_id=%s",
-                  ev->queue, event_names[ev->kind], id, ev->dequeue_count, ev->to,
-                  ev->request_id);
+    if (ev->peer[0] != '\0')
+        log_event("queue=%s event=%s message_id=%s dequeue_count=%u %s=%s request_id=%s",
+                  ev->queue, event_names[ev->kind], id, ev->dequeue_count,
+                  ev->arrived ? "from" : "to", ev->peer, ev->request_id);
     else
         log_event("queue=%s event=%s message_id=%s dequeue_count=%u request_id=%s", ev->queue,
                   event_names[ev->kind], id, ev->dequeue_count, ev->request_id);

@@ -183,8 +183,11 @@ static int call_json(struct ctl *c, const char *method, const char *path, struct
         fprintf(stderr, "smqctl: %s%s is not the admin API (bad JSON at %s)\n", c->target.base,
                 path, err);
     } else {
-        if (c->json)
+        if (c->json) {
             fwrite(r.body, 1, r.len, stdout);
+            if (r.len == 0 || r.body[r.len - 1] != '\n')
+                fputc('\n', stdout);   /* a shell prompt must not follow on the same line */
+        }
         code = EXIT_OK;
     }
     ctl_resp_free(&r);
@@ -332,8 +335,11 @@ static int cmd_purge(struct ctl *c, char **args, int n)
     if (code == EXIT_OK && !c->json) {
         cj_u64(&doc, "purged", &purged);
         cj_u64(&doc, "dlq_purged", &dlq);
-        printf("purged %llu message(s) from %s and %llu from its dead-letter queue\n",
-               (unsigned long long)purged, args[0], (unsigned long long)dlq);
+        if (strcmp(c->purge_type, "dlq") != 0)
+            printf("purged %llu message(s) from %s\n", (unsigned long long)purged, args[0]);
+        if (strcmp(c->purge_type, "normal") != 0)
+            printf("purged %llu message(s) from the dead-letter queue of %s\n",
+                   (unsigned long long)dlq, args[0]);
     }
     cj_free(&doc);
     free(path);
