@@ -45,7 +45,8 @@ struct engine_event {
     uint64_t seq;                    /* EV_PURGE: the number of messages */
     uint32_t dequeue_count;
     char queue[SMQ_QUEUE_NAME_MAX + 1];
-    char to[SMQ_QUEUE_NAME_MAX + 1];         /* EV_DEAD_LETTER / EV_REDRIVE */
+    char peer[SMQ_QUEUE_NAME_MAX + 1];       /* EV_DEAD_LETTER / EV_REDRIVE: the other queue */
+    bool arrived;                            /* the message came from peer (else went to it) */
     char request_id[25];
 };
 
@@ -135,9 +136,14 @@ uint64_t engine_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono
 
 /* ---- engine_oplog.c: operation logs ---- */
 
-/* Records an event for m (NULL for EV_PURGE, with count in seq) if q logs. */
+/* Records an event for m if q logs. */
 void engine_oplog(struct smq_engine *e, const struct smq_queue *q, enum engine_event_kind kind,
-                  const struct smq_msg *m, const char *to, const char *request_id);
+                  const struct smq_msg *m, const char *request_id);
+/* A move (EV_DEAD_LETTER, EV_REDRIVE) of m from `from` to `to`: one line for
+ * each queue that logs, "to=" in the one it left, "from=" in the other. */
+void engine_oplog_move(struct smq_engine *e, const struct smq_queue *from,
+                       const struct smq_queue *to, enum engine_event_kind kind,
+                       const struct smq_msg *m, const char *request_id);
 void engine_oplog_purge(struct smq_engine *e, const struct smq_queue *q, uint64_t count,
                         const char *request_id);
 /* After the run: writes (committed) or drops (lost) the recorded events. */
