@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,7 +45,14 @@
 
 #define ADMIN_MAX_CONNECTIONS 64
 #define ADMIN_IDLE_TIMEOUT_S 10
-#define ADMIN_ENGINE_WAIT_MS 30000
+#define ADMIN_ENGINE_WAIT_MS 30000      /* a JSON API call (a purge may be large) */
+/* /ready and /metrics: a probe or a scrape gives up long before 30 s, and
+ * its thread must not stay blocked after it did. */
+#define ADMIN_PROBE_WAIT_MS 2000
+/* Handlers waiting for the engine at once; beyond, 503 at once, so that a
+ * stalled engine (a hung disk) cannot take every connection and silence
+ * /health. */
+#define ADMIN_MAX_ENGINE_WAITERS 16
 /* No admin request has a body; a client that sends one more than this is
  * cut off instead of being read for ever. */
 #define ADMIN_MAX_BODY 65536
@@ -67,6 +75,7 @@ struct smq_admin {
     struct smq_server *server;
     const struct handle_keys *keys;
     int in_flight;
+    int engine_waiters;              /* atomic: handlers inside call_run */
 };
 
 /* One request: its raw target (libmicrohttpd decodes the URL it passes to
@@ -202,7 +211,7 @@ static void deadline_after(struct timespec *ts, int ms)
  * and c is the caller's alone again.  false: timed out, and c now belongs to
  * the engine (the caller must not touch it).
  */
-static bool call_run(struct smq_server *s, struct engine_call *c)
+static bool call_run(struct smq_server *s, struct engine_call *c, int wait_ms)
 {
     struct timespec deadline;
     bool finished;
@@ -215,7 +224,7 @@ static bool call_run(struct smq_server *s, struct engine_call *c)
     }
     for (size_t i = 0; i < c->job.n_ops; i++)
         server_submit(s, &c->job.ops[i]);
-    deadline_after(&deadline, ADMIN_ENGINE_WAIT_MS);
+    deadline_after(&deadline, wait_ms);
     pthread_mutex_lock(&c->lock);
     while (c->pending > 0)
         if (pthread_cond_timedwait(&c->done, &c->lock, &deadline) == ETIMEDOUT)
@@ -225,6 +234,21 @@ static bool call_run(struct smq_server *s, struct engine_call *c)
         c->refs--;                   /* on_op_done frees it */
     pthread_mutex_unlock(&c->lock);
     return finished;
+}
+
+/* A place among the handlers that wait for the engine, or false when
+ * ADMIN_MAX_ENGINE_WAITERS already do. */
+static bool waiter_enter(struct smq_admin *a)
+{
+    if (__atomic_add_fetch(&a->engine_waiters, 1, __ATOMIC_ACQ_REL) <= ADMIN_MAX_ENGINE_WAITERS)
+        return true;
+    __atomic_sub_fetch(&a->engine_waiters, 1, __ATOMIC_ACQ_REL);
+    return false;
+}
+
+static void waiter_leave(struct smq_admin *a)
+{
+    __atomic_sub_fetch(&a->engine_waiters, 1, __ATOMIC_ACQ_REL);
 }
 
 static void reply_no_engine(struct admin_reply *r)
@@ -252,11 +276,20 @@ static void run_api_call(struct smq_admin *a, struct engine_call *c, struct admi
         call_free(c);
         return;
     }
-    if (!call_run(s, c)) {
+    if (!waiter_enter(a)) {
+        admin_reply_error(r, 503, "ServiceUnavailable", "%d admin requests already wait for "
+                          "the engine; try again later.", ADMIN_MAX_ENGINE_WAITERS);
+        server_release(a);
+        call_free(c);
+        return;
+    }
+    if (!call_run(s, c, ADMIN_ENGINE_WAIT_MS)) {
+        waiter_leave(a);
         reply_timeout(r);
         server_release(a);
         return;
     }
+    waiter_leave(a);
     /* Rendered before the release: the keys belong to the engine. */
     admin_api_render(&c->job, keys, clock_epoch_ms(clock_system()), r);
     server_release(a);
@@ -272,15 +305,18 @@ static struct engine_call *take_stats(struct smq_admin *a, const char *queue)
 {
     const struct handle_keys *keys;
     struct smq_server *s = server_acquire(a, &keys);
-    struct engine_call *c = s != NULL ? call_new() : NULL;
+    bool entered = s != NULL && waiter_enter(a);
+    struct engine_call *c = entered ? call_new() : NULL;
 
     if (c != NULL) {
         engine_op_init(&c->job.ops[0], SMQ_OP_STATS);
         snprintf(c->job.ops[0].queue, sizeof c->job.ops[0].queue, "%s", queue);
         c->job.n_ops = 1;
-        if (!call_run(s, c))
+        if (!call_run(s, c, ADMIN_PROBE_WAIT_MS))
             c = NULL;
     }
+    if (entered)
+        waiter_leave(a);
     if (s != NULL)
         server_release(a);
     return c;
@@ -406,11 +442,56 @@ static void handle_api(struct smq_admin *a, const char *method, const char *path
     run_api_call(a, c, r);
 }
 
+/*
+ * A browser must not drive this listener: a page could POST a purge (a
+ * "simple" cross-site request needs no preflight), or read message bodies
+ * through a DNS name rebound to 127.0.0.1.  Browsers mark their requests
+ * (Origin on every cross-site POST, Sec-Fetch-Site); without a token, the
+ * Host must be an address literal or localhost, which a rebinding attack
+ * cannot produce.  smqctl, curl and Prometheus send neither header.
+ */
+static bool host_is_literal(const char *host)
+{
+    char name[64];
+    unsigned char addr[16];
+    size_t len;
+
+    if (host[0] == '[') {
+        len = strcspn(host + 1, "]");
+        if (host[1 + len] != ']' || len >= sizeof name)
+            return false;
+        memcpy(name, host + 1, len);
+        name[len] = '\0';
+        return inet_pton(AF_INET6, name, addr) == 1;
+    }
+    len = strcspn(host, ":");
+    if (len >= sizeof name)
+        return false;
+    memcpy(name, host, len);
+    name[len] = '\0';
+    return inet_pton(AF_INET, name, addr) == 1 || strcasecmp(name, "localhost") == 0;
+}
+
+static const char *browser_refusal(struct smq_admin *a, struct MHD_Connection *conn)
+{
+    const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+
+    if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") != NULL
+        || (site != NULL && strcmp(site, "none") != 0))
+        return "Requests from web pages are refused (Origin / Sec-Fetch-Site).";
+    if (a->expected_auth == NULL && host != NULL && !host_is_literal(host))
+        return "Without an [admin] token the Host must be an IP address or localhost "
+               "(a DNS name could be rebound to this listener).";
+    return NULL;
+}
+
 /* Decides the reply for a complete request.  path is cut at '?'. */
 static void dispatch(struct smq_admin *a, struct MHD_Connection *conn, const char *method,
                      struct admin_req *req, struct admin_reply *r)
 {
     char *path = req->target, *query = strchr(path, '?');
+    const char *why;
 
     if (query != NULL)
         *query++ = '\0';
@@ -420,6 +501,10 @@ static void dispatch(struct smq_admin *a, struct MHD_Connection *conn, const cha
             reply_text(r, 200, "ok\n");
         else
             reply_use_get(r);
+        return;
+    }
+    if ((why = browser_refusal(a, conn)) != NULL) {
+        admin_reply_error(r, 403, "Forbidden", "%s", why);
         return;
     }
     if (!token_ok(a, conn)) {

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,46 @@ out:
     return rc;
 }
 
+/* Whether the file at path exists and is the same file as st. */
+static bool same_file(const char *path, const struct stat *st)
+{
+    struct stat other;
+
+    return stat(path, &other) == 0 && other.st_dev == st->st_dev && other.st_ino == st->st_ino;
+}
+
+/*
+ * The rename must not land on the live database or one of its companions
+ * (smqd would go on writing to a deleted file and lose everything after
+ * it), and no stale DEST-wal may wait to be replayed onto the copy.
+ */
+static int check_dest(const char *db_path, const char *dest, char *err, size_t err_size)
+{
+    static const char *const companions[] = {"", "-wal", "-shm", "-journal", ".lock", ".reserve"};
+    char path[4200];
+    struct stat st;
+
+    if (stat(dest, &st) == 0) {
+        for (size_t i = 0; i < sizeof companions / sizeof companions[0]; i++) {
+            snprintf(path, sizeof path, "%s%s", db_path, companions[i]);
+            if (same_file(path, &st)) {
+                snprintf(err, err_size, "%s is %s itself: a backup must go elsewhere", dest,
+                         path);
+                return -1;
+            }
+        }
+    }
+    for (size_t i = 1; i <= 3; i++) {
+        snprintf(path, sizeof path, "%s%s", dest, companions[i]);
+        if (access(path, F_OK) == 0) {
+            snprintf(err, err_size, "%s exists and would be read as part of the backup; "
+                     "remove it or choose another destination", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int ctl_db_backup(const char *db_path, const char *dest, FILE *log, char *err, size_t err_size)
 {
     char tmp[4200];
@@ -221,6 +262,8 @@ int ctl_db_backup(const char *db_path, const char *dest, FILE *log, char *err, s
         snprintf(err, err_size, "cannot read %s: %s", db_path, strerror(errno));
         return -1;
     }
+    if (check_dest(db_path, dest, err, err_size) != 0)
+        return -1;
     warn_foreign_owner(db_path);
     if (make_temp(dest, tmp, sizeof tmp, err, err_size) != 0)
         return -1;

@@ -10,8 +10,14 @@ void ctl_print_safe(FILE *out, const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        /* Bytes >= 0x80 pass: the server sends valid UTF-8 (json.c), and
-         * only C0 controls and DEL can drive a terminal. */
+        /* Other bytes >= 0x80 pass (UTF-8 text); C0 controls, DEL and the
+         * C1 controls U+0080..U+009F (UTF-8 C2 80..C2 9F, which some
+         * terminals obey as CSI/OSC) are escaped. */
+        if (c == 0xC2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80
+            && (unsigned char)s[i + 1] <= 0x9F) {
+            fprintf(out, "\\u%04x", (unsigned char)s[++i]);
+            continue;
+        }
         if (c == '\n')
             fputs("\\n", out);
         else if (c == '\t')
@@ -26,6 +32,19 @@ void ctl_print_safe(FILE *out, const char *s, size_t len)
 static void print_text(FILE *out, const char *s)
 {
     ctl_print_safe(out, s, strlen(s));
+}
+
+/* A short field for a table or a header line: at most size - 1 bytes, every
+ * byte that is not printable ASCII shown as '?' (columns stay aligned, and
+ * nothing reaches the terminal raw). */
+static const char *field(const char *s, char *buf, size_t size)
+{
+    size_t n = 0;
+
+    for (; s[n] != '\0' && n + 1 < size; n++)
+        buf[n] = (unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7F ? s[n] : '?';
+    buf[n] = '\0';
+    return buf;
 }
 
 static const char *dlq_of(const struct cj_value *q)
@@ -49,14 +68,14 @@ int ctl_print_queue_table(FILE *out, const struct cj_value *doc)
     for (size_t i = 0; i < queues->n; i++) {
         const struct cj_value *q = &queues->items[i];
         /* Names are [A-Za-z0-9-] (the server checks), but print them safely anyway. */
-        char name[64];
-        snprintf(name, sizeof name, "%s", cj_text(q, "name", "?"));
-        for (char *p = name; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7F)
-                *p = '?';
-        fprintf(out, "%-32s %10s %10s %10s %8s %12s  ", name, cj_text(q, "active", "?"),
-                cj_text(q, "inactive", "?"), cj_text(q, "delayed", "?"),
-                cj_text(q, "waiters", "?"), cj_text(q, "oldest_age_s", "?"));
+        char f[6][128];
+        fprintf(out, "%-32s %10s %10s %10s %8s %12s  ",
+                field(cj_text(q, "name", "?"), f[0], sizeof f[0]),
+                field(cj_text(q, "active", "?"), f[1], sizeof f[1]),
+                field(cj_text(q, "inactive", "?"), f[2], sizeof f[2]),
+                field(cj_text(q, "delayed", "?"), f[3], sizeof f[3]),
+                field(cj_text(q, "waiters", "?"), f[4], sizeof f[4]),
+                field(cj_text(q, "oldest_age_s", "?"), f[5], sizeof f[5]));
         print_text(out, dlq_of(q));
         fputc('\n', out);
     }
@@ -105,9 +124,12 @@ int ctl_print_messages(FILE *out, const struct cj_value *doc)
     for (size_t i = 0; i < msgs->n; i++) {
         const struct cj_value *m = &msgs->items[i];
         const struct cj_value *body = cj_get(m, "body");
+        char f[4][128];
         fprintf(out, "id: %s  enqueue_time_ms: %s  dequeue_count: %s  priority: %s\n",
-                cj_text(m, "id", "?"), cj_text(m, "enqueue_time_ms", "?"),
-                cj_text(m, "dequeue_count", "?"), cj_text(m, "priority", "?"));
+                field(cj_text(m, "id", "?"), f[0], sizeof f[0]),
+                field(cj_text(m, "enqueue_time_ms", "?"), f[1], sizeof f[1]),
+                field(cj_text(m, "dequeue_count", "?"), f[2], sizeof f[2]),
+                field(cj_text(m, "priority", "?"), f[3], sizeof f[3]));
         fprintf(out, "body: ");
         if (body != NULL && body->type == CJ_STRING)
             ctl_print_safe(out, body->text, body->len);

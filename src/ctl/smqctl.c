@@ -7,6 +7,7 @@
  */
 #include <getopt.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,20 @@ static const char *resolve_db(struct ctl *c)
     return NULL;
 }
 
+/* A count given on the command line: decimal digits only, no overflow, so
+ * that what is sent is exactly the number the operator typed (a cut string
+ * of zeros would have meant "all"). */
+static int parse_count(const char *s, unsigned long long *out)
+{
+    char *end;
+
+    if (s[0] == '\0' || strspn(s, "0123456789") != strlen(s))
+        return -1;
+    errno = 0;
+    *out = strtoull(s, &end, 10);
+    return errno == 0 && *end == '\0' ? 0 : -1;
+}
+
 /* ---- talking to the admin listener ----------------------------------------------------- */
 
 /* The server's {"error","message"} as one line on stderr. */
@@ -151,7 +166,10 @@ static void report_error(const struct ctl_resp *r)
 
     if (cj_parse(r->body, r->len, &doc, err, sizeof err) == 0 && cj_get(&doc, "error") != NULL) {
         const char *m = cj_text(&doc, "message", "");
-        fprintf(stderr, "smqctl: HTTP %ld %s: ", r->status, cj_text(&doc, "error", "?"));
+        const char *code = cj_text(&doc, "error", "?");
+        fprintf(stderr, "smqctl: HTTP %ld ", r->status);
+        ctl_print_safe(stderr, code, strlen(code));
+        fputs(": ", stderr);
         ctl_print_safe(stderr, m, strlen(m));
     } else {
         fprintf(stderr, "smqctl: HTTP %ld: ", r->status);
@@ -278,9 +296,14 @@ static int cmd_peek(struct ctl *c, char **args, int n)
     char *path;
     int code;
 
-    if (n < 1 || n > 2 || (n == 2 && strspn(args[1], "0123456789") != strlen(args[1])))
+    unsigned long long count = 0;
+
+    if (n < 1 || n > 2 || (n == 2 && parse_count(args[1], &count) != 0))
         return usage(stderr), EXIT_USAGE;
-    snprintf(suffix, sizeof suffix, "/messages%s%.20s", n == 2 ? "?n=" : "", n == 2 ? args[1] : "");
+    if (n == 2)
+        snprintf(suffix, sizeof suffix, "/messages?n=%llu", count);
+    else
+        snprintf(suffix, sizeof suffix, "/messages");
     if ((path = queue_path(args[0], suffix)) == NULL)
         return EXIT_FAILED;
     code = call_json(c, "GET", path, &doc);
@@ -354,18 +377,19 @@ static int cmd_redrive(struct ctl *c, char **args, int n)
     char *path;
     int code;
 
-    if (n != 1 || (c->rate != NULL && strspn(c->rate, "0123456789") != strlen(c->rate)) ||
-        (c->max != NULL && strspn(c->max, "0123456789") != strlen(c->max)))
+    unsigned long long rate = 100, max = 0;
+
+    if (n != 1 || (c->rate != NULL && parse_count(c->rate, &rate) != 0) ||
+        (c->max != NULL && parse_count(c->max, &max) != 0))
         return usage(stderr), EXIT_USAGE;
-    snprintf(suffix, sizeof suffix, "/redrive?rate=%.20s&max=%.20s", c->rate ? c->rate : "100",
-             c->max ? c->max : "0");
+    snprintf(suffix, sizeof suffix, "/redrive?rate=%llu&max=%llu", rate, max);
     if ((path = queue_path(args[0], suffix)) == NULL)
         return EXIT_FAILED;
     code = call_json(c, "POST", path, &doc);
     if (code == EXIT_OK && !c->json) {
         cj_u64(&doc, "scheduled", &scheduled);
-        printf("redrive of %s: %llu message(s) scheduled at %s/s\n", args[0],
-               (unsigned long long)scheduled, cj_text(&doc, "rate", c->rate ? c->rate : "100"));
+        printf("redrive of %s: %llu message(s) scheduled at %llu/s\n", args[0],
+               (unsigned long long)scheduled, rate);
     }
     cj_free(&doc);
     free(path);

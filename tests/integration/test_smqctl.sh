@@ -213,6 +213,19 @@ t_backup_during_traffic() {
     SMQD_LOG=$main_log SMQD_WATCHDOG_PID=$main_wd
     "$SMQCTL_BIN" backup "/nonexistent-dir/x.db" --db "$SMQD_DIR/smqd.db" >/dev/null 2>"$SUITE_TMP/b.err"
     assert_eq "a backup into a missing directory: exit 2" 2 $?
+    # A backup onto the live database (or its WAL) would leave smqd writing to a deleted file.
+    local ino_before
+    ino_before=$(stat -c %i "$SMQD_DIR/smqd.db")
+    "$SMQCTL_BIN" backup "$SMQD_DIR/smqd.db" --db "$SMQD_DIR/smqd.db" >/dev/null 2>"$SUITE_TMP/b.err"
+    assert_eq "a backup onto the live database is refused: exit 2" 2 $?
+    assert_match "and says why" 'a backup must go elsewhere' "$(cat "$SUITE_TMP/b.err")"
+    assert_eq "the live database is untouched" "$ino_before" "$(stat -c %i "$SMQD_DIR/smqd.db")"
+    "$SMQCTL_BIN" backup "$SMQD_DIR/smqd.db-wal" --db "$SMQD_DIR/smqd.db" >/dev/null 2>&1
+    assert_eq "a backup onto its WAL is refused: exit 2" 2 $?
+    : >"$SUITE_TMP/stale.db-wal"
+    "$SMQCTL_BIN" backup "$SUITE_TMP/stale.db" --db "$SMQD_DIR/smqd.db" >/dev/null 2>"$SUITE_TMP/b.err"
+    assert_eq "a stale DEST-wal is refused: exit 2" 2 $?
+    assert_match "naming it" 'stale.db-wal exists' "$(cat "$SUITE_TMP/b.err")"
 }
 
 t_check() {

@@ -1,0 +1,86 @@
+/*
+ * test_ctl_print.c — smqctl's human-readable output: whatever a (possibly
+ * hostile) admin endpoint sends, no control sequence reaches the
+ * operator's terminal raw, and columns stay one line per queue.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl_json.h"
+#include "ctl_print.h"
+
+/* Runs print over the parsed doc into a string (freed by the caller). */
+static char *render(const char *json, int (*print)(FILE *, const struct cj_value *))
+{
+    struct cj_value doc;
+    char err[128];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    assert_non_null(out);
+    assert_int_equal(cj_parse(json, strlen(json), &doc, err, sizeof err), 0);
+    assert_int_equal(print(out, &doc), 0);
+    fclose(out);
+    cj_free(&doc);
+    return text;
+}
+
+/* No byte below 0x20 but newline, no DEL, no C1 control in UTF-8. */
+static void assert_terminal_safe(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        assert_true(*p >= 0x20 || *p == '\n');
+        assert_true(*p != 0x7F);
+        assert_false(p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F);
+    }
+}
+
+static void test_ctl_print_messages_escape_every_field(void **state)
+{
+    const char *doc = "{\"messages\":[{\"id\":\"\\u001b]0;pwned\\u0007\\u001b[2J\","
+                      "\"enqueue_time_ms\":\"\\u009b31m\",\"dequeue_count\":1,\"priority\":8,"
+                      "\"body\":\"line\\nnext \\u001b[1m bold \\u0085 nel\"}]}";
+    char *out = render(doc, ctl_print_messages);
+
+    (void)state;
+    assert_terminal_safe(out);
+    assert_non_null(strstr(out, "id: ?]0;pwned??[2J "));
+    assert_non_null(strstr(out, "body: line\\nnext \\x1b[1m bold \\u0085 nel"));
+    free(out);
+}
+
+static void test_ctl_print_table_escapes_and_keeps_lines(void **state)
+{
+    const char *doc = "{\"queues\":[{\"name\":\"a\\nb\",\"active\":\"\\u001b[31m\","
+                      "\"inactive\":0,\"delayed\":0,\"waiters\":0,\"oldest_age_s\":0,"
+                      "\"attributes\":{\"DlqEnabled\":true,\"DlqTargetQueue\":\"x\\u009by\"}}]}";
+    char *out = render(doc, ctl_print_queue_table);
+    size_t lines = 0;
+
+    (void)state;
+    assert_terminal_safe(out);
+    for (const char *p = out; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 2);              /* the header and one queue */
+    assert_non_null(strstr(out, "a?b"));
+    assert_non_null(strstr(out, "x\\u009by"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ctl_print_messages_escape_every_field),
+        cmocka_unit_test(test_ctl_print_table_escapes_and_keeps_lines),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
