@@ -7,13 +7,11 @@
  */
 #include "smqd/http.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +20,7 @@
 
 #include "smqd/crypto.h"
 #include "smqd/log.h"
+#include "smqd/netaddr.h"
 
 #define MAX_HEADERS 128
 
@@ -593,31 +592,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 /* ---- daemon ----------------------------------------------------------------------------- */
 
-static int make_addr(const char *host, uint16_t port, struct sockaddr_storage *ss,
-                     bool *ipv6, char *err, size_t err_size)
-{
-    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-    memset(ss, 0, sizeof *ss);
-    *ipv6 = false;
-    if (strcmp(host, "localhost") == 0)
-        host = "127.0.0.1";
-    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons(port);
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(port);
-        *ipv6 = true;
-        return 0;
-    }
-    snprintf(err, err_size, "listen address '%s' is not an IP literal", host);
-    return -1;
-}
-
 __attribute__((format(printf, 2, 0)))
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -654,8 +628,10 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         snprintf(err, err_size, "cannot start the slow-client reaper thread");
         goto fail;
     }
-    if (make_addr(opts->host, opts->port, &ss, &ipv6, err, err_size) != 0)
+    if (netaddr_make(opts->host, opts->port, &ss, &ipv6) != 0) {
+        snprintf(err, err_size, "listen address '%s' is not an IP literal", opts->host);
         goto fail;
+    }
     if (crypto_random(rnd, sizeof rnd) != 0) {
         snprintf(err, err_size, "no random bytes for request ids");
         goto fail;

@@ -1,0 +1,17 @@
+/*
+ * netaddr.h — the listen address of a listener (MNS or admin) as a socket
+ * address.  config.c accepts IP literals and "localhost" only, so no name
+ * is ever resolved.
+ */
+#ifndef SMQD_NETADDR_H
+#define SMQD_NETADDR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Fills ss for host:port; *ipv6 tells the family.  0, or -1 when host is
+ * neither an IPv4/IPv6 literal nor "localhost" (127.0.0.1). */
+int netaddr_make(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *ipv6);
+
+#endif
