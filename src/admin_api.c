@@ -105,61 +105,16 @@ static bool parse_bool(const char *v, bool *out)
     return true;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* %XX-decodes a path segment into out (size > len); rejects bad escapes and
- * an encoded NUL, which would cut the name short. */
-static bool decode_segment(const char *s, size_t len, char *out)
-{
-    size_t o = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        int hi, lo;
-        if (s[i] != '%') {
-            out[o++] = s[i];
-            continue;
-        }
-        if (len - i < 3)
-            return false;
-        hi = hex_digit(s[i + 1]);
-        lo = hex_digit(s[i + 2]);
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-            return false;
-        out[o++] = (char)(hi * 16 + lo);
-        i += 2;
-    }
-    out[o] = '\0';
-    return true;
-}
-
-/* Copies a checked queue name (MNS rules, api_check_queue_name). */
+/* Copies a checked queue name (the MNS routing rules, api.h). */
 static int take_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
                            struct admin_reply *r)
 {
-    char name[3 * SMQ_QUEUE_NAME_MAX + 1];
     struct smq_errinfo ei = {0, ""};
 
-    if (len > 3 * SMQ_QUEUE_NAME_MAX) {
-        errors_set(&ei, SMQ_E_QUEUE_NAME_LENGTH, NULL);
-    } else if (!decode_segment(raw, len, name)) {
-        errors_set(&ei, SMQ_E_INVALID_QUEUE_NAME, "The queue name has an invalid %%-escape.");
-    } else {
-        api_check_queue_name(name, strlen(name), &ei);
-    }
-    if (ei.err != 0) {
+    if (api_queue_name_from_path(raw, len, out, &ei) != 0) {
         admin_reply_errinfo(r, &ei);
         return -1;
     }
-    memcpy(out, name, strlen(name) + 1);
     return 0;
 }
 

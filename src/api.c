@@ -132,6 +132,25 @@ int api_check_queue_name(const char *name, size_t len, struct smq_errinfo *ei)
     return 0;
 }
 
+int api_queue_name_from_path(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
+                             struct smq_errinfo *ei)
+{
+    /* Every character of a name may arrive as a %XX escape. */
+    char name[3 * SMQ_QUEUE_NAME_MAX + 1];
+
+    if (len >= sizeof name)
+        return errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, NULL);
+    memcpy(name, raw, len);
+    name[len] = '\0';
+    if (percent_decode(name) != 0)
+        return errors_set(ei, SMQ_E_INVALID_QUEUE_NAME, "The queue name has an invalid "
+                          "%%-escape.");
+    if (api_check_queue_name(name, strlen(name), ei) != 0)
+        return ei->err;
+    memcpy(out, name, strlen(name) + 1);
+    return 0;
+}
+
 enum route { ROUTE_NONE, ROUTE_QUEUES, ROUTE_QUEUE, ROUTE_MESSAGES };
 
 /* Splits "/queues[/NAME[/messages]]" and copies the decoded NAME into
@@ -140,7 +159,6 @@ static enum route route_path(const char *path, size_t len, struct api_call *call
                              struct smq_errinfo *ei)
 {
     static const char prefix[] = "/queues";
-    char name[3 * SMQ_QUEUE_NAME_MAX + 8];
     const char *rest = path + sizeof prefix - 1, *slash;
     size_t name_len;
 
@@ -159,15 +177,8 @@ static enum route route_path(const char *path, size_t len, struct api_call *call
     name_len = slash ? (size_t)(slash - rest) : len;
     if (slash != NULL && !(len - name_len == 9 && memcmp(slash, "/messages", 9) == 0))
         return ROUTE_NONE;
-    if (name_len >= sizeof name)
-        return errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, NULL), ROUTE_NONE;
-    memcpy(name, rest, name_len);
-    name[name_len] = '\0';
-    if (percent_decode(name) != 0)
-        return errors_set(ei, SMQ_E_INVALID_QUEUE_NAME, NULL), ROUTE_NONE;
-    if (api_check_queue_name(name, strlen(name), ei) != 0)
+    if (api_queue_name_from_path(rest, name_len, call->op.queue, ei) != 0)
         return ROUTE_NONE;
-    memcpy(call->op.queue, name, strlen(name) + 1);
     ei->err = 0;
     return slash ? ROUTE_MESSAGES : ROUTE_QUEUE;
 }

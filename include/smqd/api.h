@@ -115,6 +115,12 @@ void api_query_free(struct api_query *q);
 /* Value of a parameter by case-insensitive name, or NULL. */
 const char *api_query_get(const struct api_query *q, const char *name);
 
+/* Percent-decodes the path segment raw[0..len) into out and checks it as a
+ * queue name: 0, or SMQ_E_QUEUE_NAME_LENGTH / SMQ_E_INVALID_QUEUE_NAME (a
+ * bad escape or an encoded NUL included) with ei set.  The MNS and the
+ * admin listener route with it alike. */
+int api_queue_name_from_path(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
+                             struct smq_errinfo *ei);
 /* Checks a queue name (§5): 0, SMQ_E_INVALID_QUEUE_NAME or SMQ_E_QUEUE_NAME_LENGTH. */
 int api_check_queue_name(const char *name, size_t len, struct smq_errinfo *ei);
 
