@@ -39,14 +39,6 @@ static int load_queue(void *arg, const struct store_queue_rec *r)
     return 0;
 }
 
-static struct smq_queue *queue_by_id(struct smq_engine *e, int64_t id)
-{
-    for (size_t i = 0; i < e->queues.n; i++)
-        if (e->queues.items[i]->id == id)
-            return e->queues.items[i];
-    return NULL;
-}
-
 static int load_msg(void *arg, const struct store_msg_rec *r)
 {
     struct load_ctx *ctx = arg;
@@ -56,7 +48,7 @@ static int load_msg(void *arg, const struct store_msg_rec *r)
     if (r->seq >= e->next_seq)
         e->next_seq = r->seq + 1;
     if (ctx->cur == NULL || ctx->cur->id != r->queue_id)
-        ctx->cur = queue_by_id(e, r->queue_id);
+        ctx->cur = engine_queue_by_id(e, r->queue_id);
     if (ctx->cur == NULL || r->expire_ms <= e->now_ms) {
         /* Orphan or expired: never comes back; delete the row if we can. */
         if (e->n_expired < EXPIRED_FLUSH_AT) {
