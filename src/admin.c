@@ -42,6 +42,7 @@
 #include "smqd/clock.h"
 #include "smqd/crypto.h"
 #include "smqd/log.h"
+#include "smqd/netaddr.h"
 
 #define ADMIN_MAX_CONNECTIONS 64
 #define ADMIN_IDLE_TIMEOUT_S 10
@@ -297,11 +298,11 @@ static void run_api_call(struct smq_admin *a, struct engine_call *c, struct admi
 }
 
 /*
- * One SMQ_OP_STATS for queue (for "" every queue).  Returns the finished
+ * One SMQ_OP_STATS for queue (for "" every queue; totals_only: none).  Returns the finished
  * call (the caller frees it with call_free), or NULL when there is no
  * engine, no memory, or it timed out.
  */
-static struct engine_call *take_stats(struct smq_admin *a, const char *queue)
+static struct engine_call *take_stats(struct smq_admin *a, const char *queue, bool totals_only)
 {
     const struct handle_keys *keys;
     struct smq_server *s = server_acquire(a, &keys);
@@ -311,6 +312,7 @@ static struct engine_call *take_stats(struct smq_admin *a, const char *queue)
     if (c != NULL) {
         engine_op_init(&c->job.ops[0], SMQ_OP_STATS);
         snprintf(c->job.ops[0].queue, sizeof c->job.ops[0].queue, "%s", queue);
+        c->job.ops[0].totals_only = totals_only;
         c->job.n_ops = 1;
         if (!call_run(s, c, ADMIN_PROBE_WAIT_MS))
             c = NULL;
@@ -332,20 +334,17 @@ static void reply_text(struct admin_reply *r, int status, const char *text)
     buf_puts(&r->body, text);
 }
 
-/*
- * Whether the engine serves.  A STATS for a name no queue can have (names
- * start with a letter or digit) costs O(queues), unlike a full snapshot,
- * and fails with InternalError while the engine is broken (engine.c
- * refuses every op until a reload succeeds).
- */
+/* Whether the engine serves: a totals-only SMQ_OP_STATS (O(1)) fails with
+ * InternalError while the engine is broken (engine.c refuses every op
+ * until a reload succeeds). */
 static bool engine_serves(struct smq_admin *a)
 {
-    struct engine_call *c = take_stats(a, "-");
+    struct engine_call *c = take_stats(a, "", true);
     bool ok;
 
     if (c == NULL)
         return false;
-    ok = c->job.ops[0].result.err == 0 || c->job.ops[0].result.err == SMQ_E_QUEUE_NOT_EXIST;
+    ok = c->job.ops[0].result.err == 0;
     call_free(c);
     return ok;
 }
@@ -377,7 +376,7 @@ static int64_t file_size(const char *path)
 
 static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
 {
-    struct engine_call *c = take_stats(a, "");
+    struct engine_call *c = take_stats(a, "", false);
     const struct smq_op *op = c != NULL ? &c->job.ops[0] : NULL;
     struct admin_metrics_input in;
 
@@ -626,31 +625,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     SMQ_DEBUG("admin: libmicrohttpd: %s", line);
 }
 
-/* The same address rules as the MNS listener (config.c accepts literals
- * and "localhost" only). */
-static int make_addr(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *ipv6)
-{
-    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-    memset(ss, 0, sizeof *ss);
-    *ipv6 = false;
-    if (strcmp(host, "localhost") == 0)
-        host = "127.0.0.1";
-    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons(port);
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(port);
-        *ipv6 = true;
-        return 0;
-    }
-    return -1;
-}
-
 static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
 {
     size_t n;
@@ -727,7 +701,7 @@ int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err
         snprintf(err, err_size, "out of memory");
         goto fail;
     }
-    if (make_addr(opts->host, opts->port, &ss, &ipv6) != 0) {
+    if (netaddr_make(opts->host, opts->port, &ss, &ipv6) != 0) {
         snprintf(err, err_size, "admin listen address '%s' is not an IP literal", opts->host);
         goto fail;
     }

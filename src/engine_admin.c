@@ -72,6 +72,10 @@ int engine_exec_stats(struct smq_engine *e, struct smq_op *op)
 {
     size_t n = 0;
 
+    if (op->totals_only) {               /* O(1): the engine answers, that is all */
+        engine_stats(e, &op->totals);
+        return 0;
+    }
     refresh_file_stats(e);
     engine_stats(e, &op->totals);
     op->stats = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *op->stats);

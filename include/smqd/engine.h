@@ -196,6 +196,7 @@ struct smq_op {
         uint64_t max;                        /* 0 = every message now in the DLQ */
         uint32_t rate_per_s;                 /* 1..100000 messages per second */
     } redrive;
+    bool totals_only;                        /* STATS: only op->totals (a health probe) */
     char request_id[25];                     /* for operation logs; "" = none */
 
     /* ---- outputs ---- */

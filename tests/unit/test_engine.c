@@ -2482,6 +2482,14 @@ static void test_engine_stats_counters_and_oldest(void **state)
     op_init(f, &op, SMQ_OP_STATS, "missing");
     assert_int_equal(run_one(f, &op), SMQ_E_QUEUE_NOT_EXIST);
     engine_op_release(&op);
+    /* A health probe: the totals and nothing per queue. */
+    op_init(f, &op, SMQ_OP_STATS, "");
+    op.totals_only = true;
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_stats, 0);
+    assert_null(op.stats);
+    assert_int_equal(op.totals.queues, 2);
+    engine_op_release(&op);
 }
 
 static void test_engine_reclaims_space_after_purge(void **state)
@@ -2674,6 +2682,15 @@ static void test_engine_broken_does_not_spin(void **state)
         engine_run(f->e, NULL);
         assert_true(stats(f).broken);
         assert_int_equal(engine_next_timeout_ms(f->e), UINT64_MAX);
+    }
+    /* What /ready asks: refused while broken. */
+    store_fault_inject_load(f->store, 0);
+    {
+        struct smq_op probe;
+        op_init(f, &probe, SMQ_OP_STATS, "");
+        probe.totals_only = true;
+        assert_int_equal(run_one(f, &probe), SMQ_E_INTERNAL);
+        engine_op_release(&probe);
     }
 }
 
