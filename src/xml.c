@@ -560,25 +560,33 @@ static int check_batch_size(const xmlNode *root, const char *item, struct smq_er
                       item, (const char *)root->name, XML_BATCH_MAX, n);
 }
 
-int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out,
-                         struct smq_errinfo *ei)
+/* The <Message> items of a <Messages> root, into out (counted in out->n). */
+static int parse_batch_items(xmlNodePtr root, struct xml_send_batch *out, struct smq_errinfo *ei)
 {
-    xmlDocPtr d;
-    xmlNodePtr root, c;
-    int rc;
+    int rc = check_batch_size(root, "Message", ei);
 
-    memset(out, 0, sizeof *out);
-    rc = load_root(doc, len, "Messages", &d, &root, ei);
-    if (rc != 0)
-        return rc;
-    rc = check_batch_size(root, "Message", ei);
-    for (c = root->children; c != NULL && rc == 0; c = c->next) {
+    for (xmlNodePtr c = root->children; c != NULL && rc == 0; c = c->next) {
         if (!is_element(c, "Message"))
             continue;
         rc = parse_item(c, &out->items[out->n], ei);
         if (rc == 0)
             out->n++;
     }
+    return rc;
+}
+
+int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out,
+                         struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = load_root(doc, len, "Messages", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    rc = parse_batch_items(root, out, ei);
     xmlFreeDoc(d);
     if (rc != 0)
         xml_send_batch_free(out);
@@ -595,7 +603,7 @@ int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, 
                        struct smq_errinfo *ei)
 {
     xmlDocPtr d;
-    xmlNodePtr root, c;
+    xmlNodePtr root;
     int rc;
 
     memset(out, 0, sizeof *out);
@@ -606,14 +614,7 @@ int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, 
     root = xmlDocGetRootElement(d);
     *root_kind = strcmp((const char *)root->name, "Messages") == 0;
     if (*root_kind == 1) {
-        rc = check_batch_size(root, "Message", ei);
-        for (c = root->children; c != NULL && rc == 0; c = c->next) {
-            if (!is_element(c, "Message"))
-                continue;
-            rc = parse_item(c, &out->items[out->n], ei);
-            if (rc == 0)
-                out->n++;
-        }
+        rc = parse_batch_items(root, out, ei);
     } else if (strcmp((const char *)root->name, "Message") == 0) {
         rc = parse_item(root, &out->items[0], ei);
         if (rc == 0)
