@@ -71,17 +71,7 @@ static int consume(struct pc_worker *w, void *conn)
 
 static void *worker(void *arg)
 {
-    struct pc_worker *w = arg;
-    struct conn *c = calloc(1, sizeof *c);
-    if (c == NULL || (c->rd.fd = pc_connect()) < 0) {
-        fprintf(stderr, "beanstalk: cannot connect\n");
-        w->errors++;
-        free(c);
-        return NULL;
-    }
-    pc_cycle(w, c, put, consume);
-    close(c->rd.fd);
-    free(c);
+    pc_socket_worker(arg, "beanstalk", sizeof(struct conn), put, consume);
     return NULL;
 }
 

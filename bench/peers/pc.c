@@ -231,3 +231,20 @@ void pc_cycle(struct pc_worker *w, void *conn,
         }
     }
 }
+
+void pc_socket_worker(struct pc_worker *w, const char *target, size_t conn_size,
+                      int (*produce)(struct pc_worker *w, void *conn, uint64_t seq),
+                      int (*consume)(struct pc_worker *w, void *conn))
+{
+    struct pc_rd *rd = calloc(1, conn_size);
+
+    if (rd == NULL || (rd->fd = pc_connect()) < 0) {
+        fprintf(stderr, "%s: cannot connect\n", target);
+        w->errors++;
+        free(rd);
+        return;
+    }
+    pc_cycle(w, rd, produce, consume);
+    close(rd->fd);
+    free(rd);
+}

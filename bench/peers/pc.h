@@ -63,6 +63,13 @@ void pc_cycle(struct pc_worker *w, void *conn,
               int (*produce)(struct pc_worker *w, void *conn, uint64_t seq),
               int (*consume)(struct pc_worker *w, void *conn));
 
+/* A socket peer's whole worker: a zeroed connection record of conn_size
+ * bytes whose FIRST member is a struct pc_rd, connected, driven by
+ * pc_cycle, closed.  A failed connect counts an error. */
+void pc_socket_worker(struct pc_worker *w, const char *target, size_t conn_size,
+                      int (*produce)(struct pc_worker *w, void *conn, uint64_t seq),
+                      int (*consume)(struct pc_worker *w, void *conn));
+
 /* Blocking TCP to --host:--port with TCP_NODELAY; -1 on failure. */
 int pc_connect(void);
 int pc_write_all(int fd, const void *buf, size_t len);

@@ -104,17 +104,7 @@ static int consume(struct pc_worker *w, void *conn)
 
 static void *worker(void *arg)
 {
-    struct pc_worker *w = arg;
-    struct conn *c = calloc(1, sizeof *c);
-    if (c == NULL || (c->rd.fd = pc_connect()) < 0) {
-        fprintf(stderr, "redis: cannot connect\n");
-        w->errors++;
-        free(c);
-        return NULL;
-    }
-    pc_cycle(w, c, push, consume);
-    close(c->rd.fd);
-    free(c);
+    pc_socket_worker(arg, "redis", sizeof(struct conn), push, consume);
     return NULL;
 }
 
