@@ -1,7 +1,7 @@
 # lib.sh — helpers for the bash integration suites that drive the real smqd binary.
 #
 # Sourced by test_*.sh. Provides:
-#   server lifecycle  smqd_start [DIR], smqd_stop, smqd_kill9, smqd_restart_same_data
+#   server lifecycle  new_server_dir, smqd_start [DIR], smqd_stop, smqd_kill9, smqd_restart_same_data
 #   signed requests   mns_request METHOD RESOURCE [BODY] [-H 'Name: value']...
 #   assertions        ok/not_ok, assert_eq, assert_status, assert_error, assert_xml, ...
 #   summary           finish  (prints "N passed, M failed", exits non-zero when M > 0)
@@ -138,15 +138,23 @@ start_watchdog() {
     WATCHDOG_PIDS+=("$SMQD_WATCHDOG_PID")
 }
 
+# new_server_dir — a fresh data dir with the standard config (append to $NEW_DIR/smqd.conf to
+# change it), removed when the suite exits. Sets NEW_DIR (not printed: a $(...) subshell would
+# lose the cleanup registration).
+new_server_dir() {
+    NEW_DIR=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$NEW_DIR")
+    write_config "$NEW_DIR"
+}
+
 # smqd_start [DIR] — starts a server on a fresh data dir (or DIR, to reuse its data) and
 # waits, polling with a deadline, for the "listening on http://" line. Exports SMQD_ADDR,
 # SMQD_PID, SMQD_DIR, SMQD_LOG. Returns non-zero (and records a failure) if it never listens.
 smqd_start() {
     local dir=${1:-} deadline line
     if [ -z "$dir" ]; then
-        dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-        SERVER_DIRS+=("$dir")
-        write_config "$dir"
+        new_server_dir
+        dir=$NEW_DIR
     fi
     SMQD_DIR=$dir
     # SMQD_LOG_DIR: keep the log elsewhere (e.g. when DIR is a deliberately full disk).

@@ -100,9 +100,8 @@ release_db_lock() {
 # A data dir whose database exists (smqd started and stopped once on it).
 prepared_dir() {
     local dir
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     smqd_start "$dir" || return 1
     smqd_stop
     PREPARED=$dir
@@ -166,9 +165,8 @@ t_drain() {
 
 t_token() {
     local dir
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     printf 'token = t0p-s3cret.token\n' >>"$dir/smqd.conf"
     smqd_start "$dir" || return
     assert_match "the log says a token is required" 'admin listener bound to .*token required' \
@@ -441,9 +439,8 @@ t_systemd_notify() {
 # [admin] listen = off: no admin line, MNS works; a taken admin port stops start-up (exit 3).
 t_off_and_taken() {
     local dir rc
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     # write_config ends with "[admin]" / "listen = 127.0.0.1:0".
     sed -i '$ s/^listen = .*/listen = off/' "$dir/smqd.conf"
     smqd_start "$dir" || return

@@ -163,9 +163,8 @@ test_operation_log() {
 # neither declared nor existing stops the start (exit 1) before anything is created.
 test_config_declared_queues() {
     local dir rc
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     printf '[queue.cfg-src]\ndlq_target = cfg-dlq\ndlq_max_receive_count = 4\n[queue.cfg-dlq]\n' \
         >>"$dir/smqd.conf"
     smqd_start "$dir" || return

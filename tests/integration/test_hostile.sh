@@ -59,9 +59,8 @@ TABLE="$SUITE_TMP/hostile-cases.md"
 # hook for extra config lines, so the config is written here and smqd_start reuses DIR).
 hostile_start() {
     local dir
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     { echo '[limits]'; printf '%s\n' "$@"; } >>"$dir/smqd.conf"
     smqd_start "$dir"
 }

@@ -80,9 +80,8 @@ t_sigterm_drains() {
 # A file that is not a database is refused, never rebuilt, and left untouched.
 t_corrupt_database() {
     local dir before rc out
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     head -c 8192 /dev/urandom >"$dir/smqd.db"
     before=$(md5sum <"$dir/smqd.db")
     out="$SUITE_TMP/corrupt.err"
@@ -96,9 +95,8 @@ t_corrupt_database() {
 # A database written by a newer smqd (higher user_version) is refused.
 t_newer_database() {
     local dir rc out before
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     smqd_start "$dir" || return
     mns_request PUT /queues/newer
     smqd_stop
@@ -116,9 +114,8 @@ t_newer_database() {
 # Configuration errors stop start-up with file:line and exit code 1.
 t_config_errors() {
     local dir out rc
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     printf '[server]\nthreads = 0\n' >"$dir/bad.conf"
     out="$SUITE_TMP/conf.err"
     timeout 10 "$SMQD_BIN" -c "$dir/bad.conf" 2>"$out" </dev/null
@@ -180,9 +177,8 @@ t_request_during_drain() {
 # time it may hold the connection is bounded.
 t_trickle_after_keepalive() {
     local dir host port t0 closed=0 i x rc
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     printf '[limits]\nidle_timeout_s = 2\nrequest_timeout_s = 3\n' >>"$dir/smqd.conf"
     smqd_start "$dir" || return
     host=${SMQD_ADDR%:*} port=${SMQD_ADDR##*:}

@@ -45,9 +45,8 @@ t_signing_vectors() {
 # Command line: -t validates a config, a bad value names FILE:LINE (brief).
 t_cli() {
     local dir rc out
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     timeout 10 "$SMQD_BIN" --version >"$SUITE_TMP/cli.out" 2>&1
     rc=$?
     assert_eq "smqd --version exits 0" 0 "$rc"

@@ -194,9 +194,8 @@ t_backup_during_traffic() {
     assert_match "it reports the integrity check" 'integrity_check ok' "$(cat "$SUITE_TMP/backup.out")"
     assert_eq "no temporary file is left" 0 "$(ls "$SUITE_TMP" | grep -c 'backup.db.tmp')"
     assert_eq "the copy passes PRAGMA integrity_check" ok "$(sqlite3 "$dest" 'PRAGMA integrity_check')"
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     cp "$dest" "$dir/smqd.db"
     local main_pid=$SMQD_PID main_addr=$SMQD_ADDR main_admin=$SMQD_ADMIN main_dir=$SMQD_DIR
     local main_log=$SMQD_LOG main_wd=$SMQD_WATCHDOG_PID
@@ -260,9 +259,8 @@ t_config_address() {
 
 t_token() {
     local dir
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     printf 'token = ctl-t0ken\n' >>"$dir/smqd.conf"
     smqd_start "$dir" || return
     ctl list

@@ -29,9 +29,8 @@ SECOND_SK=secondSecret
 # start_limited 'key = value'... — a server with these extra [limits] lines.
 start_limited() {
     local dir line
-    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
-    SERVER_DIRS+=("$dir")
-    write_config "$dir"
+    new_server_dir
+    dir=$NEW_DIR
     echo '[limits]' >>"$dir/smqd.conf"
     for line in "$@"; do echo "$line" >>"$dir/smqd.conf"; done
     smqd_start "$dir"
