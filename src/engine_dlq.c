@@ -79,9 +79,7 @@ bool engine_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_ms
     if (move_msg(e, m, dlq, src_ref(q)) != 0)
         return false;            /* delivered instead; a lost run fails the receive anyway */
     q->count.dead_lettered++;
-    m->dequeue_count = count;    /* the log line tells how often it was received */
-    engine_oplog_move(e, q, dlq, EV_DEAD_LETTER, m, request_id);
-    m->dequeue_count = 0;
+    engine_oplog_move(e, q, dlq, EV_DEAD_LETTER, m, count, request_id);
     return true;
 }
 
@@ -134,6 +132,7 @@ static void redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t 
     while (n > 0 && r->next < r->n) {
         struct smq_msg *m = msg_table_find(&e->msgs, r->seqs[r->next]);
         struct smq_queue *src;
+        uint32_t count;
 
         if (m == NULL || m->queue != dlq || m->state != SMQ_MSG_ACTIVE) {
             r->next++;
@@ -144,12 +143,13 @@ static void redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t 
             r->next++;
             continue;
         }
+        count = m->dequeue_count;
         if (move_msg(e, m, src, 0) != 0)
             return;              /* the run is lost or this write failed: retry next tick */
         r->next++;
         n--;
         dlq->count.redriven++;
-        engine_oplog_move(e, dlq, src, EV_REDRIVE, m, NULL);
+        engine_oplog_move(e, dlq, src, EV_REDRIVE, m, count, NULL);
     }
 }
 

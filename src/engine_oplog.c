@@ -45,7 +45,7 @@ static struct engine_event *next_slot(struct smq_engine *e)
 /* The event's slot if q logs, filled but for the peer; else NULL. */
 static struct engine_event *record(struct smq_engine *e, const struct smq_queue *q,
                                    enum engine_event_kind kind, const struct smq_msg *m,
-                                   const char *request_id)
+                                   uint32_t dequeue_count, const char *request_id)
 {
     struct engine_event *ev;
 
@@ -53,7 +53,7 @@ static struct engine_event *record(struct smq_engine *e, const struct smq_queue 
         return NULL;
     ev->kind = kind;
     ev->seq = m != NULL ? m->seq : 0;
-    ev->dequeue_count = m != NULL ? m->dequeue_count : 0;
+    ev->dequeue_count = dequeue_count;
     snprintf(ev->queue, sizeof ev->queue, "%s", q->name);
     ev->peer[0] = '\0';
     ev->arrived = false;
@@ -65,18 +65,19 @@ static struct engine_event *record(struct smq_engine *e, const struct smq_queue 
 void engine_oplog(struct smq_engine *e, const struct smq_queue *q, enum engine_event_kind kind,
                   const struct smq_msg *m, const char *request_id)
 {
-    record(e, q, kind, m, request_id);
+    record(e, q, kind, m, m != NULL ? m->dequeue_count : 0, request_id);
 }
 
 void engine_oplog_move(struct smq_engine *e, const struct smq_queue *from,
                        const struct smq_queue *to, enum engine_event_kind kind,
-                       const struct smq_msg *m, const char *request_id)
+                       const struct smq_msg *m, uint32_t dequeue_count,
+                       const char *request_id)
 {
-    struct engine_event *ev = record(e, from, kind, m, request_id);
+    struct engine_event *ev = record(e, from, kind, m, dequeue_count, request_id);
 
     if (ev != NULL)
         snprintf(ev->peer, sizeof ev->peer, "%s", to->name);
-    ev = record(e, to, kind, m, request_id);
+    ev = record(e, to, kind, m, dequeue_count, request_id);
     if (ev != NULL) {
         snprintf(ev->peer, sizeof ev->peer, "%s", from->name);
         ev->arrived = true;

@@ -139,11 +139,13 @@ uint64_t engine_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono
 /* Records an event for m if q logs. */
 void engine_oplog(struct smq_engine *e, const struct smq_queue *q, enum engine_event_kind kind,
                   const struct smq_msg *m, const char *request_id);
-/* A move (EV_DEAD_LETTER, EV_REDRIVE) of m from `from` to `to`: one line for
- * each queue that logs, "to=" in the one it left, "from=" in the other. */
+/* A move (EV_DEAD_LETTER, EV_REDRIVE) of m from `from` to `to`, after which
+ * m's own count restarts: one line for each queue that logs, "to=" in the
+ * one it left, "from=" in the other, with the count it had before. */
 void engine_oplog_move(struct smq_engine *e, const struct smq_queue *from,
                        const struct smq_queue *to, enum engine_event_kind kind,
-                       const struct smq_msg *m, const char *request_id);
+                       const struct smq_msg *m, uint32_t dequeue_count,
+                       const char *request_id);
 void engine_oplog_purge(struct smq_engine *e, const struct smq_queue *q, uint64_t count,
                         const char *request_id);
 /* After the run: writes (committed) or drops (lost) the recorded events. */
