@@ -141,8 +141,8 @@ t_purge() {
 
 # Dead-letter a message (max receive 1, visibility 1 s), purge/redrive the DLQ.
 t_dlq_redrive() {
-    create_queue rq VisibilityTimeout 1
-    create_queue rq-dlq
+    create_queue rq VisibilityTimeout 1 LoggingEnabled True
+    create_queue rq-dlq LoggingEnabled True
     ctl set rq DlqTargetQueue=rq-dlq DlqMaxReceiveCount=1
     assert_eq "set a DLQ policy" "0 rq-dlq" "$CTL_RC $(field DlqTargetQueue)"
     send_msg rq poison
@@ -159,6 +159,12 @@ t_dlq_redrive() {
     assert_match "it reports what it scheduled" 'redrive of rq-dlq: 1 message\(s\) scheduled' "$CTL_OUT"
     wait_for "the message is back in rq and gone from the DLQ" 5000 \
         active_are rq 1 rq-dlq 0
+    # Operation logs of the two moves: each queue says where the message went or came from,
+    # with the receive count it had before the move.
+    assert_match "dead-letter logged in the source" 'OPLOG queue=rq event=dead_letter message_id=[0-9A-F]{32} dequeue_count=1 to=rq-dlq ' "$(cat "$SMQD_LOG")"
+    assert_match "and in the DLQ" 'OPLOG queue=rq-dlq event=dead_letter message_id=[0-9A-F]{32} dequeue_count=1 from=rq ' "$(cat "$SMQD_LOG")"
+    assert_match "redrive logged in the DLQ" 'OPLOG queue=rq-dlq event=redrive message_id=[0-9A-F]{32} dequeue_count=0 to=rq request_id=-' "$(cat "$SMQD_LOG")"
+    assert_match "and in the source" 'OPLOG queue=rq event=redrive message_id=[0-9A-F]{32} dequeue_count=0 from=rq-dlq request_id=-' "$(cat "$SMQD_LOG")"
     ctl redrive rq-dlq --rate 0
     assert_rc "rate 0: the server refuses, exit 2" 2
     ctl redrive rq-dlq --rate x
