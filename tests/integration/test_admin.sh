@@ -489,6 +489,43 @@ t_reclaim() {
     assert_eq "integrity after reclamation" ok "$(sqlite3 "$SMQD_DIR/smqd.db" 'PRAGMA integrity_check')"
 }
 
+# A stalled engine (here: blocked 5 s in BEGIN IMMEDIATE behind another process's write lock)
+# must not silence the admin listener: /ready gives up after 2 s, at most 16 requests wait for
+# the engine at once (the rest get 503 at once), and /health answers throughout.
+t_engine_stalled() {
+    local t0 i ms fast=0 pids=()
+    smqd_start || return
+    create_queue sq
+    hold_db_lock "$SMQD_DIR/smqd.db"
+    mns_request_bg "$SUITE_TMP/stalled-send" POST /queues/sq/messages "$(message_body blocked)"
+    sleep 0.3
+    t0=$(now_ms)
+    admin GET /ready
+    ms=$(( $(now_ms) - t0 ))
+    assert_eq "/ready on a stalled engine: 503" 503 "$RESP_STATUS"
+    assert_range "after about 2 s, not 30 (ms)" 1500 4000 "$ms"
+    for i in $(seq 1 24); do
+        ( t=$(now_ms); curl -s -o /dev/null --max-time 10 "http://$SMQD_ADMIN/ready"
+          echo $(( $(now_ms) - t )) >"$SUITE_TMP/probe.$i" ) &
+        pids+=($!)
+    done
+    sleep 0.3
+    t0=$(now_ms)
+    admin GET /health
+    assert_eq "/health answers while 24 probes wait" 200 "$RESP_STATUS"
+    assert_range "at once (ms)" 0 1000 $(( $(now_ms) - t0 ))
+    wait "${pids[@]}"
+    for i in $(seq 1 24); do
+        [ "$(cat "$SUITE_TMP/probe.$i")" -lt 1000 ] && fast=$((fast + 1))
+    done
+    assert_range "the probes beyond 16 were refused at once" 8 24 "$fast"
+    release_db_lock
+    bg_wait "$SUITE_TMP/stalled-send" 15000 >/dev/null 2>&1
+    admin GET /ready
+    assert_eq "ready again once the engine moves" 200 "$RESP_STATUS"
+    smqd_stop
+}
+
 run_test t_startup
 run_test t_drain
 run_test t_token
@@ -498,4 +535,5 @@ run_test t_hostile
 run_test t_systemd_notify
 run_test t_off_and_taken
 run_test t_reclaim
+run_test t_engine_stalled
 finish
