@@ -513,7 +513,7 @@ t_engine_stalled() {
     t0=$(now_ms)
     admin GET /health
     assert_eq "/health answers while 24 probes wait" 200 "$RESP_STATUS"
-    assert_range "at once (ms)" 0 1000 $(( $(now_ms) - t0 ))
+    assert_range "at once, not after the probes' 2 s (ms)" 0 1500 $(( $(now_ms) - t0 ))
     wait "${pids[@]}"
     for i in $(seq 1 24); do
         [ "$(cat "$SUITE_TMP/probe.$i")" -lt 1000 ] && fast=$((fast + 1))
