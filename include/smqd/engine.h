@@ -231,6 +231,7 @@ struct smq_op {
     struct smq_op *wait_prev, *wait_next;    /* parked long poll, per queue */
     struct smq_queue *wait_queue;
     struct twheel_node wait_timer;
+    uint64_t sync_ticket;                    /* syncer.c: the commit it waits to be flushed */
 };
 
 /* Zeroes op and sets its kind (inputs at neutral defaults). */

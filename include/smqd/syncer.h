@@ -1,0 +1,66 @@
+/*
+ * syncer.h — makes commits durable off the engine thread.
+ *
+ * With sync = full, the engine's SQLite connection commits without an
+ * fsync (synchronous=NORMAL, which in WAL mode keeps the database
+ * consistent but not durable) and this module supplies the durability: a
+ * thread calls fdatasync() on the WAL file, and the ops finished by a run
+ * are answered only once a flush that *began after that run's COMMIT* has
+ * returned.  The engine meanwhile executes and commits the next run, so
+ * the fsync no longer stops it, and one flush covers every commit made
+ * while the previous flush was in progress (group commit at the disk).
+ *
+ * A failed flush is not retried (after fsync fails, Linux may already have
+ * dropped the unwritten pages): the ops waiting on it, and every op after
+ * it, are answered InternalError until smqd is restarted and recovers from
+ * what is on disk (fail-stop; /ready then says "broken").
+ */
+#ifndef SMQD_SYNCER_H
+#define SMQD_SYNCER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/engine.h"
+
+struct smq_syncer;
+
+struct syncer_opts {
+    const char *wal_path;          /* the file to flush ("<db>-wal"); must exist */
+    int (*flush)(int fd);          /* NULL = fdatasync; tests inject their own */
+};
+
+/* Opens the WAL file and starts the thread.  0, or -1 with a reason in err. */
+int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *err,
+                 size_t err_size);
+
+/* Engine thread: a COMMIT has returned; everything written so far needs a
+ * flush before the ops finished since are answered. */
+void syncer_committed(struct smq_syncer *s);
+
+/*
+ * Engine thread: answers the finished ops (a list linked by ->next) —
+ * at once when every commit is already flushed, otherwise on the syncer
+ * thread after the flush that covers the latest commit.  Order is kept.
+ */
+void syncer_release(struct smq_syncer *s, struct smq_op *ops);
+
+/*
+ * Whether no flush is running or due.  While one runs, the engine keeps its
+ * transaction open and lets the next runs' ops join it, so that the next
+ * flush covers one large commit rather than several small ones that each
+ * rewrite the same pages; the hook (called on the syncer thread) tells it
+ * when the flush is over.
+ */
+bool syncer_idle(struct smq_syncer *s);
+void syncer_set_idle_hook(struct smq_syncer *s, void (*fn)(void *arg), void *arg);
+
+/* True once a flush has failed (sticky). */
+bool syncer_failed(struct smq_syncer *s);
+
+/* Flushes what is pending, answers every held op, joins the thread, and
+ * closes the file.  NULL is a no-op. */
+void syncer_stop(struct smq_syncer *s);
+
+#endif

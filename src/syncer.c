@@ -1,0 +1,246 @@
+/*
+ * syncer.c — owns the WAL flush thread and the ops waiting for it (syncer.h).
+ *
+ * Commits and flushes are counted: `committed` is bumped by the engine
+ * after each COMMIT, `flushed` is the value of `committed` read just before
+ * the last successful fdatasync began.  An op held with ticket T is
+ * answered once flushed >= T.  The held list is FIFO and tickets only grow,
+ * so release takes a prefix of it.
+ */
+#include "smqd/syncer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "smqd/errors.h"
+#include "smqd/log.h"
+
+struct smq_syncer {
+    int fd;
+    int (*flush)(int fd);
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t work;             /* a commit to flush, or stop */
+    uint64_t committed, flushed;     /* under lock */
+    struct smq_op *held_head, **held_tail;
+    bool failed, stopping;
+    void (*on_idle)(void *arg);      /* under lock */
+    void *on_idle_arg;
+};
+
+static int flush_wal(int fd)
+{
+    return fdatasync(fd);
+}
+
+/* Answers ops (->next list) with InternalError: nothing they did is known
+ * to be on disk. */
+static void answer_failed(struct smq_op *ops)
+{
+    while (ops != NULL) {
+        struct smq_op *next = ops->next;
+        ops->next = NULL;
+        engine_op_release(ops);
+        ops->created = false;
+        errors_set(&ops->result, SMQ_E_INTERNAL,
+                   "the disk failed to flush the write-ahead log; restart smqd");
+        ops->done(ops, ops->done_arg);
+        ops = next;
+    }
+}
+
+static void answer(struct smq_op *ops)
+{
+    while (ops != NULL) {
+        struct smq_op *next = ops->next;
+        ops->next = NULL;
+        ops->done(ops, ops->done_arg);
+        ops = next;
+    }
+}
+
+/* Unlinks the held ops whose flush is done (caller holds the lock). */
+static struct smq_op *take_flushed(struct smq_syncer *s)
+{
+    struct smq_op *head = s->held_head, **cut = &s->held_head;
+
+    while (*cut != NULL && (*cut)->sync_ticket <= s->flushed)
+        cut = &(*cut)->next;
+    if (cut == &s->held_head)
+        return NULL;
+    s->held_head = *cut;
+    *cut = NULL;
+    if (s->held_head == NULL)
+        s->held_tail = &s->held_head;
+    return head;
+}
+
+/* One flush of everything committed so far (caller holds the lock; it is
+ * dropped across the fdatasync so the engine can commit meanwhile). */
+static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
+{
+    uint64_t target = s->committed;
+    int rc, saved;
+
+    pthread_mutex_unlock(&s->lock);
+    rc = s->flush(s->fd);
+    saved = errno;
+    pthread_mutex_lock(&s->lock);
+    if (rc != 0 && !s->failed) {
+        SMQ_ERROR("storage: fdatasync of the write-ahead log failed: %s; every request "
+                  "is now answered InternalError, restart smqd", strerror(saved));
+        s->failed = true;
+    }
+    s->flushed = target;
+    *failed = s->failed;
+    if (s->failed) {              /* nothing held can be trusted any more */
+        struct smq_op *all = s->held_head;
+        s->held_head = NULL;
+        s->held_tail = &s->held_head;
+        return all;
+    }
+    return take_flushed(s);
+}
+
+static void *syncer_thread(void *arg)
+{
+    struct smq_syncer *s = arg;
+
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        struct smq_op *done;
+        void (*on_idle)(void *arg);
+        void *idle_arg;
+        bool failed;
+
+        while (s->committed == s->flushed && !s->stopping)
+            pthread_cond_wait(&s->work, &s->lock);
+        if (s->committed == s->flushed)
+            break;                      /* stopping, nothing left */
+        done = flush_once(s, &failed);
+        on_idle = s->committed == s->flushed ? s->on_idle : NULL;
+        idle_arg = s->on_idle_arg;
+        pthread_mutex_unlock(&s->lock);
+        if (on_idle != NULL)
+            on_idle(idle_arg);
+        if (failed)
+            answer_failed(done);
+        else
+            answer(done);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *err,
+                 size_t err_size)
+{
+    struct smq_syncer *s = calloc(1, sizeof *s);
+
+    if (s == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    s->flush = opts->flush != NULL ? opts->flush : flush_wal;
+    s->held_tail = &s->held_head;
+    s->fd = open(opts->wal_path, O_RDONLY | O_CLOEXEC);
+    if (s->fd < 0) {
+        snprintf(err, err_size, "cannot open %s: %s", opts->wal_path, strerror(errno));
+        free(s);
+        return -1;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    if (pthread_create(&s->thread, NULL, syncer_thread, s) != 0) {
+        snprintf(err, err_size, "cannot start the WAL flush thread");
+        pthread_cond_destroy(&s->work);
+        pthread_mutex_destroy(&s->lock);
+        close(s->fd);
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void syncer_committed(struct smq_syncer *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->committed++;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void syncer_release(struct smq_syncer *s, struct smq_op *ops)
+{
+    bool now, failed;
+
+    if (ops == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    failed = s->failed;
+    /* Everything flushed implies nothing held: the flush that caught up
+     * took its ops in the same critical section. */
+    now = failed || s->committed == s->flushed;
+    if (!now) {
+        *s->held_tail = ops;
+        for (struct smq_op *op = ops; op != NULL; op = op->next) {
+            op->sync_ticket = s->committed;
+            s->held_tail = &op->next;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (failed)
+        answer_failed(ops);
+    else if (now)
+        answer(ops);
+}
+
+void syncer_set_idle_hook(struct smq_syncer *s, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&s->lock);
+    s->on_idle = fn;
+    s->on_idle_arg = arg;
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool syncer_idle(struct smq_syncer *s)
+{
+    bool idle;
+
+    pthread_mutex_lock(&s->lock);
+    idle = s->committed == s->flushed;
+    pthread_mutex_unlock(&s->lock);
+    return idle;
+}
+
+bool syncer_failed(struct smq_syncer *s)
+{
+    bool failed;
+
+    pthread_mutex_lock(&s->lock);
+    failed = s->failed;
+    pthread_mutex_unlock(&s->lock);
+    return failed;
+}
+
+void syncer_stop(struct smq_syncer *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    close(s->fd);
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
