@@ -13,6 +13,7 @@
 #include "smqd/engine_internal.h"
 #include "smqd/log.h"
 #include "smqd/queue.h"
+#include "smqd/syncer.h"
 
 #define SEQ_RESERVE_STEP 65536      /* ids reserved per meta write */
 #define FULL_COOLDOWN_MS 5000       /* sends refused this long after the disk filled */
@@ -939,23 +940,44 @@ static void flush_expired(struct smq_engine *e, bool force)
 }
 
 
-/* Commits the run (or recovers from its loss), then reports every finished op. */
-static void finish_run(struct smq_engine *e)
+/* Whether to leave the transaction open for the next run to join: while
+ * the syncer flushes, a commit now would only wait for the next flush. */
+static bool defer_commit(struct smq_engine *e, bool force)
+{
+    return !force && e->txn_open && !e->txn_lost && e->syncer != NULL
+           && !syncer_idle(e->syncer);
+}
+
+/* Commits the run (or recovers from its loss). */
+static void commit_run(struct smq_engine *e)
+{
+    int rc;
+
+    if (!e->txn_open)
+        return;
+    rc = e->txn_lost ? SMQ_E_INTERNAL : store_commit(e->store);
+    if (rc != 0) {
+        store_rollback(e->store);
+        if (!e->txn_lost)
+            e->lost_rc = rc;
+        e->txn_lost = true;
+    } else if (e->syncer != NULL) {
+        syncer_committed(e->syncer);    /* the flush this commit needs */
+    }
+    if (rc == SMQ_E_STORAGE_FULL)
+        storage_full(e);
+    e->txn_open = false;
+}
+
+/* Commits the run, then answers every finished op; or, while a flush is
+ * running and force is false, leaves both to a later run. */
+static void finish_run(struct smq_engine *e, bool force)
 {
     struct smq_op *op;
 
-    if (e->txn_open) {
-        int rc = e->txn_lost ? SMQ_E_INTERNAL : store_commit(e->store);
-        if (rc != 0) {
-            store_rollback(e->store);
-            if (!e->txn_lost)
-                e->lost_rc = rc;
-            e->txn_lost = true;
-        }
-        if (rc == SMQ_E_STORAGE_FULL)
-            storage_full(e);
-        e->txn_open = false;
-    }
+    if (defer_commit(e, force))
+        return;
+    commit_run(e);
     engine_oplog_flush(e, !e->txn_lost);
     /* While the disk is full, give the WAL's space back after every run:
      * deletes free pages inside the database, a truncated WAL frees disk. */
@@ -975,6 +997,10 @@ static void finish_run(struct smq_engine *e)
     op = e->done_head;
     e->done_head = NULL;
     e->done_tail = &e->done_head;
+    if (e->syncer != NULL) {
+        syncer_release(e->syncer, op);
+        return;
+    }
     while (op != NULL) {
         struct smq_op *next = op->next;
         op->next = NULL;
@@ -1010,7 +1036,7 @@ static bool refuse_while_broken(struct smq_engine *e, struct smq_op *ops)
         op->next = NULL;
         engine_complete(e, op, SMQ_E_INTERNAL);
     }
-    finish_run(e);
+    finish_run(e, true);
     return true;
 }
 
@@ -1033,7 +1059,7 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
         serve_ready(e);
     }
     flush_expired(e, false);
-    finish_run(e);
+    finish_run(e, false);
     engine_maintain(e, clock_mono_ms(e->clock));
 }
 
@@ -1044,6 +1070,12 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
 
     if (e->ready_head != NULL)
         return 0;
+    /* A commit deferred while the syncer flushes (finish_run) is due when
+     * the flush is over; the syncer's idle hook wakes the engine thread
+     * then, and the 1 ms bound covers a flush that ended before the hook
+     * was set. */
+    if (e->txn_open && e->syncer != NULL)
+        return syncer_idle(e->syncer) ? 0 : 1;
     a = twheel_next_timeout_ms(&e->msg_wheel, now);
     b = twheel_next_timeout_ms(&e->wait_wheel, now);
     /* While broken nothing runs but the retry of the next op's run. */
@@ -1064,7 +1096,7 @@ void engine_drain(struct smq_engine *e)
     for (size_t i = 0; i < e->queues.n; i++)
         fail_waiters(e, e->queues.items[i], SMQ_E_MESSAGE_NOT_EXIST);
     flush_expired(e, true);
-    finish_run(e);
+    finish_run(e, true);
 }
 
 void engine_stats(const struct smq_engine *e, struct engine_stats *out)
@@ -1114,7 +1146,7 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
         goto fail_state;
     }
     flush_expired(e, true);
-    finish_run(e);
+    finish_run(e, true);
     *out = e;
     return 0;
 
@@ -1140,6 +1172,11 @@ void engine_close(struct smq_engine *e)
     msg_table_free(&e->msgs);
     engine_oplog_free(e);
     free(e);
+}
+
+void engine_set_syncer(struct smq_engine *e, struct smq_syncer *syncer)
+{
+    e->syncer = syncer;
 }
 
 /* ---- exports for engine_dlq.c and engine_admin.c (engine_internal.h) ---- */

@@ -34,6 +34,7 @@
 #include "smqd/ratelimit.h"
 #include "smqd/server.h"
 #include "smqd/store.h"
+#include "smqd/syncer.h"
 #include "smqd/xml.h"
 
 enum exit_code {
@@ -221,6 +222,7 @@ struct daemon_parts {
     struct smq_admin *admin;      /* NULL when [admin] listen = off */
     struct auth_keyring_slot keys;
     struct smq_store *store;
+    struct smq_syncer *syncer;           /* NULL with sync = normal */
     struct smq_engine *engine;
     struct smq_server *server;
     struct smq_http *http;
@@ -255,11 +257,36 @@ static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_
     return EXIT_OK;
 }
 
+/*
+ * With sync = full, the fsync of each commit moves to the syncer, which
+ * holds the answers back until it has returned (so an acknowledged write is
+ * still on disk; see syncer.h).  Started after declare_queues, which needs
+ * its ops answered at once.
+ */
+static int start_syncer(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    char err[512] = "", wal_path[4200];
+    struct syncer_opts sopts = {.wal_path = wal_path};
+
+    if (cfg->sync != SMQ_SYNC_FULL)
+        return EXIT_OK;
+    snprintf(wal_path, sizeof wal_path, "%s-wal", cfg->storage_path);
+    if (syncer_start(&sopts, &p->syncer, err, sizeof err) != 0) {
+        SMQ_ERROR("storage: %s", err);
+        return EXIT_STORE;
+    }
+    if (store_defer_fsync(p->store) != 0)
+        return EXIT_STORE;
+    engine_set_syncer(p->engine, p->syncer);
+    return EXIT_OK;
+}
+
 static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 {
     char err[512] = "";
-    struct smq_engine_opts eopts = {clock_system(), NULL, cfg->max_queues,
-                                    (uint64_t)cfg->reserve_mb << 20};
+    struct smq_engine_opts eopts = {.clock = clock_system(),
+                                    .max_queues = cfg->max_queues,
+                                    .reserve_margin = (uint64_t)cfg->reserve_mb << 20};
     struct http_opts hopts;
     int code;
 
@@ -285,8 +312,13 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         SMQ_ERROR("config: %s", err);
         return code == SMQ_E_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_STORE;
     }
+    code = start_syncer(cfg, p);
+    if (code != EXIT_OK)
+        return code;
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;
+    if (p->syncer != NULL)
+        syncer_set_idle_hook(p->syncer, server_wake, p->server);
     admin_attach_server(p->admin, p->server, engine_keys(p->engine));
     memset(&hopts, 0, sizeof hopts);
     hopts.host = cfg->listen_host;
@@ -344,6 +376,7 @@ static void stop_parts(struct daemon_parts *p)
     admin_detach_server(p->admin);
     server_free(p->server);
     engine_close(p->engine);
+    syncer_stop(p->syncer);             /* answers what the engine's last runs finished */
     store_close(p->store);
 }
 

@@ -129,6 +129,15 @@ void server_submit(struct smq_server *s, struct smq_op *op)
     }
 }
 
+void server_wake(void *arg)
+{
+    struct smq_server *s = arg;
+
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
 void server_stop(struct smq_server *s)
 {
     if (s == NULL || !s->started)

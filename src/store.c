@@ -681,6 +681,16 @@ void store_fault_inject_full(struct smq_store *s, unsigned after_n_writes)
     s->fault_full = 1;
 }
 
+int store_defer_fsync(struct smq_store *s)
+{
+    /* In WAL mode NORMAL still syncs around checkpoints, so the database
+     * stays consistent through a power loss; only the latest commits are
+     * not yet durable until the caller's flush. */
+    if (sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) == SQLITE_OK)
+        return 0;
+    return fail("synchronous=NORMAL", sqlite3_errmsg(s->db));
+}
+
 int store_checkpoint(struct smq_store *s)
 {
     int log_frames = 0, done = 0;

@@ -241,6 +241,8 @@ void engine_op_release(struct smq_op *op);
 
 struct smq_engine;
 
+struct smq_syncer;
+
 struct smq_engine_opts {
     const struct smq_clock *clock;
     struct smq_store *store;      /* borrowed; outlives the engine */
@@ -254,12 +256,18 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
                 char *err, size_t err_size);
 void engine_close(struct smq_engine *e);
 
+/* From now on finished ops are answered by the syncer once the WAL is
+ * flushed (syncer.h), on its thread.  Call before the engine thread starts
+ * and after any caller that needs done at once (declare.c). */
+void engine_set_syncer(struct smq_engine *e, struct smq_syncer *syncer);
+
 /* The id/handle keys (read-only after open; safe to read from any thread). */
 const struct handle_keys *engine_keys(const struct smq_engine *e);
 
 /*
  * One group commit: fires due timers, runs ops (a list linked by ->next, may
- * be NULL) in order, commits, then calls done for every finished op.
+ * be NULL) in order, commits, then calls done for every finished op (with
+ * a syncer: on the syncer's thread, after the WAL flush that covers them).
  * Receives that must wait are parked and finish in a later run.
  */
 void engine_run(struct smq_engine *e, struct smq_op *ops);

@@ -55,6 +55,7 @@ struct engine_event {
 struct smq_engine {
     const struct smq_clock *clock;
     struct smq_store *store;
+    struct smq_syncer *syncer;    /* NULL: ops are answered right after COMMIT */
     int max_queues;
     struct handle_keys keys;
     struct queue_timebase tb;

@@ -22,6 +22,10 @@ int server_start(struct smq_engine *engine, struct smq_server **out);
  * engine thread once op has finished and its effects are committed. */
 void server_submit(struct smq_server *s, struct smq_op *op);
 
+/* Makes the engine thread look at engine_next_timeout_ms again (thread-safe;
+ * arg is the server).  The syncer calls it when a flush is over. */
+void server_wake(void *arg);
+
 /*
  * Stops the engine thread: runs what was submitted, finishes every parked
  * long poll with MessageNotExist, and joins.  Operations submitted after

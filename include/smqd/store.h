@@ -77,6 +77,16 @@ int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes)
 /* Copies the WAL into the database and truncates it (outside a transaction).
  * 0, SMQ_E_STORAGE_FULL or SMQ_E_INTERNAL. */
 int store_checkpoint(struct smq_store *s);
+
+/*
+ * Commits no longer fsync (synchronous=NORMAL: in WAL mode the database
+ * stays consistent through a power loss, but the latest commits are not yet
+ * durable) because the caller flushes the WAL itself before it acknowledges
+ * anything (syncer.h; main.c does this for sync = full).  SQLite's own
+ * checkpoints still sync the WAL before copying it and the database after.
+ * 0 or SMQ_E_INTERNAL.
+ */
+int store_defer_fsync(struct smq_store *s);
 /* Takes the reserve back only if keep_free bytes stay free beside it, so
  * that taking it cannot by itself fill the disk again. */
 int store_reserve_restore(struct smq_store *s, uint64_t keep_free);

@@ -91,7 +91,8 @@ static void on_done(struct smq_op *op, void *arg)
 
 static void open_engine(struct fixture *f, int max_queues)
 {
-    struct smq_engine_opts opts = {&f->clock.clock, f->store, max_queues, 0};
+    struct smq_engine_opts opts = {.clock = &f->clock.clock, .store = f->store,
+                                   .max_queues = max_queues};
     char err[256] = "";
 
     assert_int_equal(engine_open(&opts, &f->e, err, sizeof err), 0);
@@ -123,7 +124,8 @@ static int setup(void **state)
     clock_fake_init(&f->clock, MONO0, EPOCH0);
     if (store_open(f->path, SMQ_SYNC_NORMAL, &f->store, err, sizeof err) != 0)
         return -1;
-    opts = (struct smq_engine_opts){&f->clock.clock, f->store, MAX_QUEUES_DEFAULT, 0};
+    opts = (struct smq_engine_opts){.clock = &f->clock.clock, .store = f->store,
+                                    .max_queues = MAX_QUEUES_DEFAULT};
     return engine_open(&opts, &f->e, err, sizeof err) == 0 ? 0 : -1;
 }
 

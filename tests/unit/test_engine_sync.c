@@ -1,0 +1,249 @@
+/*
+ * test_engine_sync.c — the engine with a syncer (sync = full in smqd):
+ * finished ops are answered only after the WAL flush that covers their
+ * commit; while a flush runs, a run's commit is deferred and the next run
+ * joins its transaction; engine_next_timeout_ms asks for the deferred
+ * commit once the flush is over; closing commits what was deferred.
+ *
+ * The flush is the gated one of flush_gate.h; the store is real, and what
+ * is on disk is read through a second SQLite connection.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "smqd/clock.h"
+#include "smqd/engine.h"
+#include "smqd/errors.h"
+#include "smqd/store.h"
+#include "smqd/syncer.h"
+
+#include "flush_gate.h"
+
+struct fixture {
+    char dir[64];
+    char path[128];
+    char wal[140];
+    struct smq_fake_clock clock;
+    struct smq_store *store;
+    struct smq_engine *e;
+    struct smq_syncer *syncer;
+    struct smq_op ops[3];
+    int answered;               /* under gate_lock */
+};
+
+static void on_done(struct smq_op *op, void *arg)
+{
+    struct fixture *f = arg;
+
+    (void)op;
+    pthread_mutex_lock(&gate_lock);
+    f->answered++;
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_lock);
+}
+
+static int answered(struct fixture *f)
+{
+    int n;
+
+    pthread_mutex_lock(&gate_lock);
+    n = f->answered;
+    pthread_mutex_unlock(&gate_lock);
+    return n;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    struct smq_engine_opts eopts;
+    struct syncer_opts sopts = {.flush = gated_flush};
+    char err[256];
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-esync-XXXXXX");
+    if (mkdtemp(f->dir) == NULL)
+        return -1;
+    snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
+    snprintf(f->wal, sizeof f->wal, "%s-wal", f->path);
+    reset_gate();
+    clock_fake_init(&f->clock, 5000000u, 1700000000500LL);
+    if (store_open(f->path, SMQ_SYNC_FULL, &f->store, err, sizeof err) != 0)
+        return -1;
+    eopts = (struct smq_engine_opts){.clock = &f->clock.clock, .store = f->store,
+                                     .max_queues = 10};
+    if (engine_open(&eopts, &f->e, err, sizeof err) != 0)
+        return -1;
+    sopts.wal_path = f->wal;
+    if (syncer_start(&sopts, &f->syncer, err, sizeof err) != 0 || store_defer_fsync(f->store) != 0)
+        return -1;
+    syncer_set_idle_hook(f->syncer, on_idle, NULL);
+    engine_set_syncer(f->e, f->syncer);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    char cmd[128];
+
+    allow_flushes(1000);             /* a failed test must not leave the thread blocked */
+    engine_close(f->e);
+    syncer_stop(f->syncer);
+    store_close(f->store);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", f->dir);
+    free(f);
+    return 0;
+}
+
+static struct smq_op *op_create(struct fixture *f, int i)
+{
+    struct smq_op *op = &f->ops[i];
+
+    engine_op_init(op, SMQ_OP_CREATE_QUEUE);
+    snprintf(op->queue, sizeof op->queue, "q");
+    op->done = on_done;
+    op->done_arg = f;
+    return op;
+}
+
+static struct smq_op *op_send(struct fixture *f, int i)
+{
+    static const char body[] = "hello";
+    struct smq_op *op = &f->ops[i];
+
+    engine_op_init(op, SMQ_OP_SEND);
+    snprintf(op->queue, sizeof op->queue, "q");
+    op->send[0] = (struct smq_send_item){body, sizeof body - 1, 0, 8};
+    op->n_send = 1;
+    op->done = on_done;
+    op->done_arg = f;
+    return op;
+}
+
+/* Rows in msg, read through a connection of the test's own. */
+static long long msgs_on_disk(const struct fixture *f)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long n = -1;
+
+    if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK
+        && sqlite3_prepare_v2(db, "SELECT count(*) FROM msg", -1, &st, NULL) == SQLITE_OK
+        && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+static void test_answer_waits_for_its_flush_and_a_busy_flush_defers_the_commit(void **state)
+{
+    struct fixture *f = *state;
+
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&flushes_started, 1));
+    assert_int_equal(answered(f), 0);              /* committed, not yet flushed */
+
+    engine_run(f->e, op_send(f, 1));
+    assert_true(store_in_txn(f->store));           /* deferred: the flush is busy */
+    assert_int_equal(engine_next_timeout_ms(f->e), 1);
+    assert_int_equal(msgs_on_disk(f), 0);
+
+    allow_flushes(1);
+    assert_true(wait_for(&f->answered, 1));        /* the create */
+    assert_true(wait_for(&idle_calls, 1));
+    assert_int_equal(f->ops[0].result.err, 0);
+    assert_int_equal(engine_next_timeout_ms(f->e), 0);   /* the deferred commit is due */
+
+    engine_run(f->e, NULL);
+    assert_false(store_in_txn(f->store));
+    assert_int_equal(msgs_on_disk(f), 1);
+    assert_true(wait_for(&flushes_started, 2));
+    assert_int_equal(answered(f), 1);              /* the send waits for flush 2 */
+    allow_flushes(1);
+    assert_true(wait_for(&f->answered, 2));
+    assert_int_equal(f->ops[1].result.err, 0);
+}
+
+static void test_an_idle_syncer_commits_at_once(void **state)
+{
+    struct fixture *f = *state;
+
+    allow_flushes(10);
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&f->answered, 1));
+    assert_true(wait_for(&idle_calls, 1));
+    engine_run(f->e, op_send(f, 1));
+    assert_false(store_in_txn(f->store));
+    assert_int_equal(msgs_on_disk(f), 1);
+    assert_true(wait_for(&f->answered, 2));
+}
+
+static void test_close_commits_a_deferred_run(void **state)
+{
+    struct fixture *f = *state;
+
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&flushes_started, 1));
+    engine_run(f->e, op_send(f, 1));
+    assert_true(store_in_txn(f->store));
+    allow_flushes(10);
+    engine_close(f->e);
+    f->e = NULL;
+    assert_false(store_in_txn(f->store));
+    assert_int_equal(msgs_on_disk(f), 1);
+    assert_true(wait_for(&f->answered, 2));
+    assert_int_equal(f->ops[1].result.err, 0);
+}
+
+/* After a failed flush every op is refused, reads too: the admin listener's
+ * /ready probe is such an op (a totals-only STATS), so it reports "broken". */
+static void test_after_a_failed_flush_every_op_is_refused(void **state)
+{
+    struct fixture *f = *state;
+
+    set_flush_result(-1);
+    engine_run(f->e, op_create(f, 0));
+    allow_flushes(1);
+    assert_true(wait_for(&f->answered, 1));
+    assert_int_equal(f->ops[0].result.err, SMQ_E_INTERNAL);
+    assert_true(syncer_failed(f->syncer));
+
+    engine_op_init(&f->ops[2], SMQ_OP_STATS);
+    f->ops[2].totals_only = true;
+    f->ops[2].done = on_done;
+    f->ops[2].done_arg = f;
+    engine_run(f->e, &f->ops[2]);
+    assert_int_equal(answered(f), 2);              /* at once: nothing left to flush */
+    assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
+    engine_op_release(&f->ops[2]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_answer_waits_for_its_flush_and_a_busy_flush_defers_the_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_idle_syncer_commits_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_commits_a_deferred_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_after_a_failed_flush_every_op_is_refused, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
