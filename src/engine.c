@@ -1074,9 +1074,11 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
      * the flush is over; the syncer's idle hook wakes the engine thread
      * then, and the 1 ms bound covers a flush that ended before the hook
      * was set. */
-    if (e->txn_open && e->syncer != NULL)
-        return syncer_idle(e->syncer) ? 0 : 1;
-    a = twheel_next_timeout_ms(&e->msg_wheel, now);
+    if (e->txn_open && e->syncer != NULL && syncer_idle(e->syncer))
+        return 0;
+    a = e->txn_open && e->syncer != NULL ? 1 : UINT64_MAX;
+    b = twheel_next_timeout_ms(&e->msg_wheel, now);
+    a = b < a ? b : a;
     b = twheel_next_timeout_ms(&e->wait_wheel, now);
     /* While broken nothing runs but the retry of the next op's run. */
     probe = e->broken ? UINT64_MAX : engine_redrive_timeout_ms(e, now);
