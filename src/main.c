@@ -266,7 +266,7 @@ static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_
 static int start_syncer(const struct smq_config *cfg, struct daemon_parts *p)
 {
     char err[512] = "", wal_path[4200];
-    struct syncer_opts sopts = {.wal_path = wal_path};
+    struct syncer_opts sopts = {.wal_path = wal_path, .metrics = p->metrics};
 
     if (cfg->sync != SMQ_SYNC_FULL)
         return EXIT_OK;

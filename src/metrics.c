@@ -40,8 +40,28 @@ struct action_stats {
     uint64_t sum_us;
 } __attribute__((aligned(64)));
 
+/* WAL flushes (syncer.c): one thread writes, so no cache-line care is needed.
+ * A healthy disk flushes in well under a millisecond; the bounds reach up
+ * to a second to show a disk that is failing slowly. */
+static const uint64_t flush_bound_us[] = {100, 250, 500, 1000, 2500, 5000, 10000, 25000,
+                                          50000, 100000, 250000, 1000000};
+static const char *const flush_bound_le[] = {"0.0001", "0.00025", "0.0005", "0.001", "0.0025",
+                                             "0.005", "0.01", "0.025", "0.05", "0.1", "0.25",
+                                             "1"};
+#define N_FLUSH_BOUNDS (sizeof flush_bound_us / sizeof flush_bound_us[0])
+_Static_assert(sizeof flush_bound_us / sizeof flush_bound_us[0]
+                   == sizeof flush_bound_le / sizeof flush_bound_le[0],
+               "one label per flush bound");
+
+struct flush_stats {
+    uint64_t buckets[N_FLUSH_BOUNDS + 1];
+    uint64_t sum_us;
+    uint64_t failures;
+} __attribute__((aligned(64)));
+
 struct smq_metrics {
     struct action_stats actions[API__COUNT];
+    struct flush_stats flushes;
     uint64_t throttled[SMQ_LIMIT__COUNT];
     int64_t in_flight;
 };
@@ -113,6 +133,20 @@ void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope)
 {
     if (m != NULL && scope > SMQ_LIMIT_NONE && scope < SMQ_LIMIT__COUNT)
         add(&m->throttled[scope], 1);
+}
+
+void metrics_wal_flush(struct smq_metrics *m, uint64_t duration_us, bool failed)
+{
+    size_t i = 0;
+
+    if (m == NULL)
+        return;
+    while (i < N_FLUSH_BOUNDS && duration_us > flush_bound_us[i])
+        i++;
+    add(&m->flushes.buckets[i], 1);
+    add(&m->flushes.sum_us, duration_us);
+    if (failed)
+        add(&m->flushes.failures, 1);
 }
 
 /* ---- rendering (admin thread) ------------------------------------------------- */
@@ -191,10 +225,41 @@ static void render_gauge_and_throttled(struct smq_metrics *m, struct smq_buf *ou
                    ratelimit_scope_name(s), load(&m->throttled[s]));
 }
 
+/* Only once a flush happened: with sync = normal there is no syncer. */
+static void render_flushes(struct smq_metrics *m, struct smq_buf *out)
+{
+    uint64_t counts[N_FLUSH_BOUNDS + 1], total = 0, sum_us = load(&m->flushes.sum_us);
+
+    for (size_t i = 0; i <= N_FLUSH_BOUNDS; i++) {
+        counts[i] = load(&m->flushes.buckets[i]);
+        total += counts[i];
+    }
+    if (total == 0)
+        return;
+    buf_puts(out, "# HELP smqd_wal_flush_duration_seconds fdatasync of the write-ahead log "
+                  "by the syncer (sync = full); every acknowledged write waits for one.\n"
+                  "# TYPE smqd_wal_flush_duration_seconds histogram\n");
+    total = 0;
+    for (size_t i = 0; i <= N_FLUSH_BOUNDS; i++) {
+        total += counts[i];
+        buf_printf(out, "smqd_wal_flush_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
+                   i < N_FLUSH_BOUNDS ? flush_bound_le[i] : "+Inf", total);
+    }
+    buf_printf(out, "smqd_wal_flush_duration_seconds_sum %" PRIu64 ".%06" PRIu64 "\n"
+                    "smqd_wal_flush_duration_seconds_count %" PRIu64 "\n",
+               sum_us / 1000000, sum_us % 1000000, total);
+    buf_printf(out, "# HELP smqd_wal_flush_failures_total Failed flushes of the write-ahead "
+                    "log; after the first, every request is refused until a restart.\n"
+                    "# TYPE smqd_wal_flush_failures_total counter\n"
+                    "smqd_wal_flush_failures_total %" PRIu64 "\n",
+               load(&m->flushes.failures));
+}
+
 int metrics_render(struct smq_metrics *m, struct smq_buf *out)
 {
     render_requests(m, out);
     render_durations(m, out);
     render_gauge_and_throttled(m, out);
+    render_flushes(m, out);
     return buf_failed(out) ? SMQ_E_NOMEM : 0;
 }

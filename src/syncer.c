@@ -15,14 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "smqd/errors.h"
 #include "smqd/log.h"
+#include "smqd/metrics.h"
 
 struct smq_syncer {
     int fd;
     int (*flush)(int fd);
+    struct smq_metrics *metrics;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t work;             /* a commit to flush, or stop */
@@ -36,6 +39,14 @@ struct smq_syncer {
 static int flush_wal(int fd)
 {
     return fdatasync(fd);
+}
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Answers ops (->next list) with InternalError: nothing they did is known
@@ -84,12 +95,14 @@ static struct smq_op *take_flushed(struct smq_syncer *s)
  * dropped across the fdatasync so the engine can commit meanwhile). */
 static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
 {
-    uint64_t target = s->committed;
+    uint64_t target = s->committed, start_us;
     int rc, saved;
 
     pthread_mutex_unlock(&s->lock);
+    start_us = mono_us();
     rc = s->flush(s->fd);
     saved = errno;
+    metrics_wal_flush(s->metrics, mono_us() - start_us, rc != 0);
     pthread_mutex_lock(&s->lock);
     if (rc != 0 && !s->failed) {
         SMQ_ERROR("storage: fdatasync of the write-ahead log failed: %s; every request "
@@ -148,6 +161,7 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
         return -1;
     }
     s->flush = opts->flush != NULL ? opts->flush : flush_wal;
+    s->metrics = opts->metrics;
     s->held_tail = &s->held_head;
     s->fd = open(opts->wal_path, O_RDONLY | O_CLOEXEC);
     if (s->fd < 0) {

@@ -7,6 +7,8 @@
  *   smqd_http_request_duration_seconds{action}       histogram (le 0.0005 … 30)
  *   smqd_http_requests_in_flight                     gauge
  *   smqd_throttled_requests_total{scope}             counter (scope="queue"|"access_key")
+ *   smqd_wal_flush_duration_seconds                  histogram (le 0.0001 … 1), and
+ *   smqd_wal_flush_failures_total                    counter, both once a flush happened
  *
  * action is api_action_name() ("-" for a request refused before it was
  * routed, e.g. a bad signature); code is the HTTP status, or "other" for a
@@ -26,6 +28,7 @@
 #ifndef SMQD_METRICS_H
 #define SMQD_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "smqd/api.h"
@@ -51,5 +54,7 @@ void metrics_request_done(struct smq_metrics *m, enum api_action a, int status,
                           uint64_t duration_us);
 /* A request was refused with QpsLimitExceeded by the limit of scope. */
 void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope);
+/* The syncer flushed the WAL (syncer.h): how long it took, and whether it failed. */
+void metrics_wal_flush(struct smq_metrics *m, uint64_t duration_us, bool failed);
 
 #endif

@@ -26,9 +26,12 @@
 
 struct smq_syncer;
 
+struct smq_metrics;
+
 struct syncer_opts {
     const char *wal_path;          /* the file to flush ("<db>-wal"); must exist */
     int (*flush)(int fd);          /* NULL = fdatasync; tests inject their own */
+    struct smq_metrics *metrics;   /* optional: each flush's duration and outcome */
 };
 
 /* Opens the WAL file and starts the thread.  0, or -1 with a reason in err. */

@@ -252,6 +252,13 @@ t_metrics() {
     for f in expired dead_lettered redriven; do
         assert_eq "${f}_total 0" 0 "$(metric "smqd_messages_${f}_total{queue=\"mq\"}")"
     done
+    # sync = full (the default): every write above waited for a WAL flush by the syncer.
+    assert_match "WAL flushes are counted" '^[1-9][0-9]*$' \
+        "$(metric smqd_wal_flush_duration_seconds_count)"
+    assert_eq "and all of them are in the +Inf bucket" \
+        "$(metric smqd_wal_flush_duration_seconds_count)" \
+        "$(metric 'smqd_wal_flush_duration_seconds_bucket{le="+Inf"}')"
+    assert_eq "no flush failed" 0 "$(metric smqd_wal_flush_failures_total)"
     # A parked long poll shows as a waiter (polled: signing and parking take a moment).
     create_queue mq2
     mns_request_bg "$SUITE_TMP/lp" GET '/queues/mq2/messages?waitseconds=8'

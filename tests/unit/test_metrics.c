@@ -200,10 +200,45 @@ static void test_metrics_concurrent_updates_sum(void **state)
     metrics_free(m);
 }
 
+/* WAL flushes: no rows before the first (sync = normal has none), then a
+ * histogram with its own bounds and the failure counter. */
+static void test_metrics_wal_flushes(void **state)
+{
+    struct smq_metrics *m = metrics_new();
+    struct smq_buf out;
+
+    (void)state;
+    assert_non_null(m);
+    buf_init(&out);
+    assert_int_equal(metrics_render(m, &out), 0);
+    assert_null(strstr(out.data, "smqd_wal_flush"));
+    metrics_wal_flush(m, 80, false);
+    metrics_wal_flush(m, 250, false);                   /* le is inclusive */
+    metrics_wal_flush(m, 2000000, true);                /* above the last bound */
+    buf_reset(&out);
+    assert_int_equal(metrics_render(m, &out), 0);
+    assert_non_null(strstr(out.data,
+        "# TYPE smqd_wal_flush_duration_seconds histogram\n"
+        "smqd_wal_flush_duration_seconds_bucket{le=\"0.0001\"} 1\n"
+        "smqd_wal_flush_duration_seconds_bucket{le=\"0.00025\"} 2\n"
+        "smqd_wal_flush_duration_seconds_bucket{le=\"0.0005\"} 2\n"));
+    assert_non_null(strstr(out.data,
+        "smqd_wal_flush_duration_seconds_bucket{le=\"1\"} 2\n"
+        "smqd_wal_flush_duration_seconds_bucket{le=\"+Inf\"} 3\n"
+        "smqd_wal_flush_duration_seconds_sum 2.000330\n"
+        "smqd_wal_flush_duration_seconds_count 3\n"));
+    assert_non_null(strstr(out.data, "# TYPE smqd_wal_flush_failures_total counter\n"
+                                     "smqd_wal_flush_failures_total 1\n"));
+    buf_free(&out);
+    metrics_wal_flush(NULL, 10, true);                  /* accepted, counts nothing */
+    metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics_empty),
+        cmocka_unit_test(test_metrics_wal_flushes),
         cmocka_unit_test(test_metrics_known_requests),
         cmocka_unit_test(test_metrics_other_status_and_bad_action),
         cmocka_unit_test(test_metrics_null_is_ignored),
