@@ -940,6 +940,14 @@ static void flush_expired(struct smq_engine *e, bool force)
 }
 
 
+/* After a failed WAL flush nothing may be written any more (syncer.h):
+ * the kernel may have dropped pages of the WAL, and a commit or a
+ * checkpoint on top of them could copy stale pages into the database. */
+static bool writes_stopped(struct smq_engine *e)
+{
+    return e->syncer != NULL && syncer_failed(e->syncer);
+}
+
 /* Whether to leave the transaction open for the next run to join: while
  * the syncer flushes, a commit now would only wait for the next flush. */
 static bool defer_commit(struct smq_engine *e, bool force)
@@ -955,7 +963,7 @@ static void commit_run(struct smq_engine *e)
 
     if (!e->txn_open)
         return;
-    rc = e->txn_lost ? SMQ_E_INTERNAL : store_commit(e->store);
+    rc = e->txn_lost || writes_stopped(e) ? SMQ_E_INTERNAL : store_commit(e->store);
     if (rc != 0) {
         store_rollback(e->store);
         if (!e->txn_lost)
@@ -981,7 +989,7 @@ static void finish_run(struct smq_engine *e, bool force)
     engine_oplog_flush(e, !e->txn_lost);
     /* While the disk is full, give the WAL's space back after every run:
      * deletes free pages inside the database, a truncated WAL frees disk. */
-    if (e->storage_full)
+    if (e->storage_full && !writes_stopped(e))
         store_checkpoint(e->store);
     if (e->txn_lost) {
         recover_reload(e);
@@ -1040,9 +1048,25 @@ static bool refuse_while_broken(struct smq_engine *e, struct smq_op *ops)
     return true;
 }
 
+/* Once writes have stopped, ops are answered InternalError unrun, and no
+ * timer fires: expiry and redrive would write. */
+static bool refuse_after_flush_failure(struct smq_engine *e, struct smq_op *ops)
+{
+    if (!writes_stopped(e))
+        return false;
+    while (ops != NULL) {
+        struct smq_op *op = ops;
+        ops = ops->next;
+        op->next = NULL;
+        engine_complete(e, op, SMQ_E_INTERNAL);
+    }
+    finish_run(e, true);        /* rolls back a deferred transaction */
+    return true;
+}
+
 void engine_run(struct smq_engine *e, struct smq_op *ops)
 {
-    if (refuse_while_broken(e, ops))
+    if (refuse_after_flush_failure(e, ops) || refuse_while_broken(e, ops))
         return;
     engine_advance_clock(e);
     engine_redrive_tick(e, clock_mono_ms(e->clock));
@@ -1060,7 +1084,8 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
     }
     flush_expired(e, false);
     finish_run(e, false);
-    engine_maintain(e, clock_mono_ms(e->clock));
+    if (!writes_stopped(e))     /* a flush may have failed during this run */
+        engine_maintain(e, clock_mono_ms(e->clock));
 }
 
 uint64_t engine_next_timeout_ms(struct smq_engine *e)
@@ -1071,14 +1096,12 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
     if (e->ready_head != NULL)
         return 0;
     /* A commit deferred while the syncer flushes (finish_run) is due when
-     * the flush is over; the syncer's idle hook wakes the engine thread
-     * then, and the 1 ms bound covers a flush that ended before the hook
-     * was set. */
+     * the flush is over; the syncer's idle hook wakes the engine thread then
+     * (server_wake takes the lock the sleeping thread checked this under,
+     * so the wake-up cannot fall between the check and the sleep). */
     if (e->txn_open && e->syncer != NULL && syncer_idle(e->syncer))
         return 0;
-    a = e->txn_open && e->syncer != NULL ? 1 : UINT64_MAX;
-    b = twheel_next_timeout_ms(&e->msg_wheel, now);
-    a = b < a ? b : a;
+    a = twheel_next_timeout_ms(&e->msg_wheel, now);
     b = twheel_next_timeout_ms(&e->wait_wheel, now);
     /* While broken nothing runs but the retry of the next op's run. */
     probe = e->broken ? UINT64_MAX : engine_redrive_timeout_ms(e, now);

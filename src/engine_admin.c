@@ -185,7 +185,10 @@ void engine_maintain(struct smq_engine *e, uint64_t now_mono)
 
 uint64_t engine_maintain_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
 {
-    if (!e->maintain_due)
+    /* With a commit deferred (engine.c) engine_maintain would not run, and
+     * a due deadline would wake the engine thread over and over until it
+     * is committed; the commit's own wake-up comes first anyway. */
+    if (!e->maintain_due || store_in_txn(e->store))
         return UINT64_MAX;
     return e->next_reclaim_mono > now_mono ? e->next_reclaim_mono - now_mono : 0;
 }

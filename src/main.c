@@ -265,12 +265,11 @@ static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_
  */
 static int start_syncer(const struct smq_config *cfg, struct daemon_parts *p)
 {
-    char err[512] = "", wal_path[4200];
-    struct syncer_opts sopts = {.wal_path = wal_path, .metrics = p->metrics};
+    char err[512] = "";
+    struct syncer_opts sopts = {.wal_path = store_wal_path(p->store), .metrics = p->metrics};
 
     if (cfg->sync != SMQ_SYNC_FULL)
         return EXIT_OK;
-    snprintf(wal_path, sizeof wal_path, "%s-wal", cfg->storage_path);
     if (syncer_start(&sopts, &p->syncer, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s", err);
         return EXIT_STORE;
@@ -317,8 +316,10 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         return code;
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;
-    if (p->syncer != NULL)
+    if (p->syncer != NULL) {
         syncer_set_idle_hook(p->syncer, server_wake, p->server);
+        server_wake(p->server);         /* a flush may have ended before the hook was set */
+    }
     admin_attach_server(p->admin, p->server, engine_keys(p->engine));
     memset(&hopts, 0, sizeof hopts);
     hopts.host = cfg->listen_host;
@@ -367,6 +368,10 @@ static void stop_parts(struct daemon_parts *p)
      * with ServiceUnavailable; then the last responses are flushed. */
     http_quiesce(p->http);
     server_stop(p->server);
+    /* The syncer answers on its own thread and its hook wakes the server:
+     * both must be over before either is freed (unbounded on purpose: an
+     * answer must not reach a freed connection, however slow the disk). */
+    syncer_drain(p->syncer);
     if (p->http != NULL)
         wait_requests_done(p->http);
     http_stop(p->http);
@@ -376,7 +381,9 @@ static void stop_parts(struct daemon_parts *p)
     admin_detach_server(p->admin);
     server_free(p->server);
     engine_close(p->engine);
-    syncer_stop(p->syncer);             /* answers what the engine's last runs finished */
+    if (p->syncer != NULL && syncer_failed(p->syncer))
+        store_no_checkpoint_on_close(p->store);
+    syncer_stop(p->syncer);             /* flushes what the engine's last run committed */
     store_close(p->store);
 }
 

@@ -681,6 +681,17 @@ void store_fault_inject_full(struct smq_store *s, unsigned after_n_writes)
     s->fault_full = 1;
 }
 
+const char *store_wal_path(const struct smq_store *s)
+{
+    return sqlite3_filename_wal(sqlite3_db_filename(s->db, "main"));
+}
+
+void store_no_checkpoint_on_close(struct smq_store *s)
+{
+    if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL) != SQLITE_OK)
+        fail("no checkpoint on close", sqlite3_errmsg(s->db));
+}
+
 int store_defer_fsync(struct smq_store *s)
 {
     /* In WAL mode NORMAL still syncs around checkpoints, so the database

@@ -32,6 +32,8 @@ struct smq_syncer {
     uint64_t committed, flushed;     /* under lock */
     struct smq_op *held_head, **held_tail;
     bool failed, stopping;
+    bool busy;                       /* a round is answering or calling the hook */
+    pthread_cond_t quiet;            /* a round ended (syncer_drain) */
     void (*on_idle)(void *arg);      /* under lock */
     void *on_idle_arg;
 };
@@ -120,32 +122,44 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
     return take_flushed(s);
 }
 
+/* One round: flush if a commit waits for it, then call the idle hook and
+ * answer, outside the lock (caller holds it; `busy` covers the round so
+ * that syncer_release keeps later answers behind these and syncer_drain
+ * can wait for the round to end). */
+static void run_round(struct smq_syncer *s)
+{
+    struct smq_op *done;
+    void (*on_idle)(void *arg);
+    void *idle_arg;
+    bool failed = s->failed;
+
+    done = s->committed != s->flushed ? flush_once(s, &failed) : take_flushed(s);
+    on_idle = s->committed == s->flushed ? s->on_idle : NULL;
+    idle_arg = s->on_idle_arg;
+    s->busy = true;
+    pthread_mutex_unlock(&s->lock);
+    if (on_idle != NULL)
+        on_idle(idle_arg);
+    if (failed)
+        answer_failed(done);
+    else
+        answer(done);
+    pthread_mutex_lock(&s->lock);
+    s->busy = false;
+    pthread_cond_broadcast(&s->quiet);
+}
+
 static void *syncer_thread(void *arg)
 {
     struct smq_syncer *s = arg;
 
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        struct smq_op *done;
-        void (*on_idle)(void *arg);
-        void *idle_arg;
-        bool failed;
-
-        while (s->committed == s->flushed && !s->stopping)
+        while (s->committed == s->flushed && s->held_head == NULL && !s->stopping)
             pthread_cond_wait(&s->work, &s->lock);
-        if (s->committed == s->flushed)
+        if (s->committed == s->flushed && s->held_head == NULL)
             break;                      /* stopping, nothing left */
-        done = flush_once(s, &failed);
-        on_idle = s->committed == s->flushed ? s->on_idle : NULL;
-        idle_arg = s->on_idle_arg;
-        pthread_mutex_unlock(&s->lock);
-        if (on_idle != NULL)
-            on_idle(idle_arg);
-        if (failed)
-            answer_failed(done);
-        else
-            answer(done);
-        pthread_mutex_lock(&s->lock);
+        run_round(s);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -171,8 +185,10 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->quiet, NULL);
     if (pthread_create(&s->thread, NULL, syncer_thread, s) != 0) {
         snprintf(err, err_size, "cannot start the WAL flush thread");
+        pthread_cond_destroy(&s->quiet);
         pthread_cond_destroy(&s->work);
         pthread_mutex_destroy(&s->lock);
         close(s->fd);
@@ -199,21 +215,35 @@ void syncer_release(struct smq_syncer *s, struct smq_op *ops)
         return;
     pthread_mutex_lock(&s->lock);
     failed = s->failed;
-    /* Everything flushed implies nothing held: the flush that caught up
-     * took its ops in the same critical section. */
-    now = failed || s->committed == s->flushed;
+    /* At once only when nothing is unflushed or still being answered, so
+     * that answers leave in the order their ops finished. */
+    now = failed || (s->committed == s->flushed && s->held_head == NULL && !s->busy);
     if (!now) {
         *s->held_tail = ops;
         for (struct smq_op *op = ops; op != NULL; op = op->next) {
             op->sync_ticket = s->committed;
             s->held_tail = &op->next;
         }
+        pthread_cond_signal(&s->work);
     }
     pthread_mutex_unlock(&s->lock);
     if (failed)
         answer_failed(ops);
     else if (now)
         answer(ops);
+}
+
+void syncer_drain(struct smq_syncer *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->on_idle = NULL;
+    s->on_idle_arg = NULL;
+    pthread_cond_signal(&s->work);
+    while (s->committed != s->flushed || s->held_head != NULL || s->busy)
+        pthread_cond_wait(&s->quiet, &s->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void syncer_set_idle_hook(struct smq_syncer *s, void (*fn)(void *arg), void *arg)
@@ -254,6 +284,7 @@ void syncer_stop(struct smq_syncer *s)
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
     close(s->fd);
+    pthread_cond_destroy(&s->quiet);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);
     free(s);

@@ -87,6 +87,13 @@ int store_checkpoint(struct smq_store *s);
  * 0 or SMQ_E_INTERNAL.
  */
 int store_defer_fsync(struct smq_store *s);
+/* The WAL file SQLite uses, as SQLite resolved it (through symbolic links:
+ * not necessarily the configured path + "-wal"); valid until store_close. */
+const char *store_wal_path(const struct smq_store *s);
+/* store_close will leave the WAL as it is instead of copying it into the
+ * database (after a failed flush, when its pages may be stale in memory:
+ * the next start recovers from what is on disk). */
+void store_no_checkpoint_on_close(struct smq_store *s);
 /* Takes the reserve back only if keep_free bytes stay free beside it, so
  * that taking it cannot by itself fill the disk again. */
 int store_reserve_restore(struct smq_store *s, uint64_t keep_free);

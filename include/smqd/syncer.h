@@ -44,10 +44,20 @@ void syncer_committed(struct smq_syncer *s);
 
 /*
  * Engine thread: answers the finished ops (a list linked by ->next) —
- * at once when every commit is already flushed, otherwise on the syncer
- * thread after the flush that covers the latest commit.  Order is kept.
+ * at once when every commit is already flushed and no earlier answers are
+ * still being sent, otherwise on the syncer thread after the flush that
+ * covers the latest commit.  Ops are answered in the order released.
  */
 void syncer_release(struct smq_syncer *s, struct smq_op *ops);
+
+/*
+ * Clears the idle hook, then waits until every commit is flushed, every
+ * held op answered and no hook call is in progress.  Call before freeing
+ * what the hook or the ops' done callbacks use (main.c: after the engine
+ * thread stops, before the HTTP daemon and the server are freed).  NULL is
+ * a no-op.
+ */
+void syncer_drain(struct smq_syncer *s);
 
 /*
  * Whether no flush is running or due.  While one runs, the engine keeps its

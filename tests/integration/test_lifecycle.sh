@@ -2,7 +2,8 @@
 # test_lifecycle.sh — the process lifecycle of the real smqd binary: one
 # server per database, SIGHUP reload of keys and log level without dropping
 # connections, SIGTERM drain (parked long polls answered, exit 0), refusal to
-# start on a corrupt or newer database, and configuration errors.
+# start on a corrupt or newer database, configuration errors, and a database
+# path that is a symbolic link.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_lifecycle.sh
 
@@ -198,7 +199,31 @@ t_trickle_after_keepalive() {
     smqd_stop
 }
 
+# The database path is a symbolic link into another directory: SQLite keeps
+# its WAL next to the real file, and the syncer must flush that one (review
+# finding: it opened "<link>-wal" and refused to start).
+t_symlinked_database() {
+    local real
+    new_server_dir
+    real=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it-real.XXXXXX")
+    SERVER_DIRS+=("$real")
+    ln -s "$real/data.db" "$NEW_DIR/link.db"
+    sed -i "s|^path = .*|path = $NEW_DIR/link.db|" "$NEW_DIR/smqd.conf"
+    smqd_start "$NEW_DIR" || return
+    create_queue symq
+    send_msg symq "through the link"
+    assert_eq "the WAL is next to the real file" yes "$([ -e "$real/data.db-wal" ] && echo yes)"
+    smqd_stop
+    assert_eq "clean exit" 0 "$SMQD_EXIT"
+    smqd_start "$NEW_DIR" || return
+    mns_request GET '/queues/symq/messages?waitseconds=1'
+    assert_status "the message survived the restart" 200
+    assert_match "with its body" "through the link" "$RESP_BODY"
+    smqd_stop
+}
+
 run_test t_config_errors
+run_test t_symlinked_database
 run_test t_corrupt_database
 run_test t_newer_database
 if smqd_start; then

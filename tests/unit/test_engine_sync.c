@@ -162,7 +162,9 @@ static void test_answer_waits_for_its_flush_and_a_busy_flush_defers_the_commit(v
 
     engine_run(f->e, op_send(f, 1));
     assert_true(store_in_txn(f->store));           /* deferred: the flush is busy */
-    assert_int_equal(engine_next_timeout_ms(f->e), 1);
+    /* Nothing is due before the message's retention ends: the engine sleeps
+     * until the syncer's hook wakes it (no polling). */
+    assert_true(engine_next_timeout_ms(f->e) > 1000);
     assert_int_equal(msgs_on_disk(f), 0);
 
     allow_flushes(1);
@@ -212,6 +214,57 @@ static void test_close_commits_a_deferred_run(void **state)
     assert_int_equal(f->ops[1].result.err, 0);
 }
 
+/* A purge makes disk reclamation due; while the commit is deferred it cannot
+ * run, and must not make the engine thread spin (review finding). */
+static void test_a_deferred_commit_does_not_make_maintenance_spin(void **state)
+{
+    struct fixture *f = *state;
+
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&flushes_started, 1));
+    engine_run(f->e, op_send(f, 1));
+    engine_op_init(&f->ops[2], SMQ_OP_PURGE);
+    snprintf(f->ops[2].queue, sizeof f->ops[2].queue, "q");
+    f->ops[2].purge.main = true;
+    f->ops[2].done = on_done;
+    f->ops[2].done_arg = f;
+    engine_run(f->e, &f->ops[2]);
+    assert_true(store_in_txn(f->store));
+    assert_true(engine_next_timeout_ms(f->e) > 1000);
+    allow_flushes(10);
+    assert_true(wait_for(&idle_calls, 1));
+    assert_int_equal(engine_next_timeout_ms(f->e), 0);    /* now the commit is due */
+    engine_run(f->e, NULL);
+    assert_true(wait_for(&f->answered, 3));
+    assert_int_equal(f->ops[2].result.err, 0);
+}
+
+/* A flush fails while a commit is deferred: that transaction is rolled back,
+ * its ops and every later one are refused, and nothing more is written. */
+static void test_a_failed_flush_stops_all_writes(void **state)
+{
+    struct fixture *f = *state;
+
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&flushes_started, 1));
+    engine_run(f->e, op_send(f, 1));                /* deferred */
+    assert_true(store_in_txn(f->store));
+    set_flush_result(-1);
+    allow_flushes(10);
+    assert_true(wait_for(&f->answered, 1));
+    assert_int_equal(f->ops[0].result.err, SMQ_E_INTERNAL);
+    engine_run(f->e, NULL);                         /* what the hook's wake-up runs */
+    assert_true(wait_for(&f->answered, 2));
+    assert_int_equal(f->ops[1].result.err, SMQ_E_INTERNAL);
+    assert_false(store_in_txn(f->store));
+    assert_int_equal(msgs_on_disk(f), 0);
+    engine_run(f->e, op_send(f, 2));                /* refused unrun */
+    assert_int_equal(answered(f), 3);
+    assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
+    assert_int_equal(msgs_on_disk(f), 0);
+    assert_int_equal(flushes_started, 1);           /* and no commit asked for a flush */
+}
+
 /* After a failed flush every op is refused, reads too: the admin listener's
  * /ready probe is such an op (a totals-only STATS), so it reports "broken". */
 static void test_after_a_failed_flush_every_op_is_refused(void **state)
@@ -244,6 +297,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_commits_a_deferred_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_after_a_failed_flush_every_op_is_refused, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_deferred_commit_does_not_make_maintenance_spin,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_flush_stops_all_writes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,6 +221,82 @@ static void test_stop_flushes_and_answers_what_is_held(void **state)
     assert_int_equal(syncer_start(&opts, &f->s, err, sizeof err), 0);
 }
 
+/* An answer callback that blocks until the test lets it return. */
+static int in_slow_done, slow_done_may_return;
+
+static void slow_done(struct smq_op *op, void *arg)
+{
+    pthread_mutex_lock(&gate_lock);
+    in_slow_done = 1;
+    pthread_cond_broadcast(&gate_cond);
+    while (!slow_done_may_return)
+        pthread_cond_wait(&gate_cond, &gate_lock);
+    pthread_mutex_unlock(&gate_lock);
+    on_done(op, arg);
+}
+
+/* While the syncer thread is still answering a flushed batch, an op
+ * released with nothing left to flush waits behind it (review finding:
+ * it used to be answered at once, overtaking). */
+static void test_no_answer_overtakes_one_being_sent(void **state)
+{
+    struct fixture *f = *state;
+
+    in_slow_done = slow_done_may_return = 0;
+    f->ops[0]->done = slow_done;
+    syncer_committed(f->s);
+    syncer_release(f->s, f->ops[0]);
+    allow_flushes(1);
+    assert_true(wait_for(&in_slow_done, 1));
+    syncer_release(f->s, f->ops[1]);
+    assert_int_equal(answered_count(), 0);       /* op 2 was not answered at once */
+    pthread_mutex_lock(&gate_lock);
+    slow_done_may_return = 1;
+    pthread_cond_broadcast(&gate_cond);
+    pthread_mutex_unlock(&gate_lock);
+    assert_true(wait_for(&answers.n, 2));
+    assert_int_equal(answers.order[0], 1);
+    assert_int_equal(answers.order[1], 2);
+}
+
+static void *allow_one_flush_later(void *arg)
+{
+    struct timespec pause = {0, 50 * 1000 * 1000};
+
+    (void)arg;
+    nanosleep(&pause, NULL);
+    allow_flushes(1);
+    return NULL;
+}
+
+/* syncer_drain returns only once everything committed is flushed and
+ * answered, and no hook is called after it (main.c frees the server the
+ * hook wakes). */
+static void test_drain_waits_for_answers_and_clears_the_hook(void **state)
+{
+    struct fixture *f = *state;
+    pthread_t helper;
+    int idle_before;
+
+    syncer_committed(f->s);
+    syncer_release(f->s, f->ops[0]);
+    assert_int_equal(pthread_create(&helper, NULL, allow_one_flush_later, NULL), 0);
+    syncer_drain(f->s);
+    assert_int_equal(answered_count(), 1);
+    pthread_join(helper, NULL);
+    pthread_mutex_lock(&gate_lock);
+    idle_before = idle_calls;
+    pthread_mutex_unlock(&gate_lock);
+    syncer_committed(f->s);
+    syncer_release(f->s, f->ops[1]);
+    allow_flushes(1);
+    assert_true(wait_for(&answers.n, 2));
+    syncer_drain(f->s);
+    pthread_mutex_lock(&gate_lock);
+    assert_int_equal(idle_calls, idle_before);
+    pthread_mutex_unlock(&gate_lock);
+}
+
 static void test_start_refuses_a_missing_file(void **state)
 {
     struct syncer_opts opts = {.wal_path = "/nonexistent/dir/x-wal", .flush = gated_flush};
@@ -246,6 +322,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_flush_answers_internal_error_for_good, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stop_flushes_and_answers_what_is_held, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_no_answer_overtakes_one_being_sent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_waits_for_answers_and_clears_the_hook, setup,
                                         teardown),
         cmocka_unit_test(test_start_refuses_a_missing_file),
     };
