@@ -1028,6 +1028,19 @@ void engine_advance_clock(struct smq_engine *e)
     probe_waiters(e, mono);
 }
 
+/* Answers every op of ops InternalError, unrun, and finishes the run
+ * (which rolls back a transaction a deferred commit left open). */
+static void refuse_all(struct smq_engine *e, struct smq_op *ops)
+{
+    while (ops != NULL) {
+        struct smq_op *op = ops;
+        ops = ops->next;
+        op->next = NULL;
+        engine_complete(e, op, SMQ_E_INTERNAL);
+    }
+    finish_run(e, true);
+}
+
 /* While broken (a reload failed), try again; if it still fails, answer
  * every op of this run with InternalError.  Returns true when ops were so
  * answered. */
@@ -1038,29 +1051,17 @@ static bool refuse_while_broken(struct smq_engine *e, struct smq_op *ops)
     recover_reload(e);
     if (!e->broken)
         return false;
-    while (ops != NULL) {
-        struct smq_op *op = ops;
-        ops = ops->next;
-        op->next = NULL;
-        engine_complete(e, op, SMQ_E_INTERNAL);
-    }
-    finish_run(e, true);
+    refuse_all(e, ops);
     return true;
 }
 
-/* Once writes have stopped, ops are answered InternalError unrun, and no
- * timer fires: expiry and redrive would write. */
+/* Once writes have stopped, ops are refused unrun and no timer fires:
+ * expiry and redrive would write. */
 static bool refuse_after_flush_failure(struct smq_engine *e, struct smq_op *ops)
 {
     if (!writes_stopped(e))
         return false;
-    while (ops != NULL) {
-        struct smq_op *op = ops;
-        ops = ops->next;
-        op->next = NULL;
-        engine_complete(e, op, SMQ_E_INTERNAL);
-    }
-    finish_run(e, true);        /* rolls back a deferred transaction */
+    refuse_all(e, ops);
     return true;
 }
 

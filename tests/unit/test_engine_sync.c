@@ -111,28 +111,30 @@ static int teardown(void **state)
     return 0;
 }
 
-static struct smq_op *op_create(struct fixture *f, int i)
+/* f->ops[i], initialized as kind on queue "q", answered into f. */
+static struct smq_op *op_of(struct fixture *f, int i, enum smq_op_kind kind)
 {
     struct smq_op *op = &f->ops[i];
 
-    engine_op_init(op, SMQ_OP_CREATE_QUEUE);
+    engine_op_init(op, kind);
     snprintf(op->queue, sizeof op->queue, "q");
     op->done = on_done;
     op->done_arg = f;
     return op;
 }
 
+static struct smq_op *op_create(struct fixture *f, int i)
+{
+    return op_of(f, i, SMQ_OP_CREATE_QUEUE);
+}
+
 static struct smq_op *op_send(struct fixture *f, int i)
 {
     static const char body[] = "hello";
-    struct smq_op *op = &f->ops[i];
+    struct smq_op *op = op_of(f, i, SMQ_OP_SEND);
 
-    engine_op_init(op, SMQ_OP_SEND);
-    snprintf(op->queue, sizeof op->queue, "q");
     op->send[0] = (struct smq_send_item){body, sizeof body - 1, 0, 8};
     op->n_send = 1;
-    op->done = on_done;
-    op->done_arg = f;
     return op;
 }
 
@@ -223,11 +225,7 @@ static void test_a_deferred_commit_does_not_make_maintenance_spin(void **state)
     engine_run(f->e, op_create(f, 0));
     assert_true(wait_for(&flushes_started, 1));
     engine_run(f->e, op_send(f, 1));
-    engine_op_init(&f->ops[2], SMQ_OP_PURGE);
-    snprintf(f->ops[2].queue, sizeof f->ops[2].queue, "q");
-    f->ops[2].purge.main = true;
-    f->ops[2].done = on_done;
-    f->ops[2].done_arg = f;
+    op_of(f, 2, SMQ_OP_PURGE)->purge.main = true;
     engine_run(f->e, &f->ops[2]);
     assert_true(store_in_txn(f->store));
     assert_true(engine_next_timeout_ms(f->e) > 1000);
@@ -278,10 +276,7 @@ static void test_after_a_failed_flush_every_op_is_refused(void **state)
     assert_int_equal(f->ops[0].result.err, SMQ_E_INTERNAL);
     assert_true(syncer_failed(f->syncer));
 
-    engine_op_init(&f->ops[2], SMQ_OP_STATS);
-    f->ops[2].totals_only = true;
-    f->ops[2].done = on_done;
-    f->ops[2].done_arg = f;
+    op_of(f, 2, SMQ_OP_STATS)->totals_only = true;
     engine_run(f->e, &f->ops[2]);
     assert_int_equal(answered(f), 2);              /* at once: nothing left to flush */
     assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
