@@ -1,6 +1,7 @@
 /*
  * server.c — owns the engine thread, its inbox and its sleep (server.h).
  */
+#define _GNU_SOURCE       /* pthread_setname_np */
 #include "smqd/server.h"
 
 #include <errno.h>
@@ -105,6 +106,7 @@ int server_start(struct smq_engine *engine, struct smq_server **out)
         server_free(s);
         return SMQ_E_INTERNAL;
     }
+    pthread_setname_np(s->thread, "smqd-engine");          /* for top -H, perf */
     s->started = true;
     *out = s;
     return 0;

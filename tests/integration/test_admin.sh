@@ -259,6 +259,9 @@ t_metrics() {
         "$(metric smqd_wal_flush_duration_seconds_count)" \
         "$(metric 'smqd_wal_flush_duration_seconds_bucket{le="+Inf"}')"
     assert_eq "no flush failed" 0 "$(metric smqd_wal_flush_failures_total)"
+    # The threads an operator sees in top -H / perf carry their roles.
+    assert_match "the engine and syncer threads are named" 'smqd-engine.*smqd-syncer|smqd-syncer.*smqd-engine' \
+        "$(cat /proc/"$SMQD_PID"/task/*/comm | tr '\n' ' ')"
     # A parked long poll shows as a waiter (polled: signing and parking take a moment).
     create_queue mq2
     mns_request_bg "$SUITE_TMP/lp" GET '/queues/mq2/messages?waitseconds=8'
