@@ -3,7 +3,8 @@
 #   1. unit + integration tests (cmocka, curl, official Node SDK) on a normal build;
 #   2. the same again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the unit tests under valgrind (zero leaks, zero errors);
-#   4. every libFuzzer target briefly (5 s each; tests/fuzz/README.md has the long run).
+#   4. the unit tests that run threads under ThreadSanitizer;
+#   5. every libFuzzer target briefly (5 s each; tests/fuzz/README.md has the long run).
 # Installs missing Debian packages and the pinned npm packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,16 @@ for t in build/tests/test_*; do
       --error-exitcode=99 "./$(basename "$t")" >/dev/null) \
     || { echo "valgrind: $(basename "$t") has memory errors or leaks"; exit 1; }
   echo "valgrind: $(basename "$t") clean"
+done
+echo "== ThreadSanitizer (the unit tests that start threads)"
+threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log)
+cmake -S "$root" -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanitize=thread" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"
+for t in "${threaded[@]}"; do
+  (cd build-tsan/tests && TSAN_OPTIONS=halt_on_error=1:exitcode=66 "./$t" >/dev/null 2>&1) \
+    || { echo "tsan: $t has a data race or failed"; exit 1; }
+  echo "tsan: $t clean"
 done
 echo "== fuzz (clang, ASan+UBSan, 5 s per target)"
 tests/fuzz/run.sh 5
