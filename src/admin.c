@@ -614,16 +614,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return ret;
 }
 
-__attribute__((format(printf, 2, 0)))
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    char line[512];
-
-    (void)cls;
-    vsnprintf(line, sizeof line, fmt, ap);
-    line[strcspn(line, "\n")] = '\0';
-    SMQ_DEBUG("admin: libmicrohttpd: %s", line);
-}
 
 static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
 {
@@ -670,7 +660,8 @@ static struct MHD_Daemon *start_daemon(struct smq_admin *a, const struct sockadd
         flags |= MHD_USE_IPv6;
     return MHD_start_daemon(
         flags, port, NULL, NULL, on_request, a,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, a,   /* first, so it sees every message */
+        /* First, so it sees every message. */
+        MHD_OPTION_EXTERNAL_LOGGER, log_library_line, (void *)"admin: libmicrohttpd",
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)ADMIN_MAX_CONNECTIONS,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)ADMIN_IDLE_TIMEOUT_S,

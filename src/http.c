@@ -592,16 +592,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 /* ---- daemon ----------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 2, 0)))
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    char line[512];
-
-    (void)cls;
-    vsnprintf(line, sizeof line, fmt, ap);
-    line[strcspn(line, "\n")] = '\0';
-    SMQ_DEBUG("libmicrohttpd: %s", line);
-}
 
 int http_start(const struct http_opts *opts, struct smq_http **out, char *err, size_t err_size)
 {
@@ -642,7 +632,8 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
         flags, opts->port, NULL, NULL, on_request, h,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,   /* first, so it sees every message */
+        /* First, so it sees every message. */
+        MHD_OPTION_EXTERNAL_LOGGER, log_library_line, (void *)"libmicrohttpd",
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)opts->threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)opts->max_connections,

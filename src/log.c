@@ -219,6 +219,17 @@ void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
     emit(level_tags[level], fmt, ap);
 }
 
+void log_library_line(void *prefix, const char *fmt, va_list ap)
+{
+    char line[512];
+
+    if (log_get_level() < SMQ_LOG_DEBUG)
+        return;
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_write(SMQ_LOG_DEBUG, "%s: %s", (const char *)prefix, line);
+}
+
 void log_event(const char *fmt, ...)
 {
     va_list ap;

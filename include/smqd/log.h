@@ -44,6 +44,12 @@ void log_write(enum smq_log_level level, const char *fmt, ...)
 void log_vwrite(enum smq_log_level level, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/* A library's logger callback (libmicrohttpd's MHD_OPTION_EXTERNAL_LOGGER):
+ * one DEBUG line "PREFIX: message", prefix being the string cls points to,
+ * the message cut at its first newline. */
+void log_library_line(void *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 /* Writes one operation-log line (tag OPLOG) whatever the level: the
  * message lifecycle events of queues with LoggingEnabled (engine). */
 void log_event(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -211,6 +211,34 @@ static void test_log_filters_below_level(void **state)
     free(text);
 }
 
+/* Through a va_list, as libmicrohttpd calls its logger. */
+static void call_library_line(const char *prefix, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_library_line((void *)prefix, fmt, ap);
+    va_end(ap);
+}
+
+/* The libraries' logger callback: DEBUG only, prefixed, cut at a newline. */
+static void test_log_library_line(void **state)
+{
+    struct fixture *f = *state;
+    char *text;
+
+    log_set_level(SMQ_LOG_INFO);
+    call_library_line("lib", "hidden %d\n", 1);
+    log_set_level(SMQ_LOG_DEBUG);
+    call_library_line("admin: lib", "Error: %s\nsecond line\n", "oops");
+    text = read_log(f, NULL);
+    assert_int_equal(count_lines(text), 1);
+    assert_non_null(strstr(text, " DEBUG admin: lib: Error: oops\n"));
+    assert_null(strstr(text, "hidden"));
+    assert_null(strstr(text, "second line"));
+    free(text);
+}
+
 static void test_log_truncates_long_line(void **state)
 {
     struct fixture *f = *state;
@@ -431,6 +459,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_log_level_parse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_library_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_level_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_set_get_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_line_format, setup, teardown),

@@ -18,10 +18,7 @@ before(async () => {
 
 after(async () => {
   if (server) {
-    const exit = await server.stop();
-    if (!(exit.code === 0 && exit.signal === null)) {
-      throw new Error('smqd exited with ' + JSON.stringify(exit) + '\n' + server.log());
-    }
+    await server.stopCleanly();
     server.removeData();
   }
 });

@@ -54,7 +54,7 @@ function startWatchdog(pid) {
   return w;
 }
 
-// startServer([dir]) -> {proc, pid, dir, port, endpoint, log(), stop(), kill9()}
+// startServer([dir]) -> {proc, pid, dir, port, endpoint, log(), stop(), stopCleanly(), kill9()}
 // With dir, reuses that data dir (restart on the same data).
 function startServer(dir) {
   const fresh = !dir;
@@ -83,6 +83,14 @@ function startServer(dir) {
       clearTimeout(timer);
       try { watchdog.kill(); } catch (e) { /* gone */ }
       return r;
+    },
+    // stop(), and an error (with the server's log) unless it exited 0: under the
+    // sanitizer build a leak or memory error found at exit makes the status non-zero.
+    async stopCleanly() {
+      const exit = await server.stop();
+      if (!(exit.code === 0 && exit.signal === null)) {
+        throw new Error('smqd exited with ' + JSON.stringify(exit) + '\n' + log);
+      }
     },
     async kill9() {
       if (exited) return exited;
