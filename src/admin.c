@@ -25,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -66,7 +67,7 @@ struct smq_admin {
     struct MHD_Daemon *daemon;
     uint16_t port;
     char *expected_auth;             /* "Bearer TOKEN", or NULL = no token */
-    char *db_path, *wal_path;
+    char *db_path;
     int (*extra_metrics)(void *arg, struct smq_buf *out);
     void *extra_arg;
     int64_t start_ms;
@@ -374,6 +375,18 @@ static int64_t file_size(const char *path)
     return path != NULL && stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
+/* SQLite keeps the WAL next to the database file it resolved through any
+ * symbolic links, so the size is looked up there, not at PATH + "-wal". */
+static int64_t wal_file_size(const char *db_path)
+{
+    char real[PATH_MAX], wal[PATH_MAX + sizeof "-wal"];
+
+    if (db_path == NULL || realpath(db_path, real) == NULL)
+        return -1;
+    snprintf(wal, sizeof wal, "%s-wal", real);
+    return file_size(wal);
+}
+
 static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
 {
     struct engine_call *c = take_stats(a, "", false);
@@ -389,7 +402,7 @@ static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
     in.stats = op;
     in.now_ms = clock_epoch_ms(clock_system());
     in.db_bytes = file_size(a->db_path);
-    in.wal_bytes = file_size(a->wal_path);
+    in.wal_bytes = wal_file_size(a->db_path);
     r->status = 200;
     r->content_type = METRICS_CT;
     buf_reset(&r->body);
@@ -625,14 +638,8 @@ static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
             return -1;
         snprintf(a->expected_auth, n, "Bearer %s", opts->token);
     }
-    if (opts->db_path != NULL) {
-        n = strlen(opts->db_path) + sizeof "-wal";
-        a->db_path = strdup(opts->db_path);
-        a->wal_path = malloc(n);
-        if (a->db_path == NULL || a->wal_path == NULL)
-            return -1;
-        snprintf(a->wal_path, n, "%s-wal", opts->db_path);
-    }
+    if (opts->db_path != NULL && (a->db_path = strdup(opts->db_path)) == NULL)
+        return -1;
     a->extra_metrics = opts->extra_metrics;
     a->extra_arg = opts->extra_arg;
     return 0;
@@ -644,7 +651,6 @@ static void admin_free(struct smq_admin *a)
         explicit_bzero(a->expected_auth, strlen(a->expected_auth));
     free(a->expected_auth);
     free(a->db_path);
-    free(a->wal_path);
     pthread_cond_destroy(&a->idle);
     pthread_mutex_destroy(&a->lock);
     free(a);

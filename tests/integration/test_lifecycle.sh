@@ -213,6 +213,8 @@ t_symlinked_database() {
     create_queue symq
     send_msg symq "through the link"
     assert_eq "the WAL is next to the real file" yes "$([ -e "$real/data.db-wal" ] && echo yes)"
+    assert_eq "smqd_wal_bytes is that file's size" "$(stat -c %s "$real/data.db-wal")" \
+        "$(curl -s "http://$SMQD_ADMIN/metrics" | awk '$1 == "smqd_wal_bytes" { print $2 }')"
     smqd_stop
     assert_eq "clean exit" 0 "$SMQD_EXIT"
     smqd_start "$NEW_DIR" || return
