@@ -93,26 +93,6 @@ void json_cstr(struct smq_buf *b, const char *s)
     json_str(b, s, strlen(s));
 }
 
-void json_key(struct smq_buf *b, const char *key)
-{
-    buf_printf(b, "\"%s\":", key);
-}
-
-void json_u64(struct smq_buf *b, uint64_t v)
-{
-    buf_printf(b, "%" PRIu64, v);
-}
-
-void json_i64(struct smq_buf *b, int64_t v)
-{
-    buf_printf(b, "%" PRId64, v);
-}
-
-void json_bool(struct smq_buf *b, int v)
-{
-    buf_puts(b, v ? "true" : "false");
-}
-
 void json_seconds(struct smq_buf *b, int64_t ms)
 {
     bool neg = ms < 0;

@@ -20,11 +20,6 @@
 void json_str(struct smq_buf *b, const char *s, size_t len);
 /* json_str of a NUL-terminated string. */
 void json_cstr(struct smq_buf *b, const char *s);
-/* Appends "key": — key is a literal from the code, never client input. */
-void json_key(struct smq_buf *b, const char *key);
-void json_u64(struct smq_buf *b, uint64_t v);
-void json_i64(struct smq_buf *b, int64_t v);
-void json_bool(struct smq_buf *b, int v);
 /* A finite decimal with at most 3 fraction digits (ages in seconds). */
 void json_seconds(struct smq_buf *b, int64_t ms);
 
