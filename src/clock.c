@@ -21,6 +21,14 @@ static int64_t system_epoch_ms(void *ctx)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+uint64_t clock_mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static const struct smq_clock system_clock = {system_mono_ms, system_epoch_ms, NULL};
 
 const struct smq_clock *clock_system(void)

@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "smqd/clock.h"
 #include "smqd/crypto.h"
 #include "smqd/log.h"
 #include "smqd/netaddr.h"
@@ -93,13 +94,6 @@ struct http_req {
     const char *error_code;      /* for the log line; NULL on success */
 };
 
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* ---- slow-client reaper ------------------------------------------------------- */
 
 static int conn_fd(struct MHD_Connection *conn)
@@ -130,7 +124,7 @@ static void conn_phase_set(struct smq_http *h, struct MHD_Connection *conn, enum
     keep_clock = phase == PHASE_BODY || (phase == PHASE_HEADERS && t->phase == PHASE_NEW);
     t->phase = phase;
     if (!keep_clock)
-        t->since_us = mono_us();
+        t->since_us = clock_mono_us();
     pthread_mutex_unlock(&h->track_lock);
 }
 
@@ -146,7 +140,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             return;                     /* untracked: only the idle timeout applies */
         t->fd = fd;
         t->phase = PHASE_NEW;
-        t->since_us = mono_us();
+        t->since_us = clock_mono_us();
         pthread_mutex_lock(&h->track_lock);
         t->next = h->tracked.next;
         t->prev = &h->tracked;
@@ -176,7 +170,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
  */
 static void reap_slow(struct smq_http *h)
 {
-    uint64_t request_us = (uint64_t)h->opts.request_timeout_s * 1000000u, now = mono_us();
+    uint64_t request_us = (uint64_t)h->opts.request_timeout_s * 1000000u, now = clock_mono_us();
     uint64_t idle_us = (uint64_t)h->opts.idle_timeout_s * 1000000u;
 
     if (idle_us < request_us)
@@ -291,7 +285,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->target = strdup(uri ? uri : "");
     r->nul_in_target = uri != NULL && target_has_nul(uri);
     conn_phase_set(h, conn, PHASE_HEADERS);
-    r->start_us = mono_us();
+    r->start_us = clock_mono_us();
     buf_init(&r->body);
     api_call_init(&r->call);
     next_request_id(h, r->request_id);
@@ -306,7 +300,7 @@ static void log_request(const struct http_req *r)
              r->request_id, api_action_name(r->call.action),
              op->queue[0] ? op->queue : "-", r->status,
              r->error_code ? r->error_code : "-",
-             (double)(mono_us() - r->start_us) / 1000.0);
+             (double)(clock_mono_us() - r->start_us) / 1000.0);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -320,7 +314,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     conn_phase_set(r->http, conn, PHASE_IDLE);
     if (r->started)
         metrics_request_done(r->http->opts.metrics, r->call.action, r->status,
-                             mono_us() - r->start_us);
+                             clock_mono_us() - r->start_us);
     if (r->http->opts.log_requests && r->started)
         log_request(r);
     api_call_free(&r->call);
@@ -574,7 +568,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size > 0) {
         /* A body trickling in byte by byte keeps the idle timer happy; bound
          * the whole upload so one client cannot hold a connection forever. */
-        if (mono_us() - r->start_us > (uint64_t)r->http->opts.request_timeout_s * 1000000u)
+        if (clock_mono_us() - r->start_us > (uint64_t)r->http->opts.request_timeout_s * 1000000u)
             return MHD_NO;
         if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes)
             r->too_large = true;        /* keep reading (discarding) to answer cleanly */

@@ -113,14 +113,6 @@ static void notify_systemd(const char *fmt, ...)
         SMQ_DEBUG("sd_notify failed: %s", msg);
 }
 
-static unsigned long long monotonic_usec(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
-}
-
 /* Blocks the signals smqd handles in every thread (threads inherit the mask);
  * the main thread takes them with sigwait. */
 static void block_signals(sigset_t *set)
@@ -194,7 +186,7 @@ static void wait_for_stop(const sigset_t *set, const char *path, struct auth_key
             /* systemd >= 253 (Type=notify-reload semantics) wants the
              * monotonic time with RELOADING=1; older versions ignore it. */
             notify_systemd("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
-                           monotonic_usec(), path);
+                           (unsigned long long)clock_mono_us(), path);
             reload_config(path, slot, r);
             notify_systemd("READY=1\nSTATUS=serving");
             continue;

@@ -16,9 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "smqd/clock.h"
 #include "smqd/errors.h"
 #include "smqd/log.h"
 #include "smqd/metrics.h"
@@ -42,14 +42,6 @@ struct smq_syncer {
 static int flush_wal(int fd)
 {
     return fdatasync(fd);
-}
-
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* Answers ops (->next list) with InternalError: nothing they did is known
@@ -102,10 +94,10 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
     int rc, saved;
 
     pthread_mutex_unlock(&s->lock);
-    start_us = mono_us();
+    start_us = clock_mono_us();
     rc = s->flush(s->fd);
     saved = errno;
-    metrics_wal_flush(s->metrics, mono_us() - start_us, rc != 0);
+    metrics_wal_flush(s->metrics, clock_mono_us() - start_us, rc != 0);
     pthread_mutex_lock(&s->lock);
     if (rc != 0 && !s->failed) {
         SMQ_ERROR("storage: fdatasync of the write-ahead log failed: %s; every request "

@@ -19,6 +19,11 @@ struct smq_clock {
 /* The real clock: CLOCK_MONOTONIC and CLOCK_REALTIME. */
 const struct smq_clock *clock_system(void);
 
+/* CLOCK_MONOTONIC in microseconds, read directly: for durations that are
+ * measured, not scheduled (request latency, flush time, systemd's
+ * MONOTONIC_USEC), so no test needs to fake them. */
+uint64_t clock_mono_us(void);
+
 /* A fake clock for tests: both readings are fields the test moves. */
 struct smq_fake_clock {
     struct smq_clock clock;     /* pass &fake.clock to the code under test */
