@@ -32,7 +32,8 @@ struct smq_syncer {
     pthread_cond_t work;             /* a commit to flush, or stop */
     uint64_t committed, flushed;     /* under lock */
     struct smq_op *held_head, **held_tail;
-    bool failed, stopping;
+    bool failed;                     /* written under lock, atomically (syncer_failed) */
+    bool stopping;
     bool busy;                       /* a round is answering or calling the hook */
     pthread_cond_t quiet;            /* a round ended (syncer_drain) */
     void (*on_idle)(void *arg);      /* under lock */
@@ -102,7 +103,7 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
     if (rc != 0 && !s->failed) {
         SMQ_ERROR("storage: fdatasync of the write-ahead log failed: %s; every request "
                   "is now answered InternalError, restart smqd", strerror(saved));
-        s->failed = true;
+        __atomic_store_n(&s->failed, true, __ATOMIC_RELEASE);
     }
     s->flushed = target;
     *failed = s->failed;
@@ -259,14 +260,11 @@ bool syncer_idle(struct smq_syncer *s)
     return idle;
 }
 
+/* Lock-free: the engine asks several times per run, and the flag only
+ * ever goes from false to true (set under the lock, read atomically). */
 bool syncer_failed(struct smq_syncer *s)
 {
-    bool failed;
-
-    pthread_mutex_lock(&s->lock);
-    failed = s->failed;
-    pthread_mutex_unlock(&s->lock);
-    return failed;
+    return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
 }
 
 void syncer_stop(struct smq_syncer *s)
