@@ -120,16 +120,13 @@ const char *api_query_get(const struct api_query *q, const char *name)
 
 int api_check_queue_name(const char *name, size_t len, struct smq_errinfo *ei)
 {
-    if (len == 0 || len > SMQ_QUEUE_NAME_MAX)
+    enum qname_problem p = qname_check(name, len);
+
+    if (p == QNAME_OK)
+        return 0;
+    if (p == QNAME_LENGTH)
         return errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, NULL);
-    if (!isalnum((unsigned char)name[0]))
-        return errors_set(ei, SMQ_E_INVALID_QUEUE_NAME,
-                          "The queue name must start with a letter or a digit.");
-    for (size_t i = 0; i < len; i++)
-        if (!isalnum((unsigned char)name[i]) && name[i] != '-')
-            return errors_set(ei, SMQ_E_INVALID_QUEUE_NAME,
-                              "The queue name may contain only letters, digits and '-'.");
-    return 0;
+    return errors_set(ei, SMQ_E_INVALID_QUEUE_NAME, "%s", qname_problem_text(p));
 }
 
 int api_queue_name_from_path(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],

@@ -25,7 +25,6 @@
 #include "smqd/config.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stdarg.h>
@@ -33,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "smqd/engine.h"      /* the dead-letter policy's range */
 
 enum opt_type {
     OPT_INT,        /* int field, min..max */
@@ -511,17 +512,12 @@ static bool is_queue_section(const char *name, size_t len)
     return len >= strlen(QUEUE_SECTION) && memcmp(name, QUEUE_SECTION, strlen(QUEUE_SECTION)) == 0;
 }
 
-/* The API's queue-name rule (protocol §5); NULL or the problem. */
+/* The API's queue-name rule (qname.h); NULL or the problem. */
 static const char *check_queue_name(const char *name, size_t len)
 {
-    if (len == 0 || len > SMQ_CONFIG_QUEUE_NAME_MAX)
-        return "a queue name has 1 to 120 characters";
-    if (!isalnum((unsigned char)name[0]))
-        return "a queue name starts with a letter or a digit";
-    for (size_t i = 0; i < len; i++)
-        if (!isalnum((unsigned char)name[i]) && name[i] != '-')
-            return "a queue name has only letters, digits and '-'";
-    return NULL;
+    enum qname_problem p = qname_check(name, len);
+
+    return p == QNAME_OK ? NULL : qname_problem_text(p);
 }
 
 /* A new [queue.NAME] header: every queue at most once. */
@@ -575,9 +571,10 @@ static int apply_queue_key(struct load *ld, struct smq_queue_decl *d, const char
             return fail(ld, ld->lineno, "[queue.%s] dlq_max_receive_count: duplicate key "
                         "(first set on line %d)", d->name, d->count_line);
         d->count_line = ld->lineno;
-        if ((why = parse_ll(value, 1, 1000, &n)) != NULL)
+        if ((why = parse_ll(value, SMQ_DLQ_MAX_RECEIVE_MIN, SMQ_DLQ_MAX_RECEIVE_MAX, &n)) != NULL)
             return fail(ld, ld->lineno, "[queue.%s] dlq_max_receive_count = \"%s\": %s "
-                        "(allowed: 1..1000)", d->name, value, why);
+                        "(allowed: %d..%d)", d->name, value, why, SMQ_DLQ_MAX_RECEIVE_MIN,
+                        SMQ_DLQ_MAX_RECEIVE_MAX);
         d->dlq_max_receive_count = (int)n;
         return 0;
     }

@@ -12,6 +12,7 @@
 
 #include "smqd/auth.h"
 #include "smqd/log.h"
+#include "smqd/qname.h"
 
 /* What config_print writes instead of a secret. */
 #define SMQ_CONFIG_SECRET_MASK "********"
@@ -25,16 +26,14 @@ enum smq_sync_mode {
     SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
 };
 
-/* Queue names in [queue.NAME] follow the API's rule: 1..120 of [A-Za-z0-9-],
- * starting with a letter or digit. */
-#define SMQ_CONFIG_QUEUE_NAME_MAX 120
+/* Queue names in [queue.NAME] follow the API's rule (qname.h). */
 #define SMQ_CONFIG_QUEUES_MAX 1024
 
 /* A [queue.NAME] section: the queue is created at start-up if missing, and
  * the dead-letter policy, when named, is set (docs/operations.md). */
 struct smq_queue_decl {
-    char name[SMQ_CONFIG_QUEUE_NAME_MAX + 1];
-    char dlq_target[SMQ_CONFIG_QUEUE_NAME_MAX + 1];   /* "" = leave the policy alone */
+    char name[SMQ_QUEUE_NAME_MAX + 1];
+    char dlq_target[SMQ_QUEUE_NAME_MAX + 1];   /* "" = leave the policy alone */
     int dlq_max_receive_count;                        /* 1..1000 with a target */
     int line;                                         /* of the [queue.NAME] header */
     int target_line, count_line;                      /* where each key was set; 0 = not */

@@ -37,10 +37,10 @@
 #include "smqd/clock.h"
 #include "smqd/errors.h"
 #include "smqd/handle.h"
+#include "smqd/qname.h"
 #include "smqd/store.h"
 #include "smqd/twheel.h"
 
-#define SMQ_QUEUE_NAME_MAX 120
 #define SMQ_BATCH_MAX 16
 
 /* Attribute ranges and defaults (protocol §5). */

@@ -754,9 +754,9 @@ static void test_config_queue_sections(void **state)
 static void test_config_queue_section_errors(void **state)
 {
     static const struct bad_case cases[] = {
-        {AUTH_OK "[queue.]\n", 4, "[queue.]: a queue name has 1 to 120 characters"},
+        {AUTH_OK "[queue.]\n", 4, "[queue.]: The queue name must have 1 to 120 characters."},
         {AUTH_OK "[queue.a_b]\n", 4, "only letters, digits and '-'"},
-        {AUTH_OK "[queue.-a]\n", 4, "starts with a letter or a digit"},
+        {AUTH_OK "[queue.-a]\n", 4, "must start with a letter or a digit"},
         {AUTH_OK "[queue.a]\n[queue.a]\n", 5, "[queue.a]: duplicate section (first on line 4)"},
         {AUTH_OK "[queue.a]\ncolour = red\n", 5, "[queue.a] unknown key \"colour\""},
         {AUTH_OK "[queue.a]\ndlq_target = a\n", 5, "cannot be its own dead-letter queue"},
