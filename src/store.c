@@ -143,6 +143,7 @@ struct smq_store {
     int fault_commit;             /* non-zero: the next COMMIT fails */
     int fault_full;               /* the write fault reads as SQLITE_FULL, else IOERR */
     unsigned fault_load_left;     /* rows store_msg_load delivers before failing */
+    uint64_t page_size;           /* fixed once the database exists (read at open) */
 };
 
 /* ---- schema migrations ------------------------------------------------ */
@@ -561,6 +562,18 @@ static int prepare_all(struct smq_store *s, const char *path, char *err, size_t 
     return 0;
 }
 
+static int read_page_size(struct smq_store *s, const char *path, char *err, size_t err_size)
+{
+    long long page_size = 0;
+
+    if (query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK) {
+        set_err(err, err_size, "%s: cannot read the page size: %s", path, sqlite3_errmsg(s->db));
+        return -1;
+    }
+    s->page_size = (uint64_t)page_size;
+    return 0;
+}
+
 static void finalize_all(struct smq_store *s)
 {
     for (int i = 0; i < ST__COUNT; i++) {
@@ -640,7 +653,7 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
      * the file rewritten) at every start. */
     if (version == 1)
         convert_auto_vacuum(s->db, path);
-    if (prepare_all(s, path, err, err_size) != 0)
+    if (prepare_all(s, path, err, err_size) != 0 || read_page_size(s, path, err, err_size) != 0)
         goto fail_stmts;
     *out = s;
     return 0;
@@ -1192,12 +1205,8 @@ static int pragma_count(struct smq_store *s, enum stmt_id id, uint64_t *out)
 
 int store_file_stats(struct smq_store *s, struct store_file_stats *out)
 {
-    long long page_size = 0;
-
     memset(out, 0, sizeof *out);
-    if (query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK)
-        return fail("page size", sqlite3_errmsg(s->db));
-    out->page_size = (uint64_t)page_size;
+    out->page_size = s->page_size;
     if (pragma_count(s, ST_PAGE_COUNT, &out->pages) != 0 ||
         pragma_count(s, ST_FREELIST_COUNT, &out->free_pages) != 0)
         return SMQ_E_INTERNAL;
