@@ -193,6 +193,7 @@ void engine_msg_link(struct smq_engine *e, struct smq_queue *q, struct smq_msg *
     m->queue = q;
     twheel_node_init(&m->timer);
     msg_table_insert(&e->msgs, m);
+    queue_msg_adopt(q, m);
     queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
     if (m->state == SMQ_MSG_ACTIVE)
         engine_mark_ready(e, q);
@@ -202,6 +203,7 @@ static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
 {
     e->maintain_due = true;          /* its rows free pages: see engine_maintain */
     queue_msg_unplace(m->queue, m, &e->msg_wheel);
+    queue_msg_release(m->queue, m);
     msg_table_remove(&e->msgs, m);
     free(m);
 }
@@ -440,18 +442,14 @@ static int exec_set_queue(struct smq_engine *e, struct smq_op *op, struct smq_qu
     return rc;
 }
 
-/* Frees every message of q; O(all messages), but deleting a queue is rare. */
+/* Frees every message of q: O(k log k) for its k messages, whatever the
+ * other queues hold. */
 static void destroy_queue_msgs(struct smq_engine *e, struct smq_queue *q)
 {
-    for (size_t b = 0; b < e->msgs.n_buckets; b++) {
-        struct smq_msg *m = e->msgs.buckets[b];
-        while (m != NULL) {
-            struct smq_msg *next = m->hash_next;
-            if (m->queue == q)
-                msg_destroy(e, m);
-            m = next;
-        }
-    }
+    struct smq_msg *m;
+
+    while ((m = queue_oldest_msg(q)) != NULL)
+        msg_destroy(e, m);
 }
 
 static int exec_delete_queue(struct smq_engine *e, struct smq_op *op)

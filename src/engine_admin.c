@@ -18,6 +18,8 @@
 
 static void queue_stats(const struct smq_queue *q, struct smq_queue_stats *out)
 {
+    const struct smq_msg *oldest = queue_oldest_msg(q);
+
     memset(out, 0, sizeof *out);
     queue_info(q, &out->info);
     out->waiters = q->n_waiters;
@@ -28,33 +30,7 @@ static void queue_stats(const struct smq_queue *q, struct smq_queue_stats *out)
     out->dead_lettered = q->count.dead_lettered;
     out->redriven = q->count.redriven;
     out->redrive_pending = engine_redrive_pending(q);
-}
-
-/* One pass over the message table: the oldest EnqueueTime per queue.  The
- * stats array is sorted by name like the registry, so a queue's slot is
- * found by binary search. */
-static void fill_oldest(struct smq_engine *e, struct smq_queue_stats *st, size_t n)
-{
-    for (size_t b = 0; b < e->msgs.n_buckets; b++) {
-        for (const struct smq_msg *m = e->msgs.buckets[b]; m != NULL; m = m->hash_next) {
-            size_t lo = 0, hi = n;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(st[mid].info.name, m->queue->name);
-                if (c == 0) {
-                    lo = mid;
-                    break;
-                }
-                if (c < 0)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo < n && strcmp(st[lo].info.name, m->queue->name) == 0 &&
-                (st[lo].oldest_enqueue_ms == 0 || m->enqueue_ms < st[lo].oldest_enqueue_ms))
-                st[lo].oldest_enqueue_ms = m->enqueue_ms;
-        }
-    }
+    out->oldest_enqueue_ms = oldest != NULL ? oldest->enqueue_ms : 0;
 }
 
 static void refresh_file_stats(struct smq_engine *e)
@@ -90,7 +66,6 @@ int engine_exec_stats(struct smq_engine *e, struct smq_op *op)
     op->n_stats = n;
     if (op->queue[0] != '\0' && n == 0)
         return SMQ_E_QUEUE_NOT_EXIST;
-    fill_oldest(e, op->stats, n);
     return 0;
 }
 

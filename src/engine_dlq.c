@@ -42,6 +42,7 @@ static int move_msg(struct smq_engine *e, struct smq_msg *m, struct smq_queue *t
     if (rc != 0)
         return rc;
     queue_msg_unplace(from, m, &e->msg_wheel);
+    queue_msg_release(from, m);
     m->queue = to;
     m->dequeue_count = 0;
     m->first_dequeue_ms = 0;
@@ -49,6 +50,7 @@ static int move_msg(struct smq_engine *e, struct smq_msg *m, struct smq_queue *t
     m->expire_ms = next.expire_ms;
     m->handle_gen = next.handle_gen;
     m->src_queue_id = src;
+    queue_msg_adopt(to, m);
     queue_msg_place(to, m, e->now_ms, &e->msg_wheel, &e->tb);
     if (m->state == SMQ_MSG_ACTIVE)
         engine_mark_ready(e, to);

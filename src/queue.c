@@ -90,6 +90,19 @@ static int msg_less(const struct heap_node *a, const struct heap_node *b)
     return ma->seq < mb->seq;
 }
 
+/* Age heap order: older EnqueueTime first, then smaller seq (a total
+ * order: dead-lettered and redriven messages keep their first EnqueueTime,
+ * so seq alone would not do). */
+static int age_less(const struct heap_node *a, const struct heap_node *b)
+{
+    const struct smq_msg *ma = (const struct smq_msg *)((const char *)a - offsetof(struct smq_msg, anode));
+    const struct smq_msg *mb = (const struct smq_msg *)((const char *)b - offsetof(struct smq_msg, anode));
+
+    if (ma->enqueue_ms != mb->enqueue_ms)
+        return ma->enqueue_ms < mb->enqueue_ms;
+    return ma->seq < mb->seq;
+}
+
 struct smq_queue *queue_new(int64_t id, const char *name, const struct smq_queue_attrs *attrs,
                             int64_t create_s, int64_t modify_s)
 {
@@ -103,6 +116,7 @@ struct smq_queue *queue_new(int64_t id, const char *name, const struct smq_queue
     q->create_s = create_s;
     q->modify_s = modify_s;
     heap_init(&q->active, msg_less);
+    heap_init(&q->by_age, age_less);
     return q;
 }
 
@@ -135,6 +149,22 @@ struct smq_msg *queue_first_active(const struct smq_queue *q)
 {
     struct heap_node *n = heap_min(&q->active);
     return n ? (struct smq_msg *)((char *)n - offsetof(struct smq_msg, hnode)) : NULL;
+}
+
+void queue_msg_adopt(struct smq_queue *q, struct smq_msg *m)
+{
+    heap_insert(&q->by_age, &m->anode);
+}
+
+void queue_msg_release(struct smq_queue *q, struct smq_msg *m)
+{
+    heap_remove(&q->by_age, &m->anode);
+}
+
+struct smq_msg *queue_oldest_msg(const struct smq_queue *q)
+{
+    struct heap_node *n = heap_min(&q->by_age);
+    return n ? (struct smq_msg *)((char *)n - offsetof(struct smq_msg, anode)) : NULL;
 }
 
 /* ---- message table ------------------------------------------------------ */

@@ -12,6 +12,11 @@
  * there; queue_msg_unplace() takes it out.  Every transition is
  * unplace → change fields → place, so counters cannot drift.
  *
+ * Whatever its state, a message is also in its queue's age heap (oldest
+ * EnqueueTime first) from queue_msg_adopt() to queue_msg_release(), so the
+ * oldest message's age and a queue's own messages are found without walking
+ * every message of every queue.
+ *
  * Bodies are not here: they stay in the store.  sizeof(struct smq_msg) is
  * what each queued message costs (plus one hash bucket pointer).
  */
@@ -37,6 +42,7 @@ struct smq_queue;
 struct smq_msg {
     struct twheel_node timer;        /* visibility/delay/expiry deadline */
     struct heap_node hnode;          /* Active heap link */
+    struct heap_node anode;          /* age heap link (any state) */
     struct smq_msg *hash_next;       /* seq → message table chain */
     struct smq_queue *queue;
     uint64_t seq;
@@ -61,6 +67,7 @@ struct smq_queue {
     struct smq_queue_attrs attrs;
     int64_t create_s, modify_s;
     struct heap active;
+    struct heap by_age;                           /* every message, oldest EnqueueTime first */
     uint64_t n_active, n_inactive, n_delayed;
     struct smq_op *waiters_head, *waiters_tail;   /* parked long polls, FIFO */
     struct smq_queue *ready_next;                 /* on the engine's ready list */
@@ -148,5 +155,13 @@ static inline struct smq_msg *queue_msg_from_timer(struct twheel_node *n)
 
 /* The highest-priority, oldest Active message, or NULL. */
 struct smq_msg *queue_first_active(const struct smq_queue *q);
+
+/* ---- membership (the age heap) ---- */
+
+/* m becomes one of q's messages / stops being one (O(log n) each). */
+void queue_msg_adopt(struct smq_queue *q, struct smq_msg *m);
+void queue_msg_release(struct smq_queue *q, struct smq_msg *m);
+/* The message with the oldest EnqueueTime (ties: lowest seq), or NULL. */
+struct smq_msg *queue_oldest_msg(const struct smq_queue *q);
 
 #endif

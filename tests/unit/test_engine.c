@@ -2494,6 +2494,49 @@ static void test_engine_stats_counters_and_oldest(void **state)
     engine_op_release(&op);
 }
 
+/* The oldest EnqueueTime follows a message when it is dead-lettered and
+ * redriven (it keeps its first EnqueueTime, older than what the target
+ * holds), and a purge takes only the purged queue's messages. */
+static void test_engine_oldest_follows_moves_and_purge(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_msg_view v;
+    struct smq_op op;
+    uint64_t n = 0, n_dlq = 0, poison;
+    int64_t t0 = now_ms(f);
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    create_queue_vis(f, "other", 30);
+    poison = send_text(f, "src", "poison", 0, 8);
+    tick(f, 1000);
+    send_text(f, "dlq", "newer", 0, 8);
+    send_text(f, "other", "o", 0, 8);
+    assert_int_equal(queue_stats(f, "dlq").oldest_enqueue_ms, t0 + 1000);
+    receive_and_lapse(f, "src", poison, 1);
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);   /* moved */
+    assert_int_equal(queue_stats(f, "src").oldest_enqueue_ms, 0);
+    assert_int_equal(queue_stats(f, "dlq").oldest_enqueue_ms, t0);
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 100000;
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_redrive, 1);              /* "newer" has no source */
+    tick(f, 100);
+    assert_counts(f, "src", 1, 0, 0);
+    assert_int_equal(queue_stats(f, "src").oldest_enqueue_ms, t0);
+    assert_int_equal(queue_stats(f, "dlq").oldest_enqueue_ms, t0 + 1000);
+    assert_int_equal(purge(f, "dlq", true, false, &n, &n_dlq), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(queue_stats(f, "dlq").oldest_enqueue_ms, 0);
+    assert_int_equal(queue_stats(f, "other").oldest_enqueue_ms, t0 + 1000);
+    assert_counts(f, "other", 1, 0, 0);
+    assert_counts(f, "src", 1, 0, 0);
+    /* Rebuilt from the rows at start-up. */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_int_equal(queue_stats(f, "src").oldest_enqueue_ms, t0);
+    assert_int_equal(queue_stats(f, "other").oldest_enqueue_ms, t0 + 1000);
+}
+
 static void test_engine_reclaims_space_after_purge(void **state)
 {
     struct fixture *f = *state;
@@ -2746,6 +2789,7 @@ int main(void)
         T(test_engine_redrive_is_rate_limited),
         T(test_engine_redrive_max_and_restart),
         T(test_engine_stats_counters_and_oldest),
+        T(test_engine_oldest_follows_moves_and_purge),
         T(test_engine_reclaims_space_after_purge),
         T(test_engine_batch_receive_dead_letters_behind_head),
         T(test_engine_parked_poll_not_answered_by_dead_letter),
