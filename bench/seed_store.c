@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "smqd/crypto.h"
 #include "smqd/store.h"
 
 #define BATCH 10000
@@ -37,11 +38,13 @@ static int seed_queues(struct smq_store *s, int n_queues, int64_t now_s)
 static int seed_messages(struct smq_store *s, long n, size_t body_len, int n_queues, int64_t now_ms)
 {
     char *body = malloc(body_len);
+    unsigned char md5[CRYPTO_MD5_LEN];
     int rc = 0;
 
     if (body == NULL)
         return -1;
     memset(body, 'x', body_len);
+    crypto_md5(body, body_len, md5);         /* as a SendMessage stores it */
     rc = store_begin(s);
     for (long i = 0; rc == 0 && i < n; i++) {
         struct store_msg_rec m = {0};
@@ -56,7 +59,7 @@ static int seed_messages(struct smq_store *s, long n, size_t body_len, int n_que
         m.visible_ms = now_ms;
         m.expire_ms = now_ms + 604800000LL;
         if (rc == 0)
-            rc = store_msg_insert(s, &m, body, body_len);
+            rc = store_msg_insert(s, &m, body, body_len, md5);
     }
     if (rc == 0)
         rc = store_commit(s);

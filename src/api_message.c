@@ -37,8 +37,8 @@ static int query_int(const char *text, const char *name, int64_t min, int64_t ma
 
 /* ---- send ------------------------------------------------------------------------- */
 
-static int take_send_item(struct xml_send_item *x, struct smq_send_item *it, char md5[33],
-                          struct smq_errinfo *ei)
+static int take_send_item(struct xml_send_item *x, struct smq_send_item *it,
+                          unsigned char md5[CRYPTO_MD5_LEN], struct smq_errinfo *ei)
 {
     if (!x->body_present)
         return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The MessageBody is missing.");
@@ -55,7 +55,10 @@ static int take_send_item(struct xml_send_item *x, struct smq_send_item *it, cha
     it->delay_s = x->delay_s.present ? x->delay_s.value : 0;
     it->priority = (x->priority.present && x->priority.value != 0) ? (int)x->priority.value
                                                                    : SMQ_PRIORITY_DEFAULT;
-    crypto_md5_hex(x->body ? x->body : "", x->body_len, true, md5);
+    /* Once, here: the response needs it and the store keeps it for every
+     * receive of the message. */
+    crypto_md5(x->body ? x->body : "", x->body_len, md5);
+    it->body_md5 = md5;
     return 0;
 }
 
@@ -192,7 +195,7 @@ int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req
 static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct smq_buf *b)
 {
     bool batch = call->action == API_BATCH_SEND_MESSAGE;
-    char id[MSGID_TEXT_LEN + 1];
+    char id[MSGID_TEXT_LEN + 1], md5[33];
 
     xml_begin(b, batch ? "Messages" : "Message");
     for (size_t i = 0; i < call->op.n_send; i++) {
@@ -200,7 +203,8 @@ static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct
             xml_open(b, "Message");
         msgid_format(ctx->handle_keys, call->op.sent_seq[i], id);
         xml_elem_str(b, "MessageId", id);
-        xml_elem_str(b, "MessageBodyMD5", call->send_md5[i]);
+        crypto_md5_to_hex(call->send_md5[i], true, md5);
+        xml_elem_str(b, "MessageBodyMD5", md5);
         if (batch)
             xml_close(b, "Message");
     }
@@ -217,7 +221,10 @@ static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, 
     char id[MSGID_TEXT_LEN + 1], md5[33], handle[HANDLE_TEXT_LEN + 1];
 
     msgid_format(ctx->handle_keys, v->seq, id);
-    crypto_md5_hex(v->body, v->body_len, true, md5);
+    if (v->body_md5.present)
+        crypto_md5_to_hex(v->body_md5.bytes, true, md5);
+    else
+        crypto_md5_hex(v->body, v->body_len, true, md5);
     xml_elem_str(b, "MessageId", id);
     if (!peek) {
         handle_encode(ctx->handle_keys, v->seq, v->handle_gen, handle);

@@ -158,19 +158,25 @@ void crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN])
         EVP_Digest("", 0, out, &out_len, EVP_md5(), NULL);
 }
 
-void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33])
+void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33])
 {
     static const char lower_digits[] = "0123456789abcdef";
     static const char upper_digits[] = "0123456789ABCDEF";
     const char *digits = upper ? upper_digits : lower_digits;
-    unsigned char md[CRYPTO_MD5_LEN];
 
-    crypto_md5(data, len, md);
     for (size_t i = 0; i < CRYPTO_MD5_LEN; i++) {
         out[2 * i] = digits[md[i] >> 4];
         out[2 * i + 1] = digits[md[i] & 15];
     }
     out[32] = '\0';
+}
+
+void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33])
+{
+    unsigned char md[CRYPTO_MD5_LEN];
+
+    crypto_md5(data, len, md);
+    crypto_md5_to_hex(md, upper, out);
 }
 
 int crypto_random(void *out, size_t len)

@@ -564,7 +564,7 @@ static int insert_msgs(struct smq_engine *e, struct smq_op *op, struct smq_queue
         rc = next_seq(e, &m->seq);
         if (rc == 0) {
             msg_rec(m, &rec);
-            rc = store_msg_insert(e->store, &rec, it->body, it->body_len);
+            rc = store_msg_insert(e->store, &rec, it->body, it->body_len, it->body_md5);
         }
     }
     return rc;
@@ -604,7 +604,7 @@ static int read_body(struct smq_engine *e, const struct smq_msg *m, struct smq_m
     int rc;
 
     buf_init(&body);
-    rc = store_msg_body(e->store, m->queue->id, m->seq, &body);
+    rc = store_msg_body(e->store, m->queue->id, m->seq, &body, &view->body_md5);
     if (rc == 0 && body.data == NULL)
         buf_append(&body, "", 0);       /* an empty body still gets a buffer */
     if (rc == 0 && buf_failed(&body))

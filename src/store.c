@@ -111,14 +111,14 @@ static const char *const stmt_sql[ST__COUNT] = {
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     /* Body statements are bound like their msg twins; ?1 (queue_id) is
      * bound but unused, since seq alone is the body's key. */
-    [ST_BODY_INSERT] = "INSERT INTO msg_body(seq, body) VALUES (?2, ?3)",
+    [ST_BODY_INSERT] = "INSERT INTO msg_body(seq, body, md5) VALUES (?2, ?3, ?4)",
     /* Shares bind_msg with the INSERT; ?3, ?4 and ?7 are immutable. */
     [ST_MSG_UPDATE] = "UPDATE msg SET first_dequeue_ms = ?5, visible_ms = ?6, "
                       "dequeue_count = ?8, handle_gen = ?9 "
                       "WHERE queue_id = ?1 AND seq = ?2",
     [ST_MSG_DELETE] = "DELETE FROM msg WHERE queue_id = ?1 AND seq = ?2",
     [ST_BODY_DELETE] = "DELETE FROM msg_body WHERE seq = ?2",
-    [ST_BODY_GET] = "SELECT body FROM msg_body WHERE seq = ?2",
+    [ST_BODY_GET] = "SELECT body, md5 FROM msg_body WHERE seq = ?2",
     [ST_MSG_LOAD] = "SELECT queue_id, seq, priority, enqueue_ms, first_dequeue_ms, "
                     "visible_ms, expire_ms, dequeue_count, handle_gen, src_queue_id "
                     "FROM msg ORDER BY queue_id, seq",
@@ -197,10 +197,17 @@ static const char schema_v2[] =
     "ALTER TABLE queue ADD COLUMN dlq_max_receive INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE msg ADD COLUMN src_queue_id INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 3: the body's MD5 (16 bytes), computed once at send, so that
+ * every receive does not hash the body again.  NULL in rows written
+ * before; readers compute it then. */
+static const char schema_v3[] =
+    "ALTER TABLE msg_body ADD COLUMN md5 BLOB;";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v1,
     schema_v2,
+    schema_v3,
 };
 
 /* ---- error reporting -------------------------------------------------- */
@@ -276,6 +283,12 @@ static void bind_blob(struct binder *b, int idx, const void *data, size_t len)
         b->rc = sqlite3_bind_zeroblob(b->st, idx, 0);
     else
         b->rc = sqlite3_bind_blob64(b->st, idx, data, (sqlite3_uint64)len, SQLITE_STATIC);
+}
+
+static void bind_null(struct binder *b, int idx)
+{
+    if (b->rc == SQLITE_OK)
+        b->rc = sqlite3_bind_null(b->st, idx);
 }
 
 /* Returns the statement to its pristine state; called on every path,
@@ -1051,7 +1064,7 @@ static void bind_msg(struct binder *b, const struct store_msg_rec *m)
 }
 
 int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
-                     const void *body, size_t body_len)
+                     const void *body, size_t body_len, const unsigned char *body_md5)
 {
     struct binder meta = {s->st[ST_MSG_INSERT], SQLITE_OK};
     struct binder blob = {s->st[ST_BODY_INSERT], SQLITE_OK};
@@ -1066,6 +1079,10 @@ int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
         return ret;
     bind_key(&blob, m->queue_id, m->seq);
     bind_blob(&blob, 3, body, body_len);
+    if (body_md5 != NULL)
+        bind_blob(&blob, 4, body_md5, STORE_BODY_MD5_LEN);
+    else
+        bind_null(&blob, 4);
     return run_write(s, &blob, "msg body insert", NULL);
 }
 
@@ -1120,12 +1137,27 @@ int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq)
     return ret;
 }
 
-int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out)
+/* The md5 column of a ST_BODY_GET row: 16 bytes, or nothing (NULL in rows
+ * from before schema 3; any other length is treated the same way, so a
+ * damaged value costs a recomputation, never a wrong answer). */
+static void column_md5(sqlite3_stmt *st, int col, struct store_body_md5 *md5)
+{
+    const void *p = sqlite3_column_blob(st, col);
+
+    md5->present = p != NULL && sqlite3_column_bytes(st, col) == STORE_BODY_MD5_LEN;
+    if (md5->present)
+        memcpy(md5->bytes, p, STORE_BODY_MD5_LEN);
+}
+
+int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out,
+                   struct store_body_md5 *md5)
 {
     struct binder b = {s->st[ST_BODY_GET], SQLITE_OK};
     const void *body;
     int n, rc, ret = 0;
 
+    if (md5 != NULL)
+        md5->present = false;
     if (!seq_ok(seq))
         return SMQ_E_MESSAGE_NOT_EXIST;
     bind_key(&b, queue_id, seq);
@@ -1139,6 +1171,8 @@ int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct s
         }
         buf_append(out, body, (size_t)n);
         ret = buf_failed(out) ? SMQ_E_NOMEM : 0;
+        if (md5 != NULL)
+            column_md5(b.st, 1, md5);
     } else if (rc == SQLITE_DONE) {
         ret = SMQ_E_MESSAGE_NOT_EXIST;
     } else {

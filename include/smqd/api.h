@@ -19,6 +19,7 @@
 #include "smqd/auth.h"
 #include "smqd/buf.h"
 #include "smqd/clock.h"
+#include "smqd/crypto.h"
 #include "smqd/engine.h"
 #include "smqd/errors.h"
 #include "smqd/handle.h"
@@ -78,7 +79,7 @@ struct api_call {
     const char *access_key_id;
     struct smq_op op;
     struct xml_send_batch send;          /* owns the bodies op.send borrows */
-    char send_md5[SMQ_BATCH_MAX][33];
+    unsigned char send_md5[SMQ_BATCH_MAX][CRYPTO_MD5_LEN];   /* of each body, raw */
     struct xml_handles handles;          /* BatchDelete: echoed in per-handle errors */
 };
 

@@ -17,6 +17,8 @@ int crypto_hmac_sha1(const void *key, size_t key_len, const void *msg, size_t ms
 
 /* MD5(data) as 32 hex digits plus NUL; upper selects A-F over a-f. */
 void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33]);
+/* An MD5 already computed, as 32 hex digits plus NUL. */
+void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33]);
 void crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN]);
 
 /* Cryptographically strong random bytes.  Returns 0, or SMQ_E_INTERNAL. */

@@ -111,11 +111,13 @@ struct smq_msg_view {
     int priority;
     char *body;                  /* malloc'd, owned by the op (engine_op_release) */
     size_t body_len;
+    struct store_body_md5 body_md5;   /* as stored at send; absent for older rows */
 };
 
 struct smq_send_item {
     const char *body;            /* borrowed from the caller until done */
     size_t body_len;
+    const unsigned char *body_md5;   /* STORE_BODY_MD5_LEN bytes, borrowed; NULL = none kept */
     int64_t delay_s;             /* 0 = the queue's DelaySeconds applies */
     int priority;                /* 1..16 */
 };

@@ -672,6 +672,17 @@ static void test_api_prepare_list_ret_number_range(void **state)
     list_ret_number("5x", SMQ_E_INVALID_ARGUMENT, 0);
 }
 
+/* The MD5 the API computed for sent item i, and that it hands it to the
+ * engine (which stores it for every later receive). */
+static void assert_sent_md5(const struct api_call *call, size_t i, const char *want_hex)
+{
+    char hex[33];
+
+    crypto_md5_to_hex(call->send_md5[i], true, hex);
+    assert_string_equal(hex, want_hex);
+    assert_ptr_equal(call->op.send[i].body_md5, call->send_md5[i]);
+}
+
 static void test_api_prepare_send_message(void **state)
 {
     struct api_call call;
@@ -686,7 +697,7 @@ static void test_api_prepare_send_message(void **state)
     assert_memory_equal(call.op.send[0].body, CN_BODY, strlen(CN_BODY));
     assert_int_equal(call.op.send[0].delay_s, 0);
     assert_int_equal(call.op.send[0].priority, SMQ_PRIORITY_DEFAULT);
-    assert_string_equal(call.send_md5[0], CN_MD5);
+    assert_sent_md5(&call, 0, CN_MD5);
     api_call_free(&call);
 }
 
@@ -698,14 +709,14 @@ static void test_api_prepare_send_md5_of_text_after_unescaping(void **state)
     (void)state;
     message_body(body, sizeof body, "SSBhbSDmtYvor5XlrZfnrKbkuLIu", "");
     run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
-    assert_string_equal(call.send_md5[0], "A9B134C465C384F49EB89A6E3870D996");
+    assert_sent_md5(&call, 0, "A9B134C465C384F49EB89A6E3870D996");
     api_call_free(&call);
 
     message_body(body, sizeof body, "a&amp;b&lt;c&gt;", "");
     run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
     assert_int_equal(call.op.send[0].body_len, 6);
     assert_memory_equal(call.op.send[0].body, "a&b<c>", 6);
-    assert_string_equal(call.send_md5[0], "2C972F2D55C613B960178EA72493B0B7");
+    assert_sent_md5(&call, 0, "2C972F2D55C613B960178EA72493B0B7");
     api_call_free(&call);
 }
 
@@ -723,7 +734,7 @@ static void send_with(const char *extra, int want_rc, int want_priority, int64_t
     if (rc == 0) {
         assert_int_equal(call.op.send[0].priority, want_priority);
         assert_int_equal(call.op.send[0].delay_s, want_delay);
-        assert_string_equal(call.send_md5[0], "5D41402ABC4B2A76B9719D911017C592");
+        assert_sent_md5(&call, 0, "5D41402ABC4B2A76B9719D911017C592");
     }
     api_call_free(&call);
 }
@@ -788,7 +799,8 @@ static void test_api_prepare_batch_send(void **state)
         assert_int_equal(call.op.send[i].body_len, 10);
         assert_memory_equal(call.op.send[i].body, "xxxxxxxxxx", 10);
         assert_int_equal(call.op.send[i].priority, (int)(i % 16 + 1));
-        assert_string_equal(call.send_md5[i], call.send_md5[0]);
+        assert_memory_equal(call.send_md5[i], call.send_md5[0], CRYPTO_MD5_LEN);
+        assert_ptr_equal(call.op.send[i].body_md5, call.send_md5[i]);
     }
     api_call_free(&call);
     free(body);
@@ -1527,6 +1539,16 @@ static void test_api_render_list_queue_with_meta(void **state)
     render_free(&x);
 }
 
+/* The raw MD5 the API keeps for a sent body, from its 32 hex digits. */
+static void md5_from_hex(unsigned char out[CRYPTO_MD5_LEN], const char *hex)
+{
+    for (size_t i = 0; i < CRYPTO_MD5_LEN; i++) {
+        unsigned int byte;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &byte), 1);
+        out[i] = (unsigned char)byte;
+    }
+}
+
 static void test_api_render_send_message(void **state)
 {
     struct render x;
@@ -1535,7 +1557,7 @@ static void test_api_render_send_message(void **state)
     render_init(&x, API_SEND_MESSAGE, SMQ_OP_SEND);
     x.call.op.n_send = 1;
     x.call.op.sent_seq[0] = 5;
-    snprintf(x.call.send_md5[0], sizeof x.call.send_md5[0], CN_MD5);
+    md5_from_hex(x.call.send_md5[0], CN_MD5);
     render_run(&x);
     assert_int_equal(x.resp.status, 201);
     assert_body(&x.resp, DECL "<Message " NS "><MessageId>" ID_PREFIX "0000000000000005</MessageId>"
@@ -1552,8 +1574,8 @@ static void test_api_render_batch_send_message(void **state)
     x.call.op.n_send = 2;
     x.call.op.sent_seq[0] = 0x10;
     x.call.op.sent_seq[1] = 0xABCDEF;
-    snprintf(x.call.send_md5[0], sizeof x.call.send_md5[0], CN_MD5);
-    snprintf(x.call.send_md5[1], sizeof x.call.send_md5[1], "5D41402ABC4B2A76B9719D911017C592");
+    md5_from_hex(x.call.send_md5[0], CN_MD5);
+    md5_from_hex(x.call.send_md5[1], "5D41402ABC4B2A76B9719D911017C592");
     render_run(&x);
     assert_int_equal(x.resp.status, 201);
     assert_body(&x.resp, DECL "<Messages " NS "><Message><MessageId>" ID_PREFIX
@@ -1646,6 +1668,27 @@ static void test_api_render_receive_message(void **state)
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
     received_xml(item, sizeof item, 0x0A, 2, CN_MD5, CN_BODY);
+    doc_single(want, sizeof want, item);
+    assert_body(&x.resp, want);
+    render_free(&x);
+}
+
+/* A body's MD5 stored at send is rendered as stored (the body is not
+ * hashed again); a row from before schema 3 has none and is hashed. */
+static void test_api_render_receive_uses_stored_md5(void **state)
+{
+    struct render x;
+    char item[1024], want[1200];
+
+    (void)state;
+    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    fill_msg(&x.call.op.msgs[0], 0x0A, CN_BODY);
+    /* Deliberately not CN_BODY's MD5, to see which one is rendered. */
+    md5_from_hex(x.call.op.msgs[0].body_md5.bytes, "5D41402ABC4B2A76B9719D911017C592");
+    x.call.op.msgs[0].body_md5.present = true;
+    x.call.op.n_msgs = 1;
+    render_run(&x);
+    received_xml(item, sizeof item, 0x0A, 2, "5D41402ABC4B2A76B9719D911017C592", CN_BODY);
     doc_single(want, sizeof want, item);
     assert_body(&x.resp, want);
     render_free(&x);
@@ -2013,6 +2056,7 @@ int main(void)
         cmocka_unit_test(test_api_render_prepared_send_round_trip),
         cmocka_unit_test(test_api_render_receive_message),
         cmocka_unit_test(test_api_render_receive_escapes_body),
+        cmocka_unit_test(test_api_render_receive_uses_stored_md5),
         cmocka_unit_test(test_api_render_batch_receive_one_message),
         cmocka_unit_test(test_api_render_batch_receive_two_messages),
         cmocka_unit_test(test_api_render_peek_message),

@@ -306,7 +306,7 @@ static int send_msg(struct fixture *f, const char *queue, const void *body, size
     int err;
 
     op_init(f, &op, SMQ_OP_SEND, queue);
-    op.send[0] = (struct smq_send_item){body, len, delay_s, priority};
+    op.send[0] = (struct smq_send_item){.body = body, .body_len = len, .delay_s = delay_s, .priority = priority};
     op.n_send = 1;
     err = run_one(f, &op);
     if (seq != NULL)
@@ -782,8 +782,8 @@ static void test_engine_send_rejects_bad_bodies(void **state)
     assert_int_equal(send_msg(f, "small", "", 0, 0, 8, NULL), SMQ_E_INVALID_ARGUMENT);
     /* A batch with one bad item stores nothing at all. */
     op_init(f, &op, SMQ_OP_SEND, "small");
-    op.send[0] = (struct smq_send_item){"fine", 4, 0, 8};
-    op.send[1] = (struct smq_send_item){body, 1025, 0, 8};
+    op.send[0] = (struct smq_send_item){.body = "fine", .body_len = 4, .delay_s = 0, .priority = 8};
+    op.send[1] = (struct smq_send_item){.body = body, .body_len = 1025, .delay_s = 0, .priority = 8};
     op.n_send = 2;
     assert_int_equal(run_one(f, &op), SMQ_E_INVALID_ARGUMENT);
     engine_op_release(&op);
@@ -978,7 +978,7 @@ static void test_engine_priority_order(void **state)
     op_init(f, &batch, SMQ_OP_SEND, "p");
     for (int i = 0; i < 5; i++) {
         prio[i] = prio_cycle[i % 3];
-        batch.send[i] = (struct smq_send_item){"batch", 5, 0, prio[i]};
+        batch.send[i] = (struct smq_send_item){.body = "batch", .body_len = 5, .delay_s = 0, .priority = prio[i]};
     }
     batch.n_send = 5;
     assert_int_equal(run_one(f, &batch), 0);
@@ -1310,7 +1310,7 @@ static void test_engine_long_poll_send_wakes_parked(void **state)
     assert_int_equal(f->n_done, 0);
 
     op_init(f, &send, SMQ_OP_SEND, "lp");
-    send.send[0] = (struct smq_send_item){"wake", 4, 0, 8};
+    send.send[0] = (struct smq_send_item){.body = "wake", .body_len = 4, .delay_s = 0, .priority = 8};
     send.n_send = 1;
     run_ops(f, list, 1);
     assert_int_equal(f->n_done, 2);
@@ -1367,7 +1367,7 @@ static void test_engine_long_poll_one_message_wakes_first_waiter(void **state)
         struct smq_op batch;
         op_init(f, &batch, SMQ_OP_SEND, "fifo");
         for (int i = 0; i < 3; i++)
-            batch.send[i] = (struct smq_send_item){"batch", 5, 0, 8};
+            batch.send[i] = (struct smq_send_item){.body = "batch", .body_len = 5, .delay_s = 0, .priority = 8};
         batch.n_send = 3;
         assert_int_equal(run_one(f, &batch), 0);
         assert_int_equal(f->n_done, 3);
@@ -1543,10 +1543,10 @@ static void test_engine_group_commit_sees_effects_in_order(void **state)
 
     op_init(f, &create, SMQ_OP_CREATE_QUEUE, "g");
     op_init(f, &s1, SMQ_OP_SEND, "g");
-    s1.send[0] = (struct smq_send_item){"low", 3, 0, 8};
+    s1.send[0] = (struct smq_send_item){.body = "low", .body_len = 3, .delay_s = 0, .priority = 8};
     s1.n_send = 1;
     op_init(f, &s2, SMQ_OP_SEND, "g");
-    s2.send[0] = (struct smq_send_item){"high", 4, 0, 1};
+    s2.send[0] = (struct smq_send_item){.body = "high", .body_len = 4, .delay_s = 0, .priority = 1};
     s2.n_send = 1;
     op_init(f, &recv, SMQ_OP_RECEIVE, "g");
     recv.max_msgs = 16;
@@ -1689,10 +1689,10 @@ static void test_engine_write_fault_fails_only_that_send(void **state)
 
     op_init(f, &bad, SMQ_OP_SEND, "wf");
     for (int i = 0; i < 3; i++)
-        bad.send[i] = (struct smq_send_item){"lost", 4, 0, 8};
+        bad.send[i] = (struct smq_send_item){.body = "lost", .body_len = 4, .delay_s = 0, .priority = 8};
     bad.n_send = 3;
     op_init(f, &good, SMQ_OP_SEND, "wf");
-    good.send[0] = (struct smq_send_item){"kept", 4, 0, 8};
+    good.send[0] = (struct smq_send_item){.body = "kept", .body_len = 4, .delay_s = 0, .priority = 8};
     good.n_send = 1;
     /* Two writes per message: the 4th write is the second message's body. */
     store_fault_inject(f->store, 3, 0);
@@ -1866,7 +1866,7 @@ static void test_engine_commit_fault_rolls_back_whole_run(void **state)
     assert_int_equal(stats(f).reloads, 0);
 
     op_init(f, &send, SMQ_OP_SEND, "cf");
-    send.send[0] = (struct smq_send_item){"C", 1, 0, 8};
+    send.send[0] = (struct smq_send_item){.body = "C", .body_len = 1, .delay_s = 0, .priority = 8};
     send.n_send = 1;
     op_init(f, &recv, SMQ_OP_RECEIVE, "cf");
     recv.wait_s = 0;
@@ -2081,7 +2081,7 @@ static void test_engine_ten_thousand_messages(void **state)
         for (int i = 0; i < SMQ_BATCH_MAX && base + i < BIG_N; i++) {
             int k = base + i;
             int n = snprintf(bodies[k], sizeof bodies[k], "m%d", k);
-            op.send[i] = (struct smq_send_item){bodies[k], (size_t)n, 0, k % 16 + 1};
+            op.send[i] = (struct smq_send_item){.body = bodies[k], .body_len = (size_t)n, .delay_s = 0, .priority = k % 16 + 1};
             op.n_send++;
         }
         assert_int_equal(run_one(f, &op), 0);
@@ -2446,6 +2446,32 @@ static void test_engine_redrive_max_and_restart(void **state)
     assert_true(engine_next_timeout_ms(f->e) > 100);
 }
 
+/* The MD5 the API computed at send is stored with the body and comes back
+ * with every receive, also after a restart; a send without one gets none
+ * (the renderer hashes the body then). */
+static void test_engine_body_md5_stored_at_send(void **state)
+{
+    struct fixture *f = *state;
+    static const unsigned char md5[STORE_BODY_MD5_LEN] = {1, 2, 3, 4, 5, 6, 7, 8,
+                                                           9, 10, 11, 12, 13, 14, 15, 16};
+    struct smq_msg_view v;
+    struct smq_op op;
+
+    create_queue_vis(f, "q", 1);
+    op_init(f, &op, SMQ_OP_SEND, "q");
+    op.send[0] = (struct smq_send_item){.body = "with", .body_len = 4, .body_md5 = md5, .priority = 8};
+    op.send[1] = (struct smq_send_item){.body = "without", .body_len = 7, .priority = 8};
+    op.n_send = 2;
+    assert_int_equal(run_one(f, &op), 0);
+    engine_op_release(&op);
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_int_equal(receive_one(f, "q", &v), 0);
+    assert_true(v.body_md5.present);
+    assert_memory_equal(v.body_md5.bytes, md5, sizeof md5);
+    assert_int_equal(receive_one(f, "q", &v), 0);
+    assert_false(v.body_md5.present);
+}
+
 static void test_engine_stats_counters_and_oldest(void **state)
 {
     struct fixture *f = *state;
@@ -2550,7 +2576,7 @@ static void test_engine_reclaims_space_after_purge(void **state)
     for (int batch = 0; batch < 80; batch++) {       /* 1,280 pages of bodies */
         op_init(f, &op, SMQ_OP_SEND, "big");
         for (int i = 0; i < 16; i++)
-            op.send[i] = (struct smq_send_item){body, sizeof body, 0, 8};
+            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body, .delay_s = 0, .priority = 8};
         op.n_send = 16;
         assert_int_equal(run_one(f, &op), 0);
         engine_op_release(&op);
@@ -2788,6 +2814,7 @@ int main(void)
         T(test_engine_purge),
         T(test_engine_redrive_is_rate_limited),
         T(test_engine_redrive_max_and_restart),
+        T(test_engine_body_md5_stored_at_send),
         T(test_engine_stats_counters_and_oldest),
         T(test_engine_oldest_follows_moves_and_purge),
         T(test_engine_reclaims_space_after_purge),

@@ -133,7 +133,7 @@ static struct smq_op *op_send(struct fixture *f, int i)
     static const char body[] = "hello";
     struct smq_op *op = op_of(f, i, SMQ_OP_SEND);
 
-    op->send[0] = (struct smq_send_item){body, sizeof body - 1, 0, 8};
+    op->send[0] = (struct smq_send_item){.body = body, .body_len = sizeof body - 1, .delay_s = 0, .priority = 8};
     op->n_send = 1;
     return op;
 }

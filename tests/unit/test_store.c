@@ -133,7 +133,7 @@ static void insert_msg(struct smq_store *s, int64_t queue_id, uint64_t seq)
     int n = snprintf(body, sizeof body, "body %lld/%llu", (long long)queue_id,
                      (unsigned long long)seq);
 
-    assert_int_equal(store_msg_insert(s, &m, body, (size_t)n), 0);
+    assert_int_equal(store_msg_insert(s, &m, body, (size_t)n, NULL), 0);
 }
 
 /* ---- collectors for the loaders --------------------------------------- */
@@ -243,7 +243,7 @@ static int snap_msg(void *arg, const struct store_msg_rec *m)
     buf_printf(c->out, "m %lld %llu %lld %u %u body=", (long long)m->queue_id,
                (unsigned long long)m->seq, (long long)m->visible_ms, m->dequeue_count,
                m->handle_gen);
-    assert_int_equal(store_msg_body(c->s, m->queue_id, m->seq, c->out), 0);
+    assert_int_equal(store_msg_body(c->s, m->queue_id, m->seq, c->out, NULL), 0);
     buf_puts(c->out, "\n");
     return 0;
 }
@@ -322,22 +322,22 @@ static void test_store_open_reopen_keeps_data(void **state)
     assert_int_equal(ml.n, 1);
     assert_int_equal(ml.m[0].seq, 7);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 7, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 1, 7, &body, NULL), 0);
     assert_string_equal(body.data, "body 1/7");
     buf_free(&body);
 }
 
-static void test_store_user_version_is_2(void **state)
+static void test_store_user_version_is_3(void **state)
 {
     struct fixture *f = *state;
 
     assert_int_equal(disk_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 2);
+    assert_int_equal(STORE_SCHEMA_VERSION, 3);
     /* A new database is created with incremental auto-vacuum (reclamation). */
     assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 2);
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 3);
     assert_int_equal(disk_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
                      4);
 }
@@ -401,8 +401,8 @@ static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
 
-    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 3;");
-    expect_refusal(f, "database schema version 3 is newer than this smqd supports (2); "
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 4;");
+    expect_refusal(f, "database schema version 4 is newer than this smqd supports (3); "
                       "refusing to open");
 }
 
@@ -577,8 +577,8 @@ static void test_store_queue_delete_removes_only_its_messages(void **state)
     assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body WHERE seq % 3 = 1"), 0);
     assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 6);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 2, 1, &body), SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(store_msg_body(f->s, 1, 3, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 2, 1, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(store_msg_body(f->s, 1, 3, &body, NULL), 0);
     assert_string_equal(body.data, "body 1/3");
     buf_free(&body);
 }
@@ -623,7 +623,7 @@ static void test_store_msg_round_trip(void **state)
     /* Bodies append to what the buffer already holds. */
     buf_init(&body);
     buf_puts(&body, ">");
-    assert_int_equal(store_msg_body(f->s, 1, 30, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 1, 30, &body, NULL), 0);
     assert_string_equal(body.data, ">body 1/30");
     buf_free(&body);
 }
@@ -641,7 +641,7 @@ static void test_store_msg_delete(void **state)
     assert_int_equal(store_msg_delete(f->s, 1, 5), 0);   /* idempotent */
     assert_int_equal(store_msg_update(f->s, &m), SMQ_E_MESSAGE_NOT_EXIST);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 5, &body), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(store_msg_body(f->s, 1, 5, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
     assert_int_equal(body.len, 0);
     buf_free(&body);
     assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
@@ -657,14 +657,14 @@ static void test_store_msg_binary_and_empty_body(void **state)
     struct store_msg_rec m1 = make_msg(1, 1), m2 = make_msg(1, 2);
     struct smq_buf body;
 
-    assert_int_equal(store_msg_insert(f->s, &m1, bin, sizeof bin), 0);
-    assert_int_equal(store_msg_insert(f->s, &m2, NULL, 0), 0);
+    assert_int_equal(store_msg_insert(f->s, &m1, bin, sizeof bin, NULL), 0);
+    assert_int_equal(store_msg_insert(f->s, &m2, NULL, 0, NULL), 0);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 1, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 1, 1, &body, NULL), 0);
     assert_int_equal(body.len, sizeof bin);
     assert_memory_equal(body.data, bin, sizeof bin);
     buf_reset(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 2, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 1, 2, &body, NULL), 0);
     assert_int_equal(body.len, 0);
     buf_free(&body);
 }
@@ -677,8 +677,8 @@ static void test_store_msg_seq_range(void **state)
     struct msg_list ml = {.n = 0};
 
     insert_msg(f->s, 1, 1);
-    assert_int_equal(store_msg_insert(f->s, &top, "t", 1), 0);
-    assert_int_equal(store_msg_insert(f->s, &over, "o", 1), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(store_msg_insert(f->s, &top, "t", 1, NULL), 0);
+    assert_int_equal(store_msg_insert(f->s, &over, "o", 1, NULL), SMQ_E_INVALID_ARGUMENT);
     assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
     assert_int_equal(ml.n, 2);
     assert_true(ml.m[1].seq == (uint64_t)INT64_MAX);   /* still sorts last */
@@ -757,7 +757,7 @@ static int churn_dup(struct smq_store *s)
     struct store_msg_rec m = make_msg(1, 1);
     int rc = store_queue_insert(s, &q2);
 
-    return rc != 0 ? rc : store_msg_insert(s, &m, "x", 1);
+    return rc != 0 ? rc : store_msg_insert(s, &m, "x", 1, NULL);
 }
 
 /* A transaction touching every table, stopping at the first failure.
@@ -771,7 +771,7 @@ static int churn_ok(struct smq_store *s)
     q1.delay_s = 77;
     m.dequeue_count = 5;
     if ((rc = store_queue_insert(s, &q2)) != 0 ||
-        (rc = store_msg_insert(s, &n, "nine", 4)) != 0 ||
+        (rc = store_msg_insert(s, &n, "nine", 4, NULL)) != 0 ||
         (rc = store_msg_update(s, &m)) != 0 ||
         (rc = store_msg_delete(s, 1, 2)) != 0 ||
         (rc = store_queue_update(s, &q1)) != 0 ||
@@ -914,7 +914,7 @@ static void test_store_savepoint_undoes_one_op(void **state)
 
     assert_int_equal(store_savepoint(f->s), 0);            /* op 3: injected fault */
     store_fault_inject(f->s, 1, 0);                        /* the body row fails */
-    assert_int_equal(store_msg_insert(f->s, &m, "b", 1), SMQ_E_INTERNAL);
+    assert_int_equal(store_msg_insert(f->s, &m, "b", 1, NULL), SMQ_E_INTERNAL);
     store_rollback_to(f->s);
     assert_true(store_in_txn(f->s));
 
@@ -1024,7 +1024,7 @@ static void test_store_migrates_v1_to_v2(void **state)
     make_raw_db(f->path, v1_db);
     assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 0);
     assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 2);
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     /* Converted once (VACUUM) so that space can be reclaimed. */
     assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 2);
     assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
@@ -1039,9 +1039,62 @@ static void test_store_migrates_v1_to_v2(void **state)
     assert_int_equal(ml.m[0].dequeue_count, 2);
     assert_int_equal(ml.m[0].src_queue_id, 0);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 5, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 1, 5, &body, NULL), 0);
     assert_memory_equal(body.data, "kept", 4);
     buf_free(&body);
+}
+
+/* ---- schema 3: the body's MD5, written once at send ---------------- */
+
+static void expect_body_md5(struct smq_store *s, uint64_t seq, const char *want_body,
+                            const unsigned char *want_md5)
+{
+    struct store_body_md5 md5 = {.present = !want_md5};     /* must be overwritten */
+    struct smq_buf body;
+
+    buf_init(&body);
+    assert_int_equal(store_msg_body(s, 1, seq, &body, &md5), 0);
+    assert_memory_equal(body.data, want_body, strlen(want_body));
+    assert_int_equal(md5.present, want_md5 != NULL);
+    if (want_md5 != NULL)
+        assert_memory_equal(md5.bytes, want_md5, STORE_BODY_MD5_LEN);
+    buf_free(&body);
+}
+
+static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
+{
+    struct fixture *f = *state;
+    struct store_msg_rec m = {.queue_id = 1, .priority = 8, .expire_ms = INT64_C(999999999999)};
+    unsigned char md5[STORE_BODY_MD5_LEN];
+    char v2_db[sizeof v1_db + 512], err[256];
+    const char *v1_tail = "PRAGMA user_version = 1;";
+
+    assert_int_equal(snprintf(v2_db, sizeof v2_db, "%.*s%s", (int)(strlen(v1_db) - strlen(v1_tail)),
+                              v1_db, "ALTER TABLE queue ADD COLUMN dlq_enabled INTEGER NOT NULL DEFAULT 0;"
+                              "ALTER TABLE queue ADD COLUMN dlq_target TEXT NOT NULL DEFAULT '';"
+                              "ALTER TABLE queue ADD COLUMN dlq_max_receive INTEGER NOT NULL DEFAULT 0;"
+                              "ALTER TABLE msg ADD COLUMN src_queue_id INTEGER NOT NULL DEFAULT 0;"
+                              "PRAGMA user_version = 2;") > 0, 1);
+    for (size_t i = 0; i < sizeof md5; i++)
+        md5[i] = (unsigned char)(0xF0 + i);
+    make_raw_db(f->path, v2_db);
+    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 3);
+    expect_body_md5(f->s, 5, "kept", NULL);          /* written before: none stored */
+    m.seq = 6;
+    assert_int_equal(store_msg_insert(f->s, &m, "new", 3, md5), 0);
+    m.seq = 7;
+    assert_int_equal(store_msg_insert(f->s, &m, "none", 4, NULL), 0);
+    reopen(f);
+    expect_body_md5(f->s, 5, "kept", NULL);
+    expect_body_md5(f->s, 6, "new", md5);
+    expect_body_md5(f->s, 7, "none", NULL);
+    /* A value of another length (damage) reads as none: recomputed, never wrong. */
+    store_close(f->s);
+    f->s = NULL;
+    make_raw_db(f->path, "UPDATE msg_body SET md5 = x'0102' WHERE seq = 6");
+    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    expect_body_md5(f->s, 6, "new", NULL);
 }
 
 static void test_store_queue_dlq_columns_round_trip(void **state)
@@ -1098,7 +1151,7 @@ static void test_store_msg_move_rekeys_and_keeps_body(void **state)
     assert_int_equal(ml.m[0].enqueue_ms, m.enqueue_ms);
     assert_int_equal(ml.m[0].expire_ms, m.enqueue_ms + 1000);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 2, 9, &body), 0);
+    assert_int_equal(store_msg_body(f->s, 2, 9, &body, NULL), 0);
     assert_memory_equal(body.data, "body 1/9", 8);
     buf_free(&body);
 }
@@ -1138,7 +1191,7 @@ static void test_store_reclaim_shrinks_file(void **state)
     assert_int_equal(store_begin(f->s), 0);
     for (uint64_t seq = 1; seq <= 2000; seq++) {
         struct store_msg_rec m = make_msg(1, seq);
-        assert_int_equal(store_msg_insert(f->s, &m, big, sizeof big), 0);
+        assert_int_equal(store_msg_insert(f->s, &m, big, sizeof big, NULL), 0);
     }
     assert_int_equal(store_commit(f->s), 0);
     assert_int_equal(store_queue_purge(f->s, 1), 0);
@@ -1165,7 +1218,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_user_version_is_2, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_3, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_newer_schema, dir_setup, teardown),
@@ -1202,6 +1255,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_bulk_insert_100k, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_migrates_v1_to_v2, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_migrates_v2_to_v3_and_keeps_md5, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_queue_dlq_columns_round_trip, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_msg_move_rekeys_and_keeps_body, store_setup,
