@@ -44,9 +44,14 @@
 #include "smqd/crypto.h"
 #include "smqd/log.h"
 #include "smqd/netaddr.h"
+#include "smqd/reaper.h"
 
 #define ADMIN_MAX_CONNECTIONS 64
 #define ADMIN_IDLE_TIMEOUT_S 10
+/* A request (line, headers and any body) must be complete within this: a
+ * client trickling bytes would otherwise hold one of the 64 connections,
+ * and its thread, for ever (reaper.h). */
+#define ADMIN_REQUEST_TIMEOUT_S 10
 #define ADMIN_ENGINE_WAIT_MS 30000      /* a JSON API call (a purge may be large) */
 /* /ready and /metrics: a probe or a scrape gives up long before 30 s, and
  * its thread must not stay blocked after it did. */
@@ -65,6 +70,7 @@
 
 struct smq_admin {
     struct MHD_Daemon *daemon;
+    struct conn_reaper *reaper;      /* bounds slow requests */
     uint16_t port;
     char *expected_auth;             /* "Bearer TOKEN", or NULL = no token */
     char *db_path;
@@ -575,9 +581,10 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct admin_repl
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+    struct smq_admin *a = cls;
     struct admin_req *req = calloc(1, sizeof *req);
 
-    (void)cls, (void)conn;
+    conn_reaper_phase(a->reaper, conn, PHASE_HEADERS);
     if (req != NULL && (req->target = strdup(uri != NULL ? uri : "")) == NULL) {
         free(req);
         req = NULL;
@@ -588,9 +595,11 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    struct smq_admin *a = cls;
     struct admin_req *req = *req_cls;
 
-    (void)cls, (void)conn, (void)toe;
+    (void)toe;
+    conn_reaper_phase(a->reaper, conn, PHASE_IDLE);
     if (req != NULL) {
         free(req->target);
         free(req);
@@ -613,6 +622,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_NO;                /* out of memory at on_uri: drop the connection */
     if (!req->started) {
         req->started = true;
+        conn_reaper_phase(a->reaper, conn, PHASE_BODY);
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -620,6 +630,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return req->body_bytes > ADMIN_MAX_BODY ? MHD_NO : MHD_YES;
     }
+    conn_reaper_phase(a->reaper, conn, PHASE_WORKING);
     admin_reply_init(&reply);
     dispatch(a, conn, method, req, &reply);
     ret = send_reply(conn, &reply);
@@ -651,6 +662,7 @@ static void admin_free(struct smq_admin *a)
         explicit_bzero(a->expected_auth, strlen(a->expected_auth));
     free(a->expected_auth);
     free(a->db_path);
+    conn_reaper_free(a->reaper);
     pthread_cond_destroy(&a->idle);
     pthread_mutex_destroy(&a->lock);
     free(a);
@@ -674,6 +686,7 @@ static struct MHD_Daemon *start_daemon(struct smq_admin *a, const struct sockadd
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)ADMIN_STACK_BYTES,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, a,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+        MHD_OPTION_NOTIFY_CONNECTION, conn_reaper_on_connection, a->reaper,
         MHD_OPTION_END);
 }
 
@@ -700,6 +713,11 @@ int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err
     }
     if (netaddr_make(opts->host, opts->port, &ss, &ipv6) != 0) {
         snprintf(err, err_size, "admin listen address '%s' is not an IP literal", opts->host);
+        goto fail;
+    }
+    a->reaper = conn_reaper_start("admin: ", ADMIN_REQUEST_TIMEOUT_S, ADMIN_IDLE_TIMEOUT_S);
+    if (a->reaper == NULL) {
+        snprintf(err, err_size, "cannot start the admin listener's slow-client reaper thread");
         goto fail;
     }
     a->daemon = start_daemon(a, &ss, ipv6, opts->port);
@@ -729,6 +747,7 @@ void admin_stop(struct smq_admin *a)
         return;
     /* Handlers still waiting on the engine would hold MHD_stop_daemon up;
      * main.c detaches the server first, so none is. */
+    conn_reaper_stop(a->reaper);
     MHD_stop_daemon(a->daemon);
     admin_free(a);
 }

@@ -22,6 +22,7 @@
 #include "smqd/crypto.h"
 #include "smqd/log.h"
 #include "smqd/netaddr.h"
+#include "smqd/reaper.h"
 
 #define MAX_HEADERS 128
 
@@ -41,28 +42,6 @@
 
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
-/*
- * Where a connection is in its current request, for the slow-client reaper.
- * libmicrohttpd's own timeout only measures silence, so a client sending
- * one byte per second holds a connection for ever; the reaper bounds the
- * time from connect (or the end of the last request) to a complete request.
- */
-enum conn_phase {
-    PHASE_NEW,          /* accepted, no request line yet */
-    PHASE_HEADERS,      /* request line read, headers arriving */
-    PHASE_BODY,         /* headers read, body arriving */
-    PHASE_WORKING,      /* request complete: with the engine or answering (never reaped) */
-    PHASE_IDLE          /* between requests on a kept-alive connection */
-};
-
-struct conn_track {
-    struct conn_track *prev, *next;
-    int fd;
-    enum conn_phase phase;       /* guarded by smq_http.track_lock */
-    uint64_t since_us;
-    bool shut;
-};
-
 struct smq_http {
     struct MHD_Daemon *daemon;
     struct http_opts opts;
@@ -70,11 +49,7 @@ struct smq_http {
     char id_prefix[13];          /* 12 hex digits, random per process */
     uint64_t id_counter;         /* atomic */
     int64_t active;              /* atomic: requests begun and not yet completed */
-    pthread_mutex_t track_lock;  /* guards tracked and every conn_track's phase */
-    struct conn_track tracked;   /* list sentinel */
-    pthread_t reaper;
-    pthread_cond_t reaper_wake;
-    bool reaper_running, reaper_stop;
+    struct conn_reaper *reaper;  /* bounds slow requests (reaper.h) */
 };
 
 struct http_req {
@@ -93,147 +68,6 @@ struct http_req {
     int status;
     const char *error_code;      /* for the log line; NULL on success */
 };
-
-/* ---- slow-client reaper ------------------------------------------------------- */
-
-static int conn_fd(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return info != NULL ? info->connect_fd : -1;
-}
-
-static struct conn_track *track_of(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return info != NULL ? info->socket_context : NULL;
-}
-
-/* The clock of a request starts when its connection is accepted (first
- * request) or when its request line is complete (later ones), and keeps
- * running through headers and body, so the whole request is bounded. */
-static void conn_phase_set(struct smq_http *h, struct MHD_Connection *conn, enum conn_phase phase)
-{
-    struct conn_track *t = track_of(conn);
-    bool keep_clock;
-
-    if (t == NULL)
-        return;
-    pthread_mutex_lock(&h->track_lock);
-    keep_clock = phase == PHASE_BODY || (phase == PHASE_HEADERS && t->phase == PHASE_NEW);
-    t->phase = phase;
-    if (!keep_clock)
-        t->since_us = clock_mono_us();
-    pthread_mutex_unlock(&h->track_lock);
-}
-
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    struct smq_http *h = cls;
-    struct conn_track *t = *socket_context;
-
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        int fd = conn_fd(conn);
-        if (fd < 0 || (t = calloc(1, sizeof *t)) == NULL)
-            return;                     /* untracked: only the idle timeout applies */
-        t->fd = fd;
-        t->phase = PHASE_NEW;
-        t->since_us = clock_mono_us();
-        pthread_mutex_lock(&h->track_lock);
-        t->next = h->tracked.next;
-        t->prev = &h->tracked;
-        h->tracked.next->prev = t;
-        h->tracked.next = t;
-        pthread_mutex_unlock(&h->track_lock);
-        *socket_context = t;
-    } else if (t != NULL) {
-        /* libmicrohttpd closes the socket only after this notification, so
-         * the reaper (under the same lock) never touches a reused fd. */
-        pthread_mutex_lock(&h->track_lock);
-        t->prev->next = t->next;
-        t->next->prev = t->prev;
-        pthread_mutex_unlock(&h->track_lock);
-        free(t);
-        *socket_context = NULL;
-    }
-}
-
-/*
- * Shuts down (not closes: the fd stays libmicrohttpd's) every connection
- * whose request has been incomplete for longer than request_timeout_s.  A
- * kept-alive connection between requests is left to libmicrohttpd's idle
- * timeout, unless it has been "idle" longer than that timeout allows: then
- * it must be trickling a request line byte by byte (libmicrohttpd reports
- * nothing before the line is complete), and is shut down too.
- */
-static void reap_slow(struct smq_http *h)
-{
-    uint64_t request_us = (uint64_t)h->opts.request_timeout_s * 1000000u, now = clock_mono_us();
-    uint64_t idle_us = (uint64_t)h->opts.idle_timeout_s * 1000000u;
-
-    if (idle_us < request_us)
-        idle_us = request_us;
-    for (struct conn_track *t = h->tracked.next; t != &h->tracked; t = t->next) {
-        uint64_t limit_us = t->phase == PHASE_IDLE ? idle_us : request_us;
-        bool incomplete = t->phase != PHASE_WORKING;
-        if (incomplete && !t->shut && now - t->since_us > limit_us) {
-            shutdown(t->fd, SHUT_RDWR);
-            t->shut = true;
-            SMQ_INFO("closed a connection whose request was incomplete after %d s",
-                     h->opts.request_timeout_s);
-        }
-    }
-}
-
-static void *reaper_thread(void *arg)
-{
-    struct smq_http *h = arg;
-
-    pthread_mutex_lock(&h->track_lock);
-    while (!h->reaper_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 250 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&h->reaper_wake, &h->track_lock, &ts);
-        reap_slow(h);
-    }
-    pthread_mutex_unlock(&h->track_lock);
-    return NULL;
-}
-
-static int reaper_start(struct smq_http *h)
-{
-    pthread_condattr_t attr;
-
-    pthread_mutex_init(&h->track_lock, NULL);
-    h->tracked.next = h->tracked.prev = &h->tracked;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->reaper_wake, &attr);
-    pthread_condattr_destroy(&attr);
-    if (pthread_create(&h->reaper, NULL, reaper_thread, h) != 0)
-        return -1;
-    h->reaper_running = true;
-    return 0;
-}
-
-static void reaper_stop(struct smq_http *h)
-{
-    if (h->reaper_running) {
-        pthread_mutex_lock(&h->track_lock);
-        h->reaper_stop = true;
-        pthread_cond_signal(&h->reaper_wake);
-        pthread_mutex_unlock(&h->track_lock);
-        pthread_join(h->reaper, NULL);
-        h->reaper_running = false;
-    }
-}
 
 /* ---- request ids and the request record ------------------------------------ */
 
@@ -284,7 +118,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     __atomic_fetch_add(&h->active, 1, __ATOMIC_RELAXED);
     r->target = strdup(uri ? uri : "");
     r->nul_in_target = uri != NULL && target_has_nul(uri);
-    conn_phase_set(h, conn, PHASE_HEADERS);
+    conn_reaper_phase(h->reaper, conn, PHASE_HEADERS);
     r->start_us = clock_mono_us();
     buf_init(&r->body);
     api_call_init(&r->call);
@@ -311,7 +145,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     (void)cls, (void)toe;
     if (r == NULL)
         return;
-    conn_phase_set(r->http, conn, PHASE_IDLE);
+    conn_reaper_phase(r->http->reaper, conn, PHASE_IDLE);
     if (r->started)
         metrics_request_done(r->http->opts.metrics, r->call.action, r->status,
                              clock_mono_us() - r->start_us);
@@ -506,7 +340,7 @@ static enum MHD_Result process(struct http_req *r)
     struct api_request req;
     struct smq_errinfo ei = {0, ""};
 
-    conn_phase_set(r->http, r->conn, PHASE_WORKING);
+    conn_reaper_phase(r->http->reaper, r->conn, PHASE_WORKING);
     collect_headers(r, &hv, &auth);
     req = make_api_request(r, &auth);
     if (hv.overflow)
@@ -528,7 +362,7 @@ static enum MHD_Result process(struct http_req *r)
     r->call.op.done_arg = r;
     r->call.op.client_gone = on_client_gone;
     memcpy(r->call.op.request_id, r->request_id, sizeof r->call.op.request_id);
-    r->fd = conn_fd(r->conn);
+    r->fd = conn_reaper_fd(r->conn);
     __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
     MHD_suspend_connection(r->conn);
     server_submit(r->http->opts.engine, &r->call.op);
@@ -544,7 +378,7 @@ static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *
     r->started = true;
     metrics_request_started(r->http->opts.metrics);
     r->conn = conn;
-    conn_phase_set(r->http, conn, PHASE_BODY);
+    conn_reaper_phase(r->http->reaper, conn, PHASE_BODY);
     snprintf(r->method, sizeof r->method, "%s", method);
     if (cl != NULL && strtoull(cl, NULL, 10) > r->http->opts.max_body_bytes) {
         r->too_large = true;
@@ -608,7 +442,8 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         return -1;
     }
     h->opts = *opts;
-    if (reaper_start(h) != 0) {
+    h->reaper = conn_reaper_start("", opts->request_timeout_s, opts->idle_timeout_s);
+    if (h->reaper == NULL) {
         snprintf(err, err_size, "cannot start the slow-client reaper thread");
         goto fail;
     }
@@ -635,7 +470,7 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_NOTIFY_CONNECTION, conn_reaper_on_connection, h->reaper,
         MHD_OPTION_END);
     if (h->daemon == NULL) {
         snprintf(err, err_size, "cannot listen on %s:%u (in use, or not an address of this host)",
@@ -648,7 +483,7 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
     return 0;
 
 fail:
-    reaper_stop(h);
+    conn_reaper_free(h->reaper);
     free(h);
     return -1;
 }
@@ -673,10 +508,9 @@ void http_stop(struct smq_http *h)
 {
     if (h == NULL)
         return;
-    reaper_stop(h);
+    conn_reaper_stop(h->reaper);
     if (h->daemon != NULL)
-        MHD_stop_daemon(h->daemon);
-    pthread_cond_destroy(&h->reaper_wake);
-    pthread_mutex_destroy(&h->track_lock);
+        MHD_stop_daemon(h->daemon);    /* closes (and un-tracks) every connection */
+    conn_reaper_free(h->reaper);
     free(h);
 }

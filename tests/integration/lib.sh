@@ -94,6 +94,25 @@ require_bin() {
     fi
 }
 
+# HOSTILE_CLIENT: the raw-socket client (ctest passes it; run by hand, it is compiled with
+# cc into SUITE_TMP).
+require_hostile_client() {
+    if [ -z "${HOSTILE_CLIENT:-}" ]; then
+        HOSTILE_CLIENT="$SUITE_TMP/hostile_client"
+        if ! command -v cc >/dev/null 2>&1 \
+           || ! cc -std=c11 -O1 -o "$HOSTILE_CLIENT" "$HERE/hostile_client.c" 2>"$SUITE_TMP/cc.err"; then
+            echo "cannot build hostile_client.c (needs cc): $(cat "$SUITE_TMP/cc.err" 2>/dev/null)" >&2
+            echo "0 passed, 1 failed"
+            exit 1
+        fi
+    fi
+    if [ ! -x "$HOSTILE_CLIENT" ]; then
+        echo "HOSTILE_CLIENT '$HOSTILE_CLIENT' is not executable" >&2
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+}
+
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # ---------------------------------------------------------------------------------------

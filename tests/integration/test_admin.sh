@@ -14,6 +14,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 require_tools curl openssl xmllint md5sum node sqlite3
 require_bin
+require_hostile_client
 
 # admin METHOD PATH [curl args...] — unsigned request to the admin listener; sets RESP_*.
 admin() {
@@ -412,6 +413,43 @@ t_hostile() {
     smqd_stop
 }
 
+# 64 clients (the admin listener's connection limit) trickling their headers one byte every
+# 0.5 s would hold every connection, and its thread, for 200 s: libmicrohttpd's idle timeout
+# only measures silence.  The slow-client reaper drops them at ADMIN_REQUEST_TIMEOUT_S (10 s).
+t_admin_slowloris() {
+    local f="$SUITE_TMP/admin-loris" i pids=() t0 closed=0
+    smqd_start || return
+    printf 'GET /health HTTP/1.1\r\nHost: %s\r\nX-Slow: %s\r\n\r\n' "$SMQD_ADMIN" \
+        "$(printf 's%.0s' $(seq 1 350))" >"$f"
+    for i in $(seq 1 64); do
+        timeout 30 "$HOSTILE_CLIENT" send "$SMQD_ADMIN" -i "$f" -s 1 -c 1 -d 500 -t 16000 \
+            >"$f.$i.line" &
+        pids+=($!)
+    done
+    sleep 1
+    # Every connection is taken: new ones are turned away until the reaper frees some.
+    t0=$(now_ms)
+    admin GET /health --max-time 2
+    assert_ne "the connection limit is reached" 200 "$RESP_STATUS"
+    until [ "$RESP_STATUS" = 200 ] || [ $(( $(now_ms) - t0 )) -gt 13000 ]; do
+        sleep 0.25
+        admin GET /health --max-time 2
+    done
+    assert_eq "/health is answered while the slow-header clients still trickle" 200 "$RESP_STATUS"
+    assert_range "within the 10 s request timeout + 3 s (ms)" 0 13000 $(( $(now_ms) - t0 ))
+    wait "${pids[@]}"
+    for i in $(seq 1 64); do
+        grep -q 'closed=eof\|closed=reset' "$f.$i.line" && closed=$((closed + 1))
+    done
+    assert_range "the slow clients were closed by the server" 60 64 "$closed"
+    if grep -q 'admin: closed a connection whose request was incomplete after 10 s' "$SMQD_LOG"; then
+        ok "the log says why they were closed"
+    else
+        not_ok "the log says why they were closed" "$(tail -n 5 "$SMQD_LOG")"
+    fi
+    smqd_stop
+}
+
 # systemd notifications through a stand-in socket.
 t_systemd_notify() {
     local sock out lines
@@ -542,6 +580,7 @@ run_test t_token
 run_test t_metrics
 run_test t_json_api
 run_test t_hostile
+run_test t_admin_slowloris
 run_test t_systemd_notify
 run_test t_off_and_taken
 run_test t_reclaim
