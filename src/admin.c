@@ -72,13 +72,13 @@ struct smq_admin {
     struct MHD_Daemon *daemon;
     struct conn_reaper *reaper;      /* bounds slow requests */
     uint16_t port;
-    char *expected_auth;             /* "Bearer TOKEN", or NULL = no token */
+    char *expected_auth;             /* "Bearer TOKEN", or NULL = no token; under lock */
     char *db_path;
     int (*extra_metrics)(void *arg, struct smq_buf *out);
     void *extra_arg;
     int64_t start_ms;
     int state;                       /* enum admin_state; atomic */
-    pthread_mutex_t lock;            /* guards server, keys, in_flight */
+    pthread_mutex_t lock;            /* guards server, keys, in_flight, expected_auth */
     pthread_cond_t idle;             /* in_flight dropped to 0 */
     struct smq_server *server;
     const struct handle_keys *keys;
@@ -421,16 +421,28 @@ static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
 
 /* ---- routing --------------------------------------------------------------------------- */
 
+/* Under the lock: a SIGHUP may swap the token (admin_set_token). */
 static bool token_ok(struct smq_admin *a, struct MHD_Connection *conn)
 {
-    const char *got;
-    size_t len;
+    const char *got = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    bool ok;
 
-    if (a->expected_auth == NULL)
-        return true;
-    got = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    len = strlen(a->expected_auth);
-    return got != NULL && strlen(got) == len && crypto_equal(got, a->expected_auth, len);
+    pthread_mutex_lock(&a->lock);
+    ok = a->expected_auth == NULL
+         || (got != NULL && strlen(got) == strlen(a->expected_auth)
+             && crypto_equal(got, a->expected_auth, strlen(a->expected_auth)));
+    pthread_mutex_unlock(&a->lock);
+    return ok;
+}
+
+static bool has_token(struct smq_admin *a)
+{
+    bool has;
+
+    pthread_mutex_lock(&a->lock);
+    has = a->expected_auth != NULL;
+    pthread_mutex_unlock(&a->lock);
+    return has;
 }
 
 static bool is_get(const char *method)
@@ -498,7 +510,7 @@ static const char *browser_refusal(struct smq_admin *a, struct MHD_Connection *c
     if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") != NULL
         || (site != NULL && strcmp(site, "none") != 0))
         return "Requests from web pages are refused (Origin / Sec-Fetch-Site).";
-    if (a->expected_auth == NULL && host != NULL && !host_is_literal(host))
+    if (host != NULL && !host_is_literal(host) && !has_token(a))
         return "Without an [admin] token the Host must be an IP address or localhost "
                "(a DNS name could be rebound to this listener).";
     return NULL;
@@ -639,16 +651,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 
-static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
+/* "Bearer TOKEN" in *out, or NULL for no (or an empty) token.  -1 when
+ * out of memory. */
+static int make_expected_auth(const char *token, char **out)
 {
     size_t n;
 
-    if (opts->token != NULL && opts->token[0] != '\0') {
-        n = strlen("Bearer ") + strlen(opts->token) + 1;
-        if ((a->expected_auth = malloc(n)) == NULL)
-            return -1;
-        snprintf(a->expected_auth, n, "Bearer %s", opts->token);
-    }
+    *out = NULL;
+    if (token == NULL || token[0] == '\0')
+        return 0;
+    n = strlen("Bearer ") + strlen(token) + 1;
+    if ((*out = malloc(n)) == NULL)
+        return -1;
+    snprintf(*out, n, "Bearer %s", token);
+    return 0;
+}
+
+static void free_expected_auth(char *auth)
+{
+    if (auth != NULL)
+        explicit_bzero(auth, strlen(auth));
+    free(auth);
+}
+
+int admin_set_token(struct smq_admin *a, const char *token)
+{
+    char *fresh, *old;
+
+    if (a == NULL)
+        return 0;
+    if (make_expected_auth(token, &fresh) != 0)
+        return -1;
+    pthread_mutex_lock(&a->lock);
+    old = a->expected_auth;
+    a->expected_auth = fresh;
+    pthread_mutex_unlock(&a->lock);
+    free_expected_auth(old);
+    return 0;
+}
+
+static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
+{
+    if (make_expected_auth(opts->token, &a->expected_auth) != 0)
+        return -1;
     if (opts->db_path != NULL && (a->db_path = strdup(opts->db_path)) == NULL)
         return -1;
     a->extra_metrics = opts->extra_metrics;
@@ -658,9 +703,7 @@ static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
 
 static void admin_free(struct smq_admin *a)
 {
-    if (a->expected_auth != NULL)
-        explicit_bzero(a->expected_auth, strlen(a->expected_auth));
-    free(a->expected_auth);
+    free_expected_auth(a->expected_auth);
     free(a->db_path);
     conn_reaper_free(a->reaper);
     pthread_cond_destroy(&a->idle);

@@ -133,9 +133,11 @@ struct reloads {
     size_t n;
 };
 
-/* SIGHUP: re-reads the file; a valid one replaces the access keys and the
- * log level without touching connections.  Other settings need a restart. */
-static void reload_config(const char *path, struct auth_keyring_slot *slot, struct reloads *r)
+/* SIGHUP: re-reads the file; a valid one replaces the access keys, the
+ * log level and the admin token without touching connections.  Other
+ * settings need a restart. */
+static void reload_config(const char *path, struct auth_keyring_slot *slot,
+                          struct smq_admin *admin, struct reloads *r)
 {
     char err[1024] = "";
     struct smq_config *fresh = malloc(sizeof *fresh);
@@ -158,11 +160,13 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot, stru
     r->cfgs[r->n++] = fresh;
     auth_keyring_set(slot, &fresh->keys);
     log_set_level(fresh->log_level);
+    if (admin_set_token(admin, fresh->admin_token) != 0)
+        SMQ_ERROR("SIGHUP: out of memory; the admin token was not changed");
     /* Written whatever the new level: an operator who lowers the level
      * still needs to see that the reload happened. */
-    log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s), log level %s; other "
-              "settings apply at the next restart", path, fresh->keys.n,
-              log_level_name(fresh->log_level));
+    log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s), log level %s, admin "
+              "token %s; other settings apply at the next restart", path, fresh->keys.n,
+              log_level_name(fresh->log_level), fresh->admin_token[0] ? "set" : "none");
 }
 
 static void free_reloads(struct reloads *r)
@@ -175,7 +179,7 @@ static void free_reloads(struct reloads *r)
 }
 
 static void wait_for_stop(const sigset_t *set, const char *path, struct auth_keyring_slot *slot,
-                          struct reloads *r)
+                          struct smq_admin *admin, struct reloads *r)
 {
     for (;;) {
         int sig = 0;
@@ -187,7 +191,7 @@ static void wait_for_stop(const sigset_t *set, const char *path, struct auth_key
              * monotonic time with RELOADING=1; older versions ignore it. */
             notify_systemd("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
                            (unsigned long long)clock_mono_us(), path);
-            reload_config(path, slot, r);
+            reload_config(path, slot, admin, r);
             notify_systemd("READY=1\nSTATUS=serving");
             continue;
         }
@@ -443,7 +447,7 @@ static int run(const char *path, const struct smq_config *cfg)
         code = start_parts(cfg, &parts);
     if (code == EXIT_OK) {
         announce_ready(cfg, &parts);
-        wait_for_stop(&set, path, &parts.keys, &reloads);
+        wait_for_stop(&set, path, &parts.keys, parts.admin, &reloads);
     }
     admin_set_state(parts.admin, ADMIN_DRAINING);
     notify_systemd("STOPPING=1\nSTATUS=draining");

@@ -50,6 +50,10 @@ int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err
 /* The bound port (the real one when 0 was asked for). */
 uint16_t admin_port(const struct smq_admin *a);
 void admin_set_state(struct smq_admin *a, enum admin_state state);
+/* Replaces the Bearer token (NULL or "" = none) for the requests that
+ * follow, e.g. on SIGHUP.  a may be NULL (no admin listener).  0, or -1
+ * when out of memory (the old token stays). */
+int admin_set_token(struct smq_admin *a, const char *token);
 /* From now on API calls go to s; keys format MessageIds (engine_keys). */
 void admin_attach_server(struct smq_admin *a, struct smq_server *s,
                          const struct handle_keys *keys);

@@ -192,6 +192,29 @@ t_token() {
     assert_eq "with a token a DNS name in Host is fine (remote scrapes)" 200 "$RESP_STATUS"
     admin GET /ready -H 'Authorization: Bearer t0p-s3cret.token'
     assert_eq "/ready with the token" "200 ready" "$RESP_STATUS $RESP_BODY"
+    # Rotation without a restart: SIGHUP reads the new token; the old one stops working.
+    sed -i 's/^token = .*/token = r0tated.token/' "$dir/smqd.conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "the reload is logged" 5000 grep -q "SIGHUP: reloaded .*admin token set" "$SMQD_LOG"
+    admin GET /ready -H 'Authorization: Bearer t0p-s3cret.token'
+    assert_admin_error "after SIGHUP the old token is 401" 401 Unauthorized
+    admin GET /ready -H 'Authorization: Bearer r0tated.token'
+    assert_eq "after SIGHUP the new token works" "200 ready" "$RESP_STATUS $RESP_BODY"
+    assert_eq "neither token is logged" 0 "$(grep -c 't0p-s3cret\|r0tated' "$SMQD_LOG")"
+    # Removing it: no token needed, and the Host rule for token-less listeners is back.
+    sed -i '/^token = /d' "$dir/smqd.conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "the second reload is logged" 5000 grep -q "SIGHUP: reloaded .*admin token none" "$SMQD_LOG"
+    admin GET /ready
+    assert_eq "without a token /ready is open again" "200 ready" "$RESP_STATUS $RESP_BODY"
+    admin GET /v1/queues -H 'Host: smqd.internal:8081'
+    assert_admin_error "and a DNS name in Host is refused again" 403 Forbidden
+    # A file that does not load keeps the running token (none now).
+    printf 'bogus line\n' >>"$dir/smqd.conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "the bad file is logged" 5000 grep -q "keeping the running configuration" "$SMQD_LOG"
+    admin GET /ready
+    assert_eq "a bad file changes nothing" "200 ready" "$RESP_STATUS $RESP_BODY"
     smqd_stop
 }
 
