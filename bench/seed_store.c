@@ -44,8 +44,8 @@ static int seed_messages(struct smq_store *s, long n, size_t body_len, int n_que
     if (body == NULL)
         return -1;
     memset(body, 'x', body_len);
-    crypto_md5(body, body_len, md5);         /* as a SendMessage stores it */
-    rc = store_begin(s);
+    rc = crypto_md5(body, body_len, md5);    /* as a SendMessage stores it */
+    rc = rc == 0 ? store_begin(s) : rc;
     for (long i = 0; rc == 0 && i < n; i++) {
         struct store_msg_rec m = {0};
         if (i > 0 && i % BATCH == 0) {

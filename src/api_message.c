@@ -56,8 +56,9 @@ static int take_send_item(struct xml_send_item *x, struct smq_send_item *it,
     it->priority = (x->priority.present && x->priority.value != 0) ? (int)x->priority.value
                                                                    : SMQ_PRIORITY_DEFAULT;
     /* Once, here: the response needs it and the store keeps it for every
-     * receive of the message. */
-    crypto_md5(x->body ? x->body : "", x->body_len, md5);
+     * receive of the message, so a wrong one must never get that far. */
+    if (crypto_md5(x->body ? x->body : "", x->body_len, md5) != 0)
+        return errors_set(ei, SMQ_E_INTERNAL, "The MD5 of the message body could not be computed.");
     it->body_md5 = md5;
     return 0;
 }

@@ -355,8 +355,8 @@ int auth_check_content_md5(const char *header_value, const void *body, size_t le
     crypto_md5_hex(body, len, true, hex);
     if (crypto_base64(hex, 32, cand) == vlen && memcmp(cand, v, vlen) == 0)
         return 0;
-    crypto_md5(body, len, raw);
-    if (crypto_base64(raw, sizeof raw, cand) == vlen && memcmp(cand, v, vlen) == 0)
+    if (crypto_md5(body, len, raw) == 0 && crypto_base64(raw, sizeof raw, cand) == vlen
+        && memcmp(cand, v, vlen) == 0)
         return 0;
     return SMQ_E_INVALID_DIGEST;
 }

@@ -141,7 +141,7 @@ int crypto_hmac_sha1(const void *key, size_t key_len, const void *msg, size_t ms
     return 0;
 }
 
-void crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN])
+int crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN])
 {
     struct crypto_tls *t = tls_get();
     unsigned int out_len = 0;
@@ -151,11 +151,12 @@ void crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN])
     if (t != NULL && md5_alg != NULL && t->md5 != NULL
         && EVP_DigestInit_ex2(t->md5, md5_alg, NULL) && EVP_DigestUpdate(t->md5, data, len)
         && EVP_DigestFinal_ex(t->md5, out, &out_len))
-        return;
-    /* EVP_Digest only fails on allocation failure inside OpenSSL; the MD5 of
-     * the empty string is a safe, detectable fallback for that case. */
-    if (EVP_Digest(data, len, out, &out_len, EVP_md5(), NULL) != 1)
-        EVP_Digest("", 0, out, &out_len, EVP_md5(), NULL);
+        return 0;
+    /* EVP_Digest only fails on allocation failure inside OpenSSL. */
+    if (EVP_Digest(data, len, out, &out_len, EVP_md5(), NULL) == 1)
+        return 0;
+    memset(out, 0, CRYPTO_MD5_LEN);
+    return SMQ_E_INTERNAL;
 }
 
 void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33])
@@ -174,8 +175,12 @@ void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char 
 void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33])
 {
     unsigned char md[CRYPTO_MD5_LEN];
+    unsigned int out_len = 0;
 
-    crypto_md5(data, len, md);
+    /* The MD5 of the empty string is a safe, detectable fallback when
+     * OpenSSL cannot allocate. */
+    if (crypto_md5(data, len, md) != 0)
+        EVP_Digest("", 0, md, &out_len, EVP_md5(), NULL);
     crypto_md5_to_hex(md, upper, out);
 }
 

@@ -1137,12 +1137,14 @@ int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq)
     return ret;
 }
 
-/* The md5 column of a ST_BODY_GET row: 16 bytes, or nothing (NULL in rows
- * from before schema 3; any other length is treated the same way, so a
- * damaged value costs a recomputation, never a wrong answer). */
+/* The md5 column of a ST_BODY_GET row: a 16-byte blob, or nothing (NULL in
+ * rows from before schema 3; any other type or length is treated the same
+ * way, so a damaged value costs a recomputation instead of an answer
+ * whose MD5 does not match its body). */
 static void column_md5(sqlite3_stmt *st, int col, struct store_body_md5 *md5)
 {
-    const void *p = sqlite3_column_blob(st, col);
+    const void *p = sqlite3_column_type(st, col) == SQLITE_BLOB ? sqlite3_column_blob(st, col)
+                                                                : NULL;
 
     md5->present = p != NULL && sqlite3_column_bytes(st, col) == STORE_BODY_MD5_LEN;
     if (md5->present)

@@ -117,14 +117,15 @@ static void check_send(const struct api_call *call)
         FUZZ_CHECK(op->n_send == 1);
     for (size_t i = 0; i < op->n_send; i++) {
         const struct smq_send_item *s = &op->send[i];
-        char md5[33];
+        unsigned char md5[CRYPTO_MD5_LEN];
 
         FUZZ_CHECK(s->body == call->send.items[i].body && s->body != NULL);
         FUZZ_CHECK(s->body_len == call->send.items[i].body_len);
         FUZZ_CHECK(s->priority >= SMQ_PRIORITY_MIN && s->priority <= SMQ_PRIORITY_MAX);
         FUZZ_CHECK(s->delay_s >= 0 && s->delay_s <= SMQ_DELAY_MAX_S);
-        crypto_md5_hex(s->body, s->body_len, true, md5);
-        FUZZ_CHECK(strcmp(md5, call->send_md5[i]) == 0);
+        FUZZ_CHECK(crypto_md5(s->body, s->body_len, md5) == 0);
+        FUZZ_CHECK(memcmp(md5, call->send_md5[i], sizeof md5) == 0);
+        FUZZ_CHECK(s->body_md5 == call->send_md5[i]);
         total += s->body_len;
     }
     FUZZ_CHECK(total <= BATCH_SEND_MAX_BYTES);

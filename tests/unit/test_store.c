@@ -1092,9 +1092,11 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
     /* A value of another length (damage) reads as none: recomputed, never wrong. */
     store_close(f->s);
     f->s = NULL;
-    make_raw_db(f->path, "UPDATE msg_body SET md5 = x'0102' WHERE seq = 6");
+    make_raw_db(f->path, "UPDATE msg_body SET md5 = x'0102' WHERE seq = 6;"
+                         "UPDATE msg_body SET md5 = '0123456789abcdef' WHERE seq = 7");
     assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
     expect_body_md5(f->s, 6, "new", NULL);
+    expect_body_md5(f->s, 7, "none", NULL);         /* 16 bytes, but text */
 }
 
 static void test_store_queue_dlq_columns_round_trip(void **state)
