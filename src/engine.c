@@ -1138,6 +1138,23 @@ void engine_stats(const struct smq_engine *e, struct engine_stats *out)
     out->vacuumed_pages = e->vacuumed_pages;
 }
 
+const char *engine_check(const struct smq_engine *e)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < e->queues.n; i++) {
+        const struct smq_queue *q = e->queues.items[i];
+        uint64_t n = q->n_active + q->n_inactive + q->n_delayed;
+
+        if (heap_count(&q->active) != q->n_active)
+            return "a queue's Active heap and its Active count differ";
+        if (heap_count(&q->by_age) != n)
+            return "a queue's age heap and its message counts differ";
+        total += n;
+    }
+    return total == e->msgs.count ? NULL : "the queues' messages and the message table differ";
+}
+
 int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
                 char *err, size_t err_size)
 {

@@ -104,6 +104,7 @@ static void reopen_engine(struct fixture *f, int max_queues)
     engine_close(f->e);
     f->e = NULL;
     open_engine(f, max_queues);
+    assert_null(engine_check(f->e));       /* recovery rebuilt every structure */
 }
 
 static int setup(void **state)
@@ -169,6 +170,15 @@ static void op_init(struct fixture *f, struct smq_op *op, enum smq_op_kind kind,
 }
 
 /* Links ops[0..n) into one list and runs it as one group commit. */
+/* After every run: the engine's counters, heaps and message table agree. */
+static void check_engine(const struct fixture *f)
+{
+    const char *why = engine_check(f->e);
+
+    if (why != NULL)
+        fail_msg("engine_check: %s", why);
+}
+
 static void run_ops(struct fixture *f, struct smq_op **ops, size_t n)
 {
     for (size_t i = 0; i + 1 < n; i++)
@@ -177,6 +187,7 @@ static void run_ops(struct fixture *f, struct smq_op **ops, size_t n)
         ops[n - 1]->next = NULL;
     f->n_done = 0;
     engine_run(f->e, n > 0 ? ops[0] : NULL);
+    check_engine(f);
 }
 
 /* Position of op among the completions of the latest run, or -1. */
@@ -202,6 +213,7 @@ static void tick(struct fixture *f, uint64_t ms)
     clock_fake_advance(&f->clock, ms);
     f->n_done = 0;
     engine_run(f->e, NULL);
+    check_engine(f);
 }
 
 static int64_t now_ms(const struct fixture *f)
