@@ -101,10 +101,17 @@ static int cmp_seq(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void take_redrivable(struct smq_msg *m, void *arg)
+{
+    struct queue_redrive *r = arg;
+
+    if (m->src_queue_id != 0)
+        r->seqs[r->n++] = m->seq;
+}
+
 /* The Active messages of dlq that know their source, oldest first, at most
- * max (0 = all).  One pass over the message table: a redrive is rare. */
-static struct queue_redrive *redrive_snapshot(struct smq_engine *e, struct smq_queue *dlq,
-                                              uint64_t max)
+ * max (0 = all).  O(the DLQ's Active messages), whatever other queues hold. */
+static struct queue_redrive *redrive_snapshot(struct smq_queue *dlq, uint64_t max)
 {
     struct queue_redrive *r = calloc(1, sizeof *r);
     size_t cap = dlq->n_active > 0 ? dlq->n_active : 1;
@@ -113,11 +120,7 @@ static struct queue_redrive *redrive_snapshot(struct smq_engine *e, struct smq_q
         queue_redrive_free(r);
         return NULL;
     }
-    for (size_t b = 0; b < e->msgs.n_buckets; b++)
-        for (const struct smq_msg *m = e->msgs.buckets[b]; m != NULL; m = m->hash_next)
-            if (m->queue == dlq && m->state == SMQ_MSG_ACTIVE && m->src_queue_id != 0
-                && r->n < cap)
-                r->seqs[r->n++] = m->seq;
+    queue_foreach_active(dlq, take_redrivable, r);   /* at most n_active calls */
     qsort(r->seqs, r->n, sizeof *r->seqs, cmp_seq);
     if (max > 0 && r->n > max)
         r->n = (size_t)max;
@@ -219,7 +222,7 @@ int engine_exec_redrive(struct smq_engine *e, struct smq_op *op, struct smq_queu
 
     if (op->redrive.rate_per_s == 0)
         return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT, "The redrive rate must be positive.");
-    r = redrive_snapshot(e, q, op->redrive.max);
+    r = redrive_snapshot(q, op->redrive.max);
     if (r == NULL)
         return SMQ_E_NOMEM;
     r->rate = op->redrive.rate_per_s;

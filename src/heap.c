@@ -125,3 +125,17 @@ void heap_remove(struct heap *h, struct heap_node *n)
     sift_down(h, last);
     sift_up(h, last);
 }
+
+static void visit(struct heap_node *n, void (*fn)(struct heap_node *n, void *arg), void *arg)
+{
+    if (n == NULL)
+        return;
+    visit(n->left, fn, arg);
+    visit(n->right, fn, arg);
+    fn(n, arg);
+}
+
+void heap_foreach(const struct heap *h, void (*fn)(struct heap_node *n, void *arg), void *arg)
+{
+    visit(h->min, fn, arg);
+}

@@ -151,6 +151,26 @@ struct smq_msg *queue_first_active(const struct smq_queue *q)
     return n ? (struct smq_msg *)((char *)n - offsetof(struct smq_msg, hnode)) : NULL;
 }
 
+struct active_visit {
+    void (*fn)(struct smq_msg *m, void *arg);
+    void *arg;
+};
+
+static void visit_active(struct heap_node *n, void *arg)
+{
+    struct active_visit *v = arg;
+
+    v->fn((struct smq_msg *)((char *)n - offsetof(struct smq_msg, hnode)), v->arg);
+}
+
+void queue_foreach_active(const struct smq_queue *q, void (*fn)(struct smq_msg *m, void *arg),
+                          void *arg)
+{
+    struct active_visit v = {fn, arg};
+
+    heap_foreach(&q->active, visit_active, &v);
+}
+
 void queue_msg_adopt(struct smq_queue *q, struct smq_msg *m)
 {
     heap_insert(&q->by_age, &m->anode);

@@ -28,6 +28,9 @@ struct heap {
 void heap_init(struct heap *h, heap_less_fn less);
 void heap_insert(struct heap *h, struct heap_node *n);
 void heap_remove(struct heap *h, struct heap_node *n);
+/* Calls fn once for every node, in no particular order; fn must not change
+ * the heap.  O(n), recursion depth O(log n). */
+void heap_foreach(const struct heap *h, void (*fn)(struct heap_node *n, void *arg), void *arg);
 static inline struct heap_node *heap_min(const struct heap *h) { return h->min; }
 static inline size_t heap_count(const struct heap *h) { return h->count; }
 

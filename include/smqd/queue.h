@@ -155,6 +155,10 @@ static inline struct smq_msg *queue_msg_from_timer(struct twheel_node *n)
 
 /* The highest-priority, oldest Active message, or NULL. */
 struct smq_msg *queue_first_active(const struct smq_queue *q);
+/* Calls fn for every Active message of q, in no particular order; fn must
+ * not change q.  O(Active messages). */
+void queue_foreach_active(const struct smq_queue *q, void (*fn)(struct smq_msg *m, void *arg),
+                          void *arg);
 
 /* ---- membership (the age heap) ---- */
 

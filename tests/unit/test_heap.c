@@ -29,6 +29,7 @@ struct item {
     uint64_t seq;
     bool in_heap;
     unsigned visited;        /* walk stamp of the last check that saw it */
+    unsigned foreach_hits;   /* calls from heap_foreach */
 };
 
 #define ITEM_OF(n) ((struct item *)((char *)(n) - offsetof(struct item, node)))
@@ -476,10 +477,46 @@ static void test_heap_fill_to_5000_and_drain_sorted(void **state)
     }
 }
 
+static void count_visit(struct heap_node *n, void *arg)
+{
+    struct item *it = ITEM_OF(n);
+
+    (void)arg;
+    assert_true(it->in_heap);
+    it->foreach_hits++;
+}
+
+/* heap_foreach reaches every node once, after removals too. */
+static void test_heap_foreach_visits_each_once(void **state)
+{
+    struct fixture *f = *state;
+    size_t n = 0;
+
+    heap_foreach(&f->heap, count_visit, NULL);        /* empty: no call */
+    rng_seed(77);
+    fill_keys(f, 1000, 50);
+    for (int i = 0; i < 300; i++)
+        do_pop_min(f);
+    for (size_t i = 0; i < MAX_ITEMS; i++)
+        f->items[i].foreach_hits = 0;
+    heap_foreach(&f->heap, count_visit, NULL);
+    for (size_t i = 0; i < MAX_ITEMS; i++) {
+        if (f->items[i].in_heap) {
+            assert_int_equal(f->items[i].foreach_hits, 1);
+            n++;
+        } else {
+            assert_int_equal(f->items[i].foreach_hits, 0);
+        }
+    }
+    assert_int_equal(n, 700);
+    assert_int_equal(heap_count(&f->heap), 700);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_heap_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heap_foreach_visits_each_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heap_single_insert_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heap_ascending_descending_inserts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heap_ties_broken_by_seq, setup, teardown),
