@@ -142,6 +142,7 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot,
     char err[1024] = "";
     struct smq_config *fresh = malloc(sizeof *fresh);
     struct smq_config **grown = realloc(r->cfgs, (r->n + 1) * sizeof *grown);
+    const char *token;
 
     if (grown != NULL)
         r->cfgs = grown;
@@ -161,12 +162,16 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot,
     auth_keyring_set(slot, &fresh->keys);
     log_set_level(fresh->log_level);
     if (admin_set_token(admin, fresh->admin_token) != 0)
-        SMQ_ERROR("SIGHUP: out of memory; the admin token was not changed");
+        token = "unchanged (out of memory)";
+    else if (admin == NULL)
+        token = "unused (no admin listener)";
+    else
+        token = fresh->admin_token[0] ? "set" : "none";
     /* Written whatever the new level: an operator who lowers the level
      * still needs to see that the reload happened. */
     log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s), log level %s, admin "
               "token %s; other settings apply at the next restart", path, fresh->keys.n,
-              log_level_name(fresh->log_level), fresh->admin_token[0] ? "set" : "none");
+              log_level_name(fresh->log_level), token);
 }
 
 static void free_reloads(struct reloads *r)
