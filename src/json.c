@@ -2,42 +2,11 @@
  * json.c — owns JSON string escaping and number formatting (json.h).
  */
 #include "smqd/json.h"
+#include "smqd/utf8.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
 #include <string.h>
-
-/*
- * Length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there
- * are not one (overlong forms, surrogates and code points above U+10FFFF
- * are invalid too: RFC 3629 §4).
- */
-static size_t utf8_seq_len(const unsigned char *s, size_t avail)
-{
-    size_t n;
-    uint32_t cp, min;
-
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xE0) == 0xC0)
-        n = 2, cp = s[0] & 0x1F, min = 0x80;
-    else if ((s[0] & 0xF0) == 0xE0)
-        n = 3, cp = s[0] & 0x0F, min = 0x800;
-    else if ((s[0] & 0xF8) == 0xF0)
-        n = 4, cp = s[0] & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n > avail)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
 
 static void escape_ascii(struct smq_buf *b, unsigned char c)
 {
@@ -73,7 +42,8 @@ void json_str(struct smq_buf *b, const char *s, size_t len)
 
     buf_puts(b, "\"");
     while (i < len) {
-        size_t n = utf8_seq_len(p + i, len - i);
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
         if (n == 1) {
             escape_ascii(b, p[i]);
             i++;

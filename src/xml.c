@@ -10,6 +10,7 @@
  * parser context, so concurrent parses on HTTP threads share no state.
  */
 #include "smqd/xml.h"
+#include "smqd/utf8.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -716,30 +717,12 @@ void xml_handles_free(struct xml_handles *h)
  */
 static size_t xml_char_len(const unsigned char *p, size_t avail)
 {
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
     uint32_t cp;
-    size_t n, i;
+    size_t n = utf8_decode(p, avail, &cp);
 
-    if (p[0] < 0x80)
-        return p[0] >= 0x20 || p[0] == '\t' || p[0] == '\n' || p[0] == '\r';
-    if (p[0] >= 0xC2 && p[0] <= 0xDF)
-        n = 2;
-    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
-        n = 3;
-    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
-        n = 4;
-    else
+    if (n == 0 || cp == 0xFFFE || cp == 0xFFFF)
         return 0;
-    if (avail < n)
-        return 0;
-    cp = p[0] & (0x7F >> n);
-    for (i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ||
-        cp == 0xFFFE || cp == 0xFFFF)
+    if (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r')
         return 0;
     return n;
 }
