@@ -1138,20 +1138,48 @@ void engine_stats(const struct smq_engine *e, struct engine_stats *out)
     out->vacuumed_pages = e->vacuumed_pages;
 }
 
+/* What engine_check learns from walking one heap of queue q. */
+struct heap_audit {
+    const struct smq_queue *q;
+    size_t node_offset;          /* offsetof the heap_node walked */
+    bool active_only;            /* every node must be Active */
+    uint64_t nodes;
+    bool wrong;                  /* a node of another queue, or in the wrong state */
+};
+
+static void audit_node(struct heap_node *n, void *arg)
+{
+    struct heap_audit *a = arg;
+    const struct smq_msg *m = (const struct smq_msg *)((char *)n - a->node_offset);
+
+    a->nodes++;
+    if (m->queue != a->q || (a->active_only && m->state != SMQ_MSG_ACTIVE))
+        a->wrong = true;
+}
+
 const char *engine_check(const struct smq_engine *e)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, waiters = 0;
 
     for (size_t i = 0; i < e->queues.n; i++) {
         const struct smq_queue *q = e->queues.items[i];
+        struct heap_audit act = {q, offsetof(struct smq_msg, hnode), true, 0, false};
+        struct heap_audit age = {q, offsetof(struct smq_msg, anode), false, 0, false};
         uint64_t n = q->n_active + q->n_inactive + q->n_delayed;
 
-        if (heap_count(&q->active) != q->n_active)
+        heap_foreach(&q->active, audit_node, &act);
+        heap_foreach(&q->by_age, audit_node, &age);
+        if (act.wrong || age.wrong)
+            return "a heap holds a message of another queue, or a non-Active one as Active";
+        if (act.nodes != q->n_active || heap_count(&q->active) != q->n_active)
             return "a queue's Active heap and its Active count differ";
-        if (heap_count(&q->by_age) != n)
+        if (age.nodes != n || heap_count(&q->by_age) != n)
             return "a queue's age heap and its message counts differ";
         total += n;
+        waiters += q->n_waiters;
     }
+    if (waiters != e->n_waiters)
+        return "the queues' parked long polls and the engine's count differ";
     return total == e->msgs.count ? NULL : "the queues' messages and the message table differ";
 }
 

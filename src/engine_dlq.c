@@ -101,12 +101,19 @@ static int cmp_seq(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+struct redrive_take {
+    struct queue_redrive *r;
+    size_t cap;
+};
+
 static void take_redrivable(struct smq_msg *m, void *arg)
 {
-    struct queue_redrive *r = arg;
+    struct redrive_take *t = arg;
 
-    if (m->src_queue_id != 0)
-        r->seqs[r->n++] = m->seq;
+    /* cap is the Active count, which the heap matches (engine_check); the
+     * bound only turns a broken invariant into a shorter snapshot. */
+    if (m->src_queue_id != 0 && t->r->n < t->cap)
+        t->r->seqs[t->r->n++] = m->seq;
 }
 
 /* The Active messages of dlq that know their source, oldest first, at most
@@ -120,7 +127,7 @@ static struct queue_redrive *redrive_snapshot(struct smq_queue *dlq, uint64_t ma
         queue_redrive_free(r);
         return NULL;
     }
-    queue_foreach_active(dlq, take_redrivable, r);   /* at most n_active calls */
+    queue_foreach_active(dlq, take_redrivable, &(struct redrive_take){r, cap});
     qsort(r->seqs, r->n, sizeof *r->seqs, cmp_seq);
     if (max > 0 && r->n > max)
         r->n = (size_t)max;

@@ -284,9 +284,11 @@ void engine_drain(struct smq_engine *e);
 /* Engine thread only (SMQ_OP_STATS carries a copy to other threads). */
 void engine_stats(const struct smq_engine *e, struct engine_stats *out);
 /* Checks that the in-memory bookkeeping agrees with itself: per queue, the
- * state counters, the Active heap and the age heap; in all, the message
- * table.  O(queues).  NULL when consistent, else what disagrees (a static
- * string).  For tests and debugging; call between runs. */
+ * state counters against the nodes really in its Active heap and its age
+ * heap (each node of that queue; Active ones Active), the waiter counts;
+ * in all, the message table.  O(messages).  NULL when consistent, else
+ * what disagrees (a static string).  For tests and debugging; call between
+ * runs. */
 const char *engine_check(const struct smq_engine *e);
 
 #endif

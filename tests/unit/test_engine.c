@@ -169,7 +169,6 @@ static void op_init(struct fixture *f, struct smq_op *op, enum smq_op_kind kind,
     op->done_arg = f;
 }
 
-/* Links ops[0..n) into one list and runs it as one group commit. */
 /* After every run: the engine's counters, heaps and message table agree. */
 static void check_engine(const struct fixture *f)
 {
@@ -179,6 +178,7 @@ static void check_engine(const struct fixture *f)
         fail_msg("engine_check: %s", why);
 }
 
+/* Links ops[0..n) into one list and runs it as one group commit. */
 static void run_ops(struct fixture *f, struct smq_op **ops, size_t n)
 {
     for (size_t i = 0; i + 1 < n; i++)

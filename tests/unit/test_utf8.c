@@ -37,7 +37,9 @@ static void test_utf8_valid_sequences(void **state)
         assert_int_equal(utf8_decode(p, len, &cp), len);
         assert_int_equal(cp, cases[i].cp);
         /* Bytes after the sequence do not matter. */
+        cp = 0xDEAD;
         assert_int_equal(utf8_decode(p, len + 1, &cp), len);
+        assert_int_equal(cp, cases[i].cp);
     }
 }
 
@@ -57,6 +59,10 @@ static void test_utf8_invalid_sequences(void **state)
         "\xF4\x90\x80\x80",     /* U+110000 */
         "\xF5\x80\x80\x80",     /* lead byte beyond U+10FFFF */
         "\xFF",
+        "\xC0",                 /* lone lead bytes that can never start a character */
+        "\xC1",
+        "\xF8\x88\x80\x80\x80",   /* old 5-byte form */
+        "\xFE",
         "\xE2\x28\xA1",         /* bad continuation */
         "\xC3\x41",
         "\xF0\x9F\x98\x41",
@@ -76,9 +82,12 @@ static void test_utf8_truncated_by_avail(void **state)
 {
     const unsigned char euro[] = {0xE2, 0x82, 0xAC};
     const unsigned char emoji[] = {0xF0, 0x9F, 0x98, 0x80};
+    const unsigned char e_acute[] = {0xC3, 0xA9};
     uint32_t cp;
 
     (void)state;
+    assert_int_equal(utf8_decode(e_acute, 1, &cp), 0);
+    assert_int_equal(utf8_decode(e_acute, 2, &cp), 2);
     assert_int_equal(utf8_decode(euro, 2, &cp), 0);
     assert_int_equal(utf8_decode(euro, 1, &cp), 0);
     assert_int_equal(utf8_decode(emoji, 3, &cp), 0);
