@@ -2,8 +2,9 @@
  * test_reaper.c — unit tests for reaper.c: a real libmicrohttpd daemon on
  * 127.0.0.1 (port 0) with the reaper attached, and raw client sockets.  A
  * request trickling in is shut down at its timeout; a complete request is
- * answered and its kept-alive connection is left to the idle timeout; a
- * request still being answered is never cut off.  Timeouts are 1 s, so the
+ * answered and its kept-alive connection is left to the idle timeout, but
+ * one trickling its next request line is cut at that limit; a request still
+ * being answered is never cut off.  Timeouts are 1 s, so the
  * suite sleeps a few seconds in all (the reaper reads the real monotonic
  * clock: it bounds real clients).
  */
@@ -230,6 +231,27 @@ static void test_reaper_never_cuts_a_request_being_answered(void **state)
     close(fd);
 }
 
+/* After a request, a kept-alive connection that trickles the next request
+ * line (libmicrohttpd reports nothing before the line is complete, and each
+ * byte restarts its own idle timer) is cut at the idle limit. */
+static void test_reaper_drops_trickling_second_request_line(void **state)
+{
+    struct fixture *f = *state;
+    int fd = connect_to(f);
+    uint64_t t0;
+    bool closed = false;
+
+    send_text(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_true(got_ok(fd));
+    t0 = clock_mono_us();
+    while (!closed && clock_mono_us() - t0 < 3u * IDLE_TIMEOUT_S * 1000000u)
+        closed = send(fd, "G", 1, MSG_NOSIGNAL) != 1 || ms_until_closed(fd, 400) >= 0;
+    assert_true(closed);
+    assert_in_range((clock_mono_us() - t0) / 1000u, IDLE_TIMEOUT_S * 1000 - 300,
+                    IDLE_TIMEOUT_S * 1000 + 1500);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +260,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reaper_leaves_idle_keepalive_to_idle_timeout, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reaper_never_cuts_a_request_being_answered, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reaper_drops_trickling_second_request_line, setup,
                                         teardown),
     };
 
