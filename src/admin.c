@@ -203,17 +203,6 @@ static void on_op_done(struct smq_op *op, void *arg)
         call_free(c);
 }
 
-static void deadline_after(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /*
  * Submits c's ops in order and waits for all of them.  true: they finished
  * and c is the caller's alone again.  false: timed out, and c now belongs to
@@ -232,7 +221,7 @@ static bool call_run(struct smq_server *s, struct engine_call *c, int wait_ms)
     }
     for (size_t i = 0; i < c->job.n_ops; i++)
         server_submit(s, &c->job.ops[i]);
-    deadline_after(&deadline, wait_ms);
+    clock_mono_deadline((uint64_t)wait_ms, &deadline);
     pthread_mutex_lock(&c->lock);
     while (c->pending > 0)
         if (pthread_cond_timedwait(&c->done, &c->lock, &deadline) == ETIMEDOUT)

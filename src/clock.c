@@ -29,6 +29,17 @@ uint64_t clock_mono_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+void clock_mono_deadline(uint64_t ms, struct timespec *out)
+{
+    clock_gettime(CLOCK_MONOTONIC, out);
+    out->tv_sec += (time_t)(ms / 1000);
+    out->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (out->tv_nsec >= 1000000000L) {
+        out->tv_sec++;
+        out->tv_nsec -= 1000000000L;
+    }
+}
+
 static const struct smq_clock system_clock = {system_mono_ms, system_epoch_ms, NULL};
 
 const struct smq_clock *clock_system(void)

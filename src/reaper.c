@@ -16,7 +16,7 @@
 #include "smqd/clock.h"
 #include "smqd/log.h"
 
-#define REAPER_PERIOD_NS (250 * 1000 * 1000)
+#define REAPER_PERIOD_MS 250
 
 struct conn_track {
     struct conn_track *prev, *next;
@@ -131,12 +131,7 @@ static void *reaper_thread(void *arg)
     pthread_mutex_lock(&r->lock);
     while (!r->stop) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += REAPER_PERIOD_NS;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        clock_mono_deadline(REAPER_PERIOD_MS, &ts);
         pthread_cond_timedwait(&r->wake, &r->lock, &ts);
         reap_slow(r);
     }

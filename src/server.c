@@ -42,13 +42,7 @@ static void sleep_until_work(struct smq_server *s)
             pthread_cond_wait(&s->wake, &s->lock);
             continue;
         }
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(wait_ms / 1000);
-        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        clock_mono_deadline(wait_ms, &ts);
         if (pthread_cond_timedwait(&s->wake, &s->lock, &ts) == ETIMEDOUT)
             return;
     }

@@ -9,6 +9,7 @@
 #define SMQD_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 struct smq_clock {
     uint64_t (*mono_ms)(void *ctx);    /* monotonic, never goes back */
@@ -23,6 +24,10 @@ const struct smq_clock *clock_system(void);
  * measured, not scheduled (request latency, flush time, systemd's
  * MONOTONIC_USEC), so no test needs to fake them. */
 uint64_t clock_mono_us(void);
+
+/* CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition
+ * variable set to CLOCK_MONOTONIC. */
+void clock_mono_deadline(uint64_t ms, struct timespec *out);
 
 /* A fake clock for tests: both readings are fields the test moves. */
 struct smq_fake_clock {
