@@ -410,28 +410,24 @@ static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
 
 /* ---- routing --------------------------------------------------------------------------- */
 
-/* Under the lock: a SIGHUP may swap the token (admin_set_token). */
-static bool token_ok(struct smq_admin *a, struct MHD_Connection *conn)
+enum token_state { TOKEN_NONE, TOKEN_OK, TOKEN_BAD };
+
+/* The request's standing against the token, read once under the lock: a
+ * SIGHUP may swap the token (admin_set_token), and both checks of a
+ * request (browser_refusal, then 401) must see the same one. */
+static enum token_state token_state(struct smq_admin *a, struct MHD_Connection *conn)
 {
     const char *got = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    bool ok;
+    enum token_state st = TOKEN_NONE;
 
     pthread_mutex_lock(&a->lock);
-    ok = a->expected_auth == NULL
-         || (got != NULL && strlen(got) == strlen(a->expected_auth)
-             && crypto_equal(got, a->expected_auth, strlen(a->expected_auth)));
+    if (a->expected_auth != NULL) {
+        size_t len = strlen(a->expected_auth);
+        st = got != NULL && strlen(got) == len && crypto_equal(got, a->expected_auth, len)
+             ? TOKEN_OK : TOKEN_BAD;
+    }
     pthread_mutex_unlock(&a->lock);
-    return ok;
-}
-
-static bool has_token(struct smq_admin *a)
-{
-    bool has;
-
-    pthread_mutex_lock(&a->lock);
-    has = a->expected_auth != NULL;
-    pthread_mutex_unlock(&a->lock);
-    return has;
+    return st;
 }
 
 static bool is_get(const char *method)
@@ -491,7 +487,7 @@ static bool host_is_literal(const char *host)
     return inet_pton(AF_INET, name, addr) == 1 || strcasecmp(name, "localhost") == 0;
 }
 
-static const char *browser_refusal(struct smq_admin *a, struct MHD_Connection *conn)
+static const char *browser_refusal(struct MHD_Connection *conn, enum token_state token)
 {
     const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
     const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
@@ -499,7 +495,7 @@ static const char *browser_refusal(struct smq_admin *a, struct MHD_Connection *c
     if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") != NULL
         || (site != NULL && strcmp(site, "none") != 0))
         return "Requests from web pages are refused (Origin / Sec-Fetch-Site).";
-    if (host != NULL && !host_is_literal(host) && !has_token(a))
+    if (host != NULL && !host_is_literal(host) && token == TOKEN_NONE)
         return "Without an [admin] token the Host must be an IP address or localhost "
                "(a DNS name could be rebound to this listener).";
     return NULL;
@@ -510,6 +506,7 @@ static void dispatch(struct smq_admin *a, struct MHD_Connection *conn, const cha
                      struct admin_req *req, struct admin_reply *r)
 {
     char *path = req->target, *query = strchr(path, '?');
+    enum token_state token;
     const char *why;
 
     if (query != NULL)
@@ -522,11 +519,12 @@ static void dispatch(struct smq_admin *a, struct MHD_Connection *conn, const cha
             reply_use_get(r);
         return;
     }
-    if ((why = browser_refusal(a, conn)) != NULL) {
+    token = token_state(a, conn);
+    if ((why = browser_refusal(conn, token)) != NULL) {
         admin_reply_error(r, 403, "Forbidden", "%s", why);
         return;
     }
-    if (!token_ok(a, conn)) {
+    if (token == TOKEN_BAD) {
         admin_reply_error(r, 401, "Unauthorized", "%s",
                           "Send the [admin] token as Authorization: Bearer <token>.");
         return;
