@@ -76,9 +76,17 @@ void engine_complete(struct smq_engine *e, struct smq_op *op, int err)
 }
 
 /* Opens the run's transaction on first use. */
+/* After a failed WAL flush nothing may be written any more (syncer.h):
+ * the kernel may have dropped pages of the WAL, and a commit or a
+ * checkpoint on top of them could copy stale pages into the database. */
+static bool writes_stopped(struct smq_engine *e)
+{
+    return e->syncer != NULL && syncer_failed(e->syncer);
+}
+
 static int ensure_txn(struct smq_engine *e)
 {
-    if (e->txn_lost)
+    if (e->txn_lost || writes_stopped(e))
         return SMQ_E_INTERNAL;
     if (!e->txn_open) {
         int rc = store_begin(e->store);
@@ -938,14 +946,6 @@ static void flush_expired(struct smq_engine *e, bool force)
 }
 
 
-/* After a failed WAL flush nothing may be written any more (syncer.h):
- * the kernel may have dropped pages of the WAL, and a commit or a
- * checkpoint on top of them could copy stale pages into the database. */
-static bool writes_stopped(struct smq_engine *e)
-{
-    return e->syncer != NULL && syncer_failed(e->syncer);
-}
-
 /* Whether to leave the transaction open for the next run to join: while
  * the syncer flushes, a commit now would only wait for the next flush. */
 static bool defer_commit(struct smq_engine *e, bool force)
@@ -1053,12 +1053,15 @@ static bool refuse_while_broken(struct smq_engine *e, struct smq_op *ops)
     return true;
 }
 
-/* Once writes have stopped, ops are refused unrun and no timer fires:
- * expiry and redrive would write. */
+/* Once writes have stopped, ops are refused unrun and no timer fires
+ * (expiry and redrive would write); parked long polls are answered now,
+ * since their deadlines will not fire either. */
 static bool refuse_after_flush_failure(struct smq_engine *e, struct smq_op *ops)
 {
     if (!writes_stopped(e))
         return false;
+    for (size_t i = 0; i < e->queues.n; i++)
+        fail_waiters(e, e->queues.items[i], SMQ_E_INTERNAL);
     refuse_all(e, ops);
     return true;
 }
@@ -1092,6 +1095,10 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
     uint64_t now = clock_mono_ms(e->clock);
     uint64_t a, b, probe;
 
+    /* After a failed flush no timer runs (refuse_after_flush_failure): only a
+     * new op may wake the engine thread, or it would spin on overdue timers. */
+    if (writes_stopped(e))
+        return UINT64_MAX;
     if (e->ready_head != NULL)
         return 0;
     /* A commit deferred while the syncer flushes (finish_run) is due when

@@ -39,7 +39,7 @@ struct fixture {
     struct smq_store *store;
     struct smq_engine *e;
     struct smq_syncer *syncer;
-    struct smq_op ops[3];
+    struct smq_op ops[4];
     int answered;               /* under gate_lock */
 };
 
@@ -263,6 +263,41 @@ static void test_a_failed_flush_stops_all_writes(void **state)
     assert_int_equal(flushes_started, 1);           /* and no commit asked for a flush */
 }
 
+/* After a failed flush no timer may run, so nothing is due any more however
+ * far the clock moves: the engine thread sleeps until a new op comes (it
+ * spun on the overdue timers: review finding).  A parked long poll, whose
+ * deadline will not fire either, is answered at once. */
+static void test_a_failed_flush_answers_parked_polls_and_does_not_spin(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *poll, *delayed;
+
+    allow_flushes(1);
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&f->answered, 1));
+    poll = op_of(f, 1, SMQ_OP_RECEIVE);
+    poll->max_msgs = 1;
+    poll->wait_s = 30;
+    engine_run(f->e, poll);
+    assert_int_equal(answered(f), 1);               /* parked */
+    delayed = op_send(f, 2);
+    delayed->send[0].delay_s = 1;                   /* a message timer, due in 1 s */
+    set_flush_result(-1);
+    engine_run(f->e, delayed);
+    allow_flushes(1);
+    assert_true(wait_for(&f->answered, 2));
+    assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
+    assert_true(syncer_failed(f->syncer));
+    engine_run(f->e, NULL);                          /* what the hook's wake-up runs */
+    assert_true(wait_for(&f->answered, 3));
+    assert_int_equal(poll->result.err, SMQ_E_INTERNAL);
+    clock_fake_advance(&f->clock, 60000);            /* every timer and deadline overdue */
+    assert_int_equal(engine_next_timeout_ms(f->e), UINT64_MAX);
+    engine_run(f->e, NULL);
+    assert_int_equal(engine_next_timeout_ms(f->e), UINT64_MAX);
+    assert_int_equal(answered(f), 3);
+}
+
 /* After a failed flush every op is refused, reads too: the admin listener's
  * /ready probe is such an op (a totals-only STATS), so it reports "broken". */
 static void test_after_a_failed_flush_every_op_is_refused(void **state)
@@ -295,6 +330,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_deferred_commit_does_not_make_maintenance_spin,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_flush_stops_all_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_flush_answers_parked_polls_and_does_not_spin,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
