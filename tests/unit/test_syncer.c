@@ -204,21 +204,37 @@ static void test_failed_flush_answers_internal_error_for_good(void **state)
     assert_int_equal(f->ops[2]->result.err, SMQ_E_INTERNAL);
 }
 
+static void *stop_thread(void *arg)
+{
+    syncer_stop(arg);
+    return NULL;
+}
+
+/* stop is called while a flush is in progress and a second op waits for
+ * the flush after it: stop returns only once both ops are flushed and
+ * answered (a stop that did not drain would return after the first). */
 static void test_stop_flushes_and_answers_what_is_held(void **state)
 {
     struct fixture *f = *state;
+    pthread_t stopper;
 
     syncer_committed(f->s);
     syncer_release(f->s, f->ops[0]);
-    allow_flushes(1);
-    syncer_stop(f->s);
-    assert_int_equal(answered_count(), 1);
-    assert_int_equal(flushes_started, 1);
+    assert_true(wait_for(&flushes_started, 1));     /* flush 1 in progress */
+    syncer_committed(f->s);
+    syncer_release(f->s, f->ops[1]);                /* needs flush 2 */
+    assert_int_equal(pthread_create(&stopper, NULL, stop_thread, f->s), 0);
+    assert_int_equal(answered_count(), 0);
+    /* Let the stopper reach syncer_stop before flush 1 ends (if it has not,
+     * the test cannot fail wrongly; it only checks less). */
+    usleep(100 * 1000);
+    allow_flushes(2);
+    assert_int_equal(pthread_join(stopper, NULL), 0);
+    f->s = NULL;                                    /* stopped and freed: not again in teardown */
+    assert_int_equal(answered_count(), 2);
+    assert_int_equal(flushes_started, 2);
     assert_int_equal(f->ops[0]->result.err, 0);
-    /* teardown stops again: give it a fresh syncer. */
-    struct syncer_opts opts = {.wal_path = f->path, .flush = gated_flush};
-    char err[256];
-    assert_int_equal(syncer_start(&opts, &f->s, err, sizeof err), 0);
+    assert_int_equal(f->ops[1]->result.err, 0);
 }
 
 /* An answer callback that blocks until the test lets it return. */
