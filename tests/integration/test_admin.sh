@@ -283,9 +283,12 @@ t_metrics() {
     # sync = full (the default): every write above waited for a WAL flush by the syncer.
     assert_match "WAL flushes are counted" '^[1-9][0-9]*$' \
         "$(metric smqd_wal_flush_duration_seconds_count)"
-    assert_eq "and all of them are in the +Inf bucket" \
-        "$(metric smqd_wal_flush_duration_seconds_count)" \
-        "$(metric 'smqd_wal_flush_duration_seconds_bucket{le="+Inf"}')"
+    # Observed into the finite buckets, not only counted: a loopback test machine flushes in
+    # well under a second, and the time adds up.
+    assert_range "flushes under 1 s are in the le=1 bucket" 1 1000000000 \
+        "$(metric 'smqd_wal_flush_duration_seconds_bucket{le="1"}')"
+    assert_match "and their time is summed" '^0\.[0-9]*[1-9][0-9]*$|^[1-9]' \
+        "$(metric smqd_wal_flush_duration_seconds_sum)"
     assert_eq "no flush failed" 0 "$(metric smqd_wal_flush_failures_total)"
     # The threads an operator sees in top -H / perf carry their roles.
     assert_match "the engine and syncer threads are named" 'smqd-engine.*smqd-syncer|smqd-syncer.*smqd-engine' \
@@ -471,8 +474,10 @@ t_admin_slowloris() {
         admin GET /health --max-time 2
         [ "$RESP_STATUS" = 200 ] || sleep 0.25
     done
-    assert_eq "/health is answered while the slow clients still trickle" 200 "$RESP_STATUS"
-    assert_range "within the 10 s request timeout + 4 s (ms)" 0 14000 $(( $(now_ms) - t0 ))
+    assert_eq "/health is answered once the reaper has cut the slow clients" 200 "$RESP_STATUS"
+    # Not before ~10 s (the 64 slots really were held), and soon after the cut.
+    assert_range "after the 10 s request timeout, within 4 s of it (ms)" 8000 14000 \
+        $(( $(now_ms) - t0 ))
     wait "${pids[@]}"
     for i in $(seq 1 64); do
         line=$(cat "$f.$i.line")
@@ -612,7 +617,9 @@ t_engine_stalled() {
     for i in $(seq 1 24); do
         [ "$(cat "$SUITE_TMP/probe.$i")" -lt 1000 ] && fast=$((fast + 1))
     done
-    assert_range "the probes beyond 16 were refused at once" 8 24 "$fast"
+    # 16 probes may wait for the engine (ADMIN_MAX_ENGINE_WAITERS) and do, for 2 s; the
+    # other 8 are refused at once.
+    assert_range "the probes beyond 16 were refused at once" 8 10 "$fast"
     release_db_lock
     bg_wait "$SUITE_TMP/stalled-send" 15000 >/dev/null 2>&1
     admin GET /ready
