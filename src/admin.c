@@ -25,7 +25,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -74,11 +73,12 @@ struct smq_admin {
     uint16_t port;
     char *expected_auth;             /* "Bearer TOKEN", or NULL = no token; under lock */
     char *db_path;
+    char *wal_path;                  /* under lock; NULL until the store is open */
     int (*extra_metrics)(void *arg, struct smq_buf *out);
     void *extra_arg;
     int64_t start_ms;
     int state;                       /* enum admin_state; atomic */
-    pthread_mutex_t lock;            /* guards server, keys, in_flight, expected_auth */
+    pthread_mutex_t lock;            /* guards server, keys, in_flight, expected_auth, wal_path */
     pthread_cond_t idle;             /* in_flight dropped to 0 */
     struct smq_server *server;
     const struct handle_keys *keys;
@@ -123,6 +123,20 @@ void admin_attach_server(struct smq_admin *a, struct smq_server *s, const struct
     pthread_mutex_lock(&a->lock);
     a->server = s;
     a->keys = keys;
+    pthread_mutex_unlock(&a->lock);
+}
+
+void admin_set_wal_path(struct smq_admin *a, const char *wal_path)
+{
+    char *copy = wal_path != NULL ? strdup(wal_path) : NULL;
+
+    if (a == NULL) {
+        free(copy);
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    free(a->wal_path);
+    a->wal_path = copy;              /* out of memory: the gauge is absent */
     pthread_mutex_unlock(&a->lock);
 }
 
@@ -372,14 +386,16 @@ static int64_t file_size(const char *path)
 
 /* SQLite keeps the WAL next to the database file it resolved through any
  * symbolic links, so the size is looked up there, not at PATH + "-wal". */
-static int64_t wal_file_size(const char *db_path)
+/* Size of the WAL where SQLite keeps it, or -1 (not known yet, or absent). */
+static int64_t wal_size(struct smq_admin *a)
 {
-    char real[PATH_MAX], wal[PATH_MAX + sizeof "-wal"];
+    int64_t size = -1;
 
-    if (db_path == NULL || realpath(db_path, real) == NULL)
-        return -1;
-    snprintf(wal, sizeof wal, "%s-wal", real);
-    return file_size(wal);
+    pthread_mutex_lock(&a->lock);
+    if (a->wal_path != NULL)
+        size = file_size(a->wal_path);
+    pthread_mutex_unlock(&a->lock);
+    return size;
 }
 
 static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
@@ -397,7 +413,7 @@ static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
     in.stats = op;
     in.now_ms = clock_epoch_ms(clock_system());
     in.db_bytes = file_size(a->db_path);
-    in.wal_bytes = wal_file_size(a->db_path);
+    in.wal_bytes = wal_size(a);
     r->status = 200;
     r->content_type = METRICS_CT;
     buf_reset(&r->body);
@@ -692,6 +708,7 @@ static void admin_free(struct smq_admin *a)
 {
     free_expected_auth(a->expected_auth);
     free(a->db_path);
+    free(a->wal_path);
     conn_reaper_free(a->reaper);
     pthread_cond_destroy(&a->idle);
     pthread_mutex_destroy(&a->lock);

@@ -296,6 +296,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
         return EXIT_STORE;
     }
+    admin_set_wal_path(p->admin, store_wal_path(p->store));   /* for smqd_wal_bytes */
     /* Without room for the reserve smqd still starts: the first send that
      * finds the disk full puts the engine in its storage-full mode. */
     if (store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20) != 0)

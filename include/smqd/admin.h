@@ -54,6 +54,9 @@ void admin_set_state(struct smq_admin *a, enum admin_state state);
  * follow, e.g. on SIGHUP.  a may be NULL (no admin listener).  0, or -1
  * when out of memory (the old token stays). */
 int admin_set_token(struct smq_admin *a, const char *token);
+/* Where SQLite keeps the WAL (store_wal_path), for smqd_wal_bytes: the
+ * gauge is absent until this is called.  a may be NULL. */
+void admin_set_wal_path(struct smq_admin *a, const char *wal_path);
 /* From now on API calls go to s; keys format MessageIds (engine_keys). */
 void admin_attach_server(struct smq_admin *a, struct smq_server *s,
                          const struct handle_keys *keys);
