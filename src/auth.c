@@ -347,16 +347,17 @@ int auth_check_content_md5(const char *header_value, const void *body, size_t le
     if (body == NULL)
         body = "";
 
-    /* Encode each accepted form and compare, rather than decode the header:
-     * nothing here is secret, so a plain comparison is fine. */
-    crypto_md5_hex(body, len, false, hex);
+    /* Hash once, encode each accepted form and compare, rather than decode
+     * the header: nothing here is secret, so a plain comparison is fine. */
+    if (crypto_md5(body, len, raw) != 0)
+        return SMQ_E_INVALID_DIGEST;
+    crypto_md5_to_hex(raw, false, hex);
     if (crypto_base64(hex, 32, cand) == vlen && memcmp(cand, v, vlen) == 0)
         return 0;
-    crypto_md5_hex(body, len, true, hex);
+    crypto_md5_to_hex(raw, true, hex);
     if (crypto_base64(hex, 32, cand) == vlen && memcmp(cand, v, vlen) == 0)
         return 0;
-    if (crypto_md5(body, len, raw) == 0 && crypto_base64(raw, sizeof raw, cand) == vlen
-        && memcmp(cand, v, vlen) == 0)
+    if (crypto_base64(raw, sizeof raw, cand) == vlen && memcmp(cand, v, vlen) == 0)
         return 0;
     return SMQ_E_INVALID_DIGEST;
 }
