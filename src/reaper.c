@@ -119,7 +119,7 @@ static void reap_slow(struct conn_reaper *r)
             shutdown(t->fd, SHUT_RDWR);
             t->shut = true;
             SMQ_INFO("%sclosed a connection whose request was incomplete after %d s",
-                     r->listener, (int)(r->request_us / 1000000u));
+                     r->listener, (int)(limit_us / 1000000u));
         }
     }
 }
