@@ -7,11 +7,14 @@
  * operations (struct smq_op, built and validated by the API layer), runs
  * them in order inside ONE store transaction together with every timer that
  * is due (group commit), commits, and only then reports each finished
- * operation through its done callback.  Memory is updated only after the
- * corresponding store write succeeded; if the transaction is lost (commit
- * or I/O failure) the engine reloads its state from the store and every
- * operation of that run fails with InternalError, so memory is never ahead
- * of disk and nothing is half-applied.
+ * operation through its done callback.  With a syncer (sync = full) a run
+ * may instead leave its transaction open for the next runs to join while a
+ * WAL flush is in progress, and the answers wait for the flush that covers
+ * the commit.  Memory is updated only after the corresponding store write
+ * succeeded; if the transaction is lost (commit or I/O failure) the engine
+ * reloads its state from the store and every operation of the runs that
+ * joined it fails with InternalError, so memory is never ahead of disk and
+ * nothing is half-applied.
  *
  * Message states: Delayed (never received, not yet visible), Active,
  * Inactive (received, invisible until NextVisibleTime).  The state is a
@@ -219,7 +222,7 @@ struct smq_op {
     size_t n_stats;
     struct engine_stats totals;              /* STATS */
 
-    /* ---- completion: called on the engine thread after commit ---- */
+    /* ---- completion: called after commit (and flush; see engine_run) ---- */
     smq_op_done_fn done;
     void *done_arg;
     /* Optional: true when the client that waits for this op has gone away.
