@@ -43,8 +43,8 @@ cmake -S "$root" -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanit
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"
 for t in "${threaded[@]}"; do
-  (cd build-tsan/tests && TSAN_OPTIONS=halt_on_error=1:exitcode=66 "./$t" >/dev/null 2>&1) \
-    || { echo "tsan: $t has a data race or failed"; exit 1; }
+  (cd build-tsan/tests && TSAN_OPTIONS=halt_on_error=1:exitcode=66 "./$t" >"$t.tsan.log" 2>&1) \
+    || { echo "tsan: $t has a data race or failed:"; tail -n 60 "build-tsan/tests/$t.tsan.log"; exit 1; }
   echo "tsan: $t clean"
 done
 echo "== fuzz (clang, ASan+UBSan, 5 s per target)"

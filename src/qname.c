@@ -21,11 +21,15 @@ enum qname_problem qname_check(const char *name, size_t len)
     return QNAME_OK;
 }
 
+#define QNAME_STR(x) #x
+#define QNAME_XSTR(x) QNAME_STR(x)
+#define QNAME_MAX_TEXT QNAME_XSTR(SMQ_QUEUE_NAME_MAX)
+
 const char *qname_problem_text(enum qname_problem p)
 {
     switch (p) {
     case QNAME_LENGTH:
-        return "The queue name must have 1 to 120 characters.";
+        return "The queue name must have 1 to " QNAME_MAX_TEXT " characters.";
     case QNAME_FIRST_CHAR:
         return "The queue name must start with a letter or a digit.";
     case QNAME_CHARS:

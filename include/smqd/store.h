@@ -146,6 +146,8 @@ int store_queue_load(struct smq_store *s,
 
 /* A body's MD5 as written at send (schema 3); rows written before have
  * none, and neither does an insert that passed NULL. */
+/* The same 16 bytes as CRYPTO_MD5_LEN (crypto.h); checked where both meet
+ * (api_message.c). */
 struct store_body_md5 {
     unsigned char bytes[STORE_BODY_MD5_LEN];
     bool present;
