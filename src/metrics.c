@@ -14,6 +14,7 @@
 #include "smqd/metrics.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "smqd/errors.h"
@@ -40,9 +41,10 @@ struct action_stats {
     uint64_t sum_us;
 } __attribute__((aligned(64)));
 
-/* WAL flushes (syncer.c): one thread writes, so no cache-line care is needed.
- * A healthy disk flushes in well under a millisecond; the bounds reach up
- * to a second to show a disk that is failing slowly. */
+/* WAL flushes (syncer.c): one thread writes; the alignment below keeps its
+ * counters off the lines the HTTP threads write.  A healthy disk flushes in
+ * well under a millisecond; the bounds reach up to a second to show a disk
+ * that is failing slowly. */
 static const uint64_t flush_bound_us[] = {100, 250, 500, 1000, 2500, 5000, 10000, 25000,
                                           50000, 100000, 250000, 1000000};
 static const char *const flush_bound_le[] = {"0.0001", "0.00025", "0.0005", "0.001", "0.0025",
@@ -58,6 +60,17 @@ struct flush_stats {
     uint64_t sum_us;
     uint64_t failures;
 } __attribute__((aligned(64)));
+
+/* A histogram's upper bounds, in µs and as printed. */
+struct histogram_shape {
+    const uint64_t *bound_us;
+    const char *const *bound_le;
+    size_t n;
+};
+
+static const struct histogram_shape request_shape = {bound_us, bound_le, N_BOUNDS};
+static const struct histogram_shape flush_shape = {flush_bound_us, flush_bound_le,
+                                                   N_FLUSH_BOUNDS};
 
 struct smq_metrics {
     struct action_stats actions[API__COUNT];
@@ -81,12 +94,13 @@ static size_t status_slot(int status)
     return STATUS_OTHER;
 }
 
-/* Most requests are fast, so the scan from the smallest bound ends early. */
-static size_t bucket_slot(uint64_t duration_us)
+/* Most requests and flushes are fast, so the scan from the smallest bound
+ * ends early. */
+static size_t bucket_slot(const struct histogram_shape *h, uint64_t duration_us)
 {
     size_t i = 0;
 
-    while (i < N_BOUNDS && duration_us > bound_us[i])
+    while (i < h->n && duration_us > h->bound_us[i])
         i++;
     return i;
 }
@@ -124,7 +138,7 @@ void metrics_request_done(struct smq_metrics *m, enum api_action a, int status,
         a = API_UNKNOWN;
     s = &m->actions[a];
     add(&s->by_status[status_slot(status)], 1);
-    add(&s->buckets[bucket_slot(duration_us)], 1);
+    add(&s->buckets[bucket_slot(&request_shape, duration_us)], 1);
     add(&s->sum_us, duration_us);
     __atomic_fetch_sub(&m->in_flight, 1, __ATOMIC_RELAXED);
 }
@@ -137,13 +151,9 @@ void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope)
 
 void metrics_wal_flush(struct smq_metrics *m, uint64_t duration_us, bool failed)
 {
-    size_t i = 0;
-
     if (m == NULL)
         return;
-    while (i < N_FLUSH_BOUNDS && duration_us > flush_bound_us[i])
-        i++;
-    add(&m->flushes.buckets[i], 1);
+    add(&m->flushes.buckets[bucket_slot(&flush_shape, duration_us)], 1);
     add(&m->flushes.sum_us, duration_us);
     if (failed)
         add(&m->flushes.failures, 1);
@@ -176,29 +186,50 @@ static void render_requests(struct smq_metrics *m, struct smq_buf *out)
     }
 }
 
-/* _bucket rows (cumulative), _sum and _count of one action; nothing if it had no request. */
+/* Observations in a histogram's buckets (h->n + 1 of them, not cumulative). */
+static uint64_t histogram_total(const struct histogram_shape *h, const uint64_t *buckets)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i <= h->n; i++)
+        total += load(&buckets[i]);
+    return total;
+}
+
+/* name's _bucket rows (cumulative), _sum and _count; label is "" or one
+ * label pair (action="x") put before le. */
+static void render_histogram(struct smq_buf *out, const char *name, const char *label,
+                             const struct histogram_shape *h, const uint64_t *buckets,
+                             const uint64_t *sum_us_counter)
+{
+    uint64_t cumulative = 0, sum_us = load(sum_us_counter);
+    const char *sep = label[0] != '\0' ? "," : "";
+
+    for (size_t i = 0; i <= h->n; i++) {
+        cumulative += load(&buckets[i]);
+        buf_printf(out, "%s_bucket{%s%sle=\"%s\"} %" PRIu64 "\n", name, label, sep,
+                   i < h->n ? h->bound_le[i] : "+Inf", cumulative);
+    }
+    /* Integer formatting: exact, and no locale can turn the point into a comma. */
+    if (label[0] != '\0')
+        buf_printf(out, "%s_sum{%s} %" PRIu64 ".%06" PRIu64 "\n%s_count{%s} %" PRIu64 "\n",
+                   name, label, sum_us / 1000000, sum_us % 1000000, name, label, cumulative);
+    else
+        buf_printf(out, "%s_sum %" PRIu64 ".%06" PRIu64 "\n%s_count %" PRIu64 "\n", name,
+                   sum_us / 1000000, sum_us % 1000000, name, cumulative);
+}
+
+/* One action's histogram; nothing if it had no request. */
 static void render_histogram_of(const struct action_stats *s, const char *action,
                                 struct smq_buf *out)
 {
-    uint64_t cumulative = 0, counts[N_BOUNDS + 1], sum_us = load(&s->sum_us);
+    char label[64];
 
-    for (size_t i = 0; i <= N_BOUNDS; i++) {
-        counts[i] = load(&s->buckets[i]);
-        cumulative += counts[i];
-    }
-    if (cumulative == 0)
+    if (histogram_total(&request_shape, s->buckets) == 0)
         return;
-    cumulative = 0;
-    for (size_t i = 0; i <= N_BOUNDS; i++) {
-        cumulative += counts[i];
-        buf_printf(out, "smqd_http_request_duration_seconds_bucket{action=\"%s\",le=\"%s\"} %"
-                   PRIu64 "\n", action, i < N_BOUNDS ? bound_le[i] : "+Inf", cumulative);
-    }
-    /* Integer formatting: exact, and no locale can turn the point into a comma. */
-    buf_printf(out, "smqd_http_request_duration_seconds_sum{action=\"%s\"} %" PRIu64 ".%06"
-               PRIu64 "\n", action, sum_us / 1000000, sum_us % 1000000);
-    buf_printf(out, "smqd_http_request_duration_seconds_count{action=\"%s\"} %" PRIu64 "\n",
-               action, cumulative);
+    snprintf(label, sizeof label, "action=\"%s\"", action);
+    render_histogram(out, "smqd_http_request_duration_seconds", label, &request_shape,
+                     s->buckets, &s->sum_us);
 }
 
 static void render_durations(struct smq_metrics *m, struct smq_buf *out)
@@ -228,26 +259,13 @@ static void render_gauge_and_throttled(struct smq_metrics *m, struct smq_buf *ou
 /* Only once a flush happened: with sync = normal there is no syncer. */
 static void render_flushes(struct smq_metrics *m, struct smq_buf *out)
 {
-    uint64_t counts[N_FLUSH_BOUNDS + 1], total = 0, sum_us = load(&m->flushes.sum_us);
-
-    for (size_t i = 0; i <= N_FLUSH_BOUNDS; i++) {
-        counts[i] = load(&m->flushes.buckets[i]);
-        total += counts[i];
-    }
-    if (total == 0)
+    if (histogram_total(&flush_shape, m->flushes.buckets) == 0)
         return;
     buf_puts(out, "# HELP smqd_wal_flush_duration_seconds fdatasync of the write-ahead log "
                   "by the syncer (sync = full); every acknowledged write waits for one.\n"
                   "# TYPE smqd_wal_flush_duration_seconds histogram\n");
-    total = 0;
-    for (size_t i = 0; i <= N_FLUSH_BOUNDS; i++) {
-        total += counts[i];
-        buf_printf(out, "smqd_wal_flush_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
-                   i < N_FLUSH_BOUNDS ? flush_bound_le[i] : "+Inf", total);
-    }
-    buf_printf(out, "smqd_wal_flush_duration_seconds_sum %" PRIu64 ".%06" PRIu64 "\n"
-                    "smqd_wal_flush_duration_seconds_count %" PRIu64 "\n",
-               sum_us / 1000000, sum_us % 1000000, total);
+    render_histogram(out, "smqd_wal_flush_duration_seconds", "", &flush_shape,
+                     m->flushes.buckets, &m->flushes.sum_us);
     buf_printf(out, "# HELP smqd_wal_flush_failures_total Failed flushes of the write-ahead "
                     "log; after the first, every request is refused until a restart.\n"
                     "# TYPE smqd_wal_flush_failures_total counter\n"
