@@ -59,6 +59,23 @@ void engine_op_release(struct smq_op *op)
     op->n_stats = 0;
 }
 
+void engine_op_fail(struct smq_op *op, int err, const char *msg)
+{
+    engine_op_release(op);
+    op->created = false;
+    errors_set(&op->result, err, msg == NULL ? NULL : "%s", msg);
+}
+
+void engine_answer(struct smq_op *ops)
+{
+    while (ops != NULL) {
+        struct smq_op *next = ops->next;
+        ops->next = NULL;
+        ops->done(ops, ops->done_arg);
+        ops = next;
+    }
+}
+
 const struct handle_keys *engine_keys(const struct smq_engine *e)
 {
     return &e->keys;
@@ -991,28 +1008,19 @@ static void finish_run(struct smq_engine *e, bool force)
         store_checkpoint(e->store);
     if (e->txn_lost) {
         recover_reload(e);
-        for (op = e->done_head; op != NULL; op = op->next) {
-            engine_op_release(op);
-            op->created = false;
-            errors_set(&op->result, e->lost_rc == SMQ_E_STORAGE_FULL ? SMQ_E_STORAGE_FULL
-                                                                     : SMQ_E_INTERNAL, NULL);
-        }
+        for (op = e->done_head; op != NULL; op = op->next)
+            engine_op_fail(op, e->lost_rc == SMQ_E_STORAGE_FULL ? SMQ_E_STORAGE_FULL
+                                                                : SMQ_E_INTERNAL, NULL);
         e->txn_lost = false;
         e->lost_rc = 0;
     }
     op = e->done_head;
     e->done_head = NULL;
     e->done_tail = &e->done_head;
-    if (e->syncer != NULL) {
+    if (e->syncer != NULL)
         syncer_release(e->syncer, op);
-        return;
-    }
-    while (op != NULL) {
-        struct smq_op *next = op->next;
-        op->next = NULL;
-        op->done(op, op->done_arg);
-        op = next;
-    }
+    else
+        engine_answer(op);
 }
 
 void engine_advance_clock(struct smq_engine *e)

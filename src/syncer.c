@@ -49,26 +49,10 @@ static int flush_wal(int fd)
  * to be on disk. */
 static void answer_failed(struct smq_op *ops)
 {
-    while (ops != NULL) {
-        struct smq_op *next = ops->next;
-        ops->next = NULL;
-        engine_op_release(ops);
-        ops->created = false;
-        errors_set(&ops->result, SMQ_E_INTERNAL,
-                   "the disk failed to flush the write-ahead log; restart smqd");
-        ops->done(ops, ops->done_arg);
-        ops = next;
-    }
-}
-
-static void answer(struct smq_op *ops)
-{
-    while (ops != NULL) {
-        struct smq_op *next = ops->next;
-        ops->next = NULL;
-        ops->done(ops, ops->done_arg);
-        ops = next;
-    }
+    for (struct smq_op *op = ops; op != NULL; op = op->next)
+        engine_op_fail(op, SMQ_E_INTERNAL,
+                       "the disk failed to flush the write-ahead log; restart smqd");
+    engine_answer(ops);
 }
 
 /* Unlinks the held ops whose flush is done (caller holds the lock). */
@@ -137,7 +121,7 @@ static void run_round(struct smq_syncer *s)
     if (failed)
         answer_failed(done);
     else
-        answer(done);
+        engine_answer(done);
     pthread_mutex_lock(&s->lock);
     s->busy = false;
     pthread_cond_broadcast(&s->quiet);
@@ -226,7 +210,7 @@ void syncer_release(struct smq_syncer *s, struct smq_op *ops)
     if (failed)
         answer_failed(ops);
     else if (now)
-        answer(ops);
+        engine_answer(ops);
 }
 
 void syncer_drain(struct smq_syncer *s)

@@ -243,6 +243,12 @@ struct smq_op {
 void engine_op_init(struct smq_op *op, enum smq_op_kind kind);
 /* Frees what the engine allocated into op's outputs (bodies, list). */
 void engine_op_release(struct smq_op *op);
+/* Undoes what a finished op would report (its outputs released, no queue
+ * "created") and sets its result to err with message msg (NULL: the
+ * standard text): for ops whose effects did not reach the disk. */
+void engine_op_fail(struct smq_op *op, int err, const char *msg);
+/* Calls done for every op of the ->next list, in order, unlinking each. */
+void engine_answer(struct smq_op *ops);
 
 struct smq_engine;
 
