@@ -8,7 +8,9 @@
 # binaries run alternately ROUNDS times each (old, new, old, new, ...), each
 # run on a fresh server and database (sync = full), so machine noise hits both
 # alike; the table gives each one's median msg/s and p50 latency, and
-# new/old.  Build the old binary from the old commit first, e.g.
+# new/old.  OLD_SYNC / NEW_SYNC (full or normal, default full) set [storage]
+# sync for each side, so one binary can be compared with itself:
+#   OLD_SYNC=full NEW_SYNC=normal bench/compare.sh build-release/smqd build-release/smqd  Build the old binary from the old commit first, e.g.
 #   git worktree add /tmp/old HEAD~3 && cmake -S /tmp/old -B /tmp/old/b \
 #     -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/b --target smqd
 set -euo pipefail
@@ -32,11 +34,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run_one() {   # run_one SMQD SCENARIO CONNS -> "msg_per_s p50_us errors"
+run_one() {   # run_one SMQD SCENARIO CONNS SYNC -> "msg_per_s p50_us errors"
   local conf=$work/smqd.conf log=$work/smqd.log out port
   rm -f "$work"/smqd.db*
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
-    "$work" > "$conf"
+  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\nsync = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
+    "$work" "$4" > "$conf"
   : > "$log"
   "$1" -c "$conf" 2>"$log" &
   pid=$!
@@ -55,15 +57,15 @@ run_one() {   # run_one SMQD SCENARIO CONNS -> "msg_per_s p50_us errors"
 
 median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-echo "compare.sh: old $old, new $new; ${secs}s per run, $rounds rounds, $(nproc) cores, $(date -u '+%F %T') UTC"
+echo "compare.sh: old $old (sync ${OLD_SYNC:-full}), new $new (sync ${NEW_SYNC:-full}); ${secs}s per run, $rounds rounds, $(nproc) cores, $(date -u '+%F %T') UTC"
 printf '%-10s %5s %10s %10s %7s %9s %9s %6s\n' scenario conns old_msg/s new_msg/s new/old \
   old_p50ms new_p50ms errors
 for c in "${conns[@]}"; do
   for sc in send lifecycle batch; do
     : > "$work/old"; : > "$work/new"
     for _ in $(seq "$rounds"); do
-      run_one "$old" "$sc" "$c" >> "$work/old"
-      run_one "$new" "$sc" "$c" >> "$work/new"
+      run_one "$old" "$sc" "$c" "${OLD_SYNC:-full}" >> "$work/old"
+      run_one "$new" "$sc" "$c" "${NEW_SYNC:-full}" >> "$work/new"
     done
     om=$(cut -d' ' -f1 "$work/old" | median); nm=$(cut -d' ' -f1 "$work/new" | median)
     op=$(cut -d' ' -f2 "$work/old" | median); np=$(cut -d' ' -f2 "$work/new" | median)
