@@ -179,15 +179,11 @@ static void server_release(struct smq_admin *a)
 static struct engine_call *call_new(void)
 {
     struct engine_call *c = calloc(1, sizeof *c);
-    pthread_condattr_t attr;
 
     if (c == NULL)
         return NULL;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->done, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_mono_cond_init(&c->done);
     return c;
 }
 

@@ -40,6 +40,16 @@ void clock_mono_deadline(uint64_t ms, struct timespec *out)
     }
 }
 
+void clock_mono_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 static const struct smq_clock system_clock = {system_mono_ms, system_epoch_ms, NULL};
 
 const struct smq_clock *clock_system(void)

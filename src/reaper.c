@@ -143,7 +143,6 @@ struct conn_reaper *conn_reaper_start(const char *listener, int request_timeout_
                                       int idle_timeout_s)
 {
     struct conn_reaper *r = calloc(1, sizeof *r);
-    pthread_condattr_t attr;
 
     if (r == NULL)
         return NULL;
@@ -154,10 +153,7 @@ struct conn_reaper *conn_reaper_start(const char *listener, int request_timeout_
         r->idle_us = r->request_us;
     pthread_mutex_init(&r->lock, NULL);
     r->tracked.next = r->tracked.prev = &r->tracked;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_mono_cond_init(&r->wake);
     if (pthread_create(&r->thread, NULL, reaper_thread, r) != 0) {
         conn_reaper_free(r);
         return NULL;

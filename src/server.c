@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "smqd/clock.h"
 #include "smqd/log.h"
 
 struct smq_server {
@@ -83,7 +84,6 @@ static void *engine_thread(void *arg)
 int server_start(struct smq_engine *engine, struct smq_server **out)
 {
     struct smq_server *s = calloc(1, sizeof *s);
-    pthread_condattr_t attr;
     int rc = SMQ_E_NOMEM;
 
     if (s == NULL)
@@ -91,10 +91,7 @@ int server_start(struct smq_engine *engine, struct smq_server **out)
     s->engine = engine;
     s->inbox_tail = &s->inbox_head;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_mono_cond_init(&s->wake);
     if (pthread_create(&s->thread, NULL, engine_thread, s) != 0) {
         SMQ_ERROR("cannot start the engine thread");
         server_free(s);

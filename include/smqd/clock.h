@@ -8,6 +8,7 @@
 #ifndef SMQD_CLOCK_H
 #define SMQD_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -26,8 +27,11 @@ const struct smq_clock *clock_system(void);
 uint64_t clock_mono_us(void);
 
 /* CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait on a condition
- * variable set to CLOCK_MONOTONIC. */
+ * variable made by clock_mono_cond_init. */
 void clock_mono_deadline(uint64_t ms, struct timespec *out);
+/* A condition variable whose timed waits measure CLOCK_MONOTONIC (a wall
+ * clock step cannot stretch or cut them). */
+void clock_mono_cond_init(pthread_cond_t *cond);
 
 /* A fake clock for tests: both readings are fields the test moves. */
 struct smq_fake_clock {

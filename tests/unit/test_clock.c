@@ -1,8 +1,11 @@
 /*
  * test_clock.c — unit tests for clock.c: the fake clock moves both readings
- * together, and clock_mono_deadline adds milliseconds to CLOCK_MONOTONIC
- * with the nanoseconds carried into seconds.
+ * together, clock_mono_deadline adds milliseconds to CLOCK_MONOTONIC with
+ * the nanoseconds carried into seconds, and a condition variable from
+ * clock_mono_cond_init times out at such a deadline.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +39,30 @@ static void test_clock_mono_deadline_adds_and_normalises(void **state)
     }
 }
 
+/* The two together: a timed wait on the monotonic condition variable ends
+ * at the monotonic deadline (not at once, not much later). */
+static void test_clock_mono_cond_times_out_at_the_deadline(void **state)
+{
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond;
+    struct timespec deadline;
+    uint64_t t0 = clock_mono_us(), waited_ms;
+    int rc;
+
+    (void)state;
+    clock_mono_cond_init(&cond);
+    clock_mono_deadline(50, &deadline);
+    pthread_mutex_lock(&lock);
+    do
+        rc = pthread_cond_timedwait(&cond, &lock, &deadline);
+    while (rc == 0);                                /* spurious wake-ups */
+    pthread_mutex_unlock(&lock);
+    waited_ms = (clock_mono_us() - t0) / 1000;
+    assert_int_equal(rc, ETIMEDOUT);
+    assert_in_range(waited_ms, 50, 5000);
+    pthread_cond_destroy(&cond);
+}
+
 static void test_clock_fake_moves_both_readings(void **state)
 {
     struct smq_fake_clock fake;
@@ -51,6 +78,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clock_mono_deadline_adds_and_normalises),
+        cmocka_unit_test(test_clock_mono_cond_times_out_at_the_deadline),
         cmocka_unit_test(test_clock_fake_moves_both_readings),
     };
 
