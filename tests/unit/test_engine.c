@@ -38,6 +38,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "db_peek.h"
+
 #include "smqd/clock.h"
 #include "smqd/engine.h"
 #include "smqd/errors.h"
@@ -440,20 +442,6 @@ static void assert_body(const struct smq_msg_view *v, const char *text)
 /* ---- independent views of the database ------------------------------------ */
 
 /* Runs a one-integer query through a separate read-only connection. */
-static long long sql_int(const struct fixture *f, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-
-    assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
 
 /* ---- create / get / set / delete / list queues ----------------------------- */
 
@@ -617,9 +605,9 @@ static void test_engine_delete_queue(void **state)
     assert_int_equal(send_msg(f, "gone", "x", 1, 0, 8, NULL), SMQ_E_QUEUE_NOT_EXIST);
     assert_int_equal(stats(f).queues, 0);
     assert_int_equal(stats(f).messages, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM queue"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM queue"), 0);
 
     /* Idempotent: deleting again, or a queue that never existed, succeeds. */
     assert_int_equal(delete_queue(f, "gone"), 0);
@@ -802,8 +790,8 @@ static void test_engine_send_rejects_bad_bodies(void **state)
 
     assert_counts(f, "small", 0, 0, 0);
     assert_int_equal(stats(f).messages, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 0);
 
     /* Exactly the limit is fine. */
     assert_int_equal(send_msg(f, "small", body, 1024, 0, 8, NULL), 0);
@@ -1058,8 +1046,8 @@ static void test_engine_retention_expiry_any_state(void **state)
     assert_counts(f, "r", 0, 0, 0);
     tick(f, 200000);                       /* past the delayed one's visibility */
     assert_counts(f, "r", 0, 0, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 0);
 
     /* The same three states, but the engine is down when retention ends:
      * the rows are still on disk at the next start and must not load. */
@@ -1070,14 +1058,14 @@ static void test_engine_retention_expiry_any_state(void **state)
     assert_counts(f, "r", 1, 1, 1);
     engine_close(f->e);
     f->e = NULL;
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 3);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 3);
     clock_fake_advance(&f->clock, 60000);
     open_engine(f, MAX_QUEUES_DEFAULT);
     assert_int_equal(stats(f).messages, 0);
     assert_counts(f, "r", 0, 0, 0);
     assert_int_equal(delete_msg(f, "r", inactive.seq, inactive.handle_gen),
                      SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
 }
 
 /* ---- peek, delete, change visibility ----------------------------------------- */
@@ -1166,7 +1154,7 @@ static void test_engine_delete_single_handles(void **state)
     assert_int_equal(delete_msg(f, "q1", v2b.seq, v2b.handle_gen), 0);
     assert_counts(f, "q1", 0, 0, 0);
     assert_int_equal(stats(f).messages, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
 }
 
 static void test_engine_delete_batch_mixed(void **state)
@@ -1214,7 +1202,7 @@ static void test_engine_delete_batch_mixed(void **state)
     /* Only v[1] is left, still Inactive and deletable with its current handle. */
     assert_counts(f, "b", 0, 1, 0);
     assert_int_equal(stats(f).messages, 1);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1);
     assert_int_equal(delete_msg(f, "b", v[1].seq, v[1].handle_gen), 0);
     assert_counts(f, "b", 0, 0, 0);
 
@@ -1589,7 +1577,7 @@ static void test_engine_group_commit_sees_effects_in_order(void **state)
     assert_int_equal(empty.result.err, SMQ_E_MESSAGE_NOT_EXIST);
 
     /* All of it is durable. */
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg WHERE dequeue_count = 1"), 2);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg WHERE dequeue_count = 1"), 2);
     for (int i = 0; i < 6; i++)
         engine_op_release(list[i]);
     reopen_engine(f, MAX_QUEUES_DEFAULT);
@@ -1697,7 +1685,7 @@ static void test_engine_write_fault_fails_only_that_send(void **state)
 
     assert_int_equal(create_queue(f, "wf", NULL, 0, NULL), 0);
     warm = send_text(f, "wf", "before", 0, 8);     /* the id reservation is done */
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1);
 
     op_init(f, &bad, SMQ_OP_SEND, "wf");
     for (int i = 0; i < 3; i++)
@@ -1716,8 +1704,8 @@ static void test_engine_write_fault_fails_only_that_send(void **state)
 
     assert_counts(f, "wf", 2, 0, 0);
     assert_int_equal(stats(f).messages, 2);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 2);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 2);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 2);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 2);
 
     assert_int_equal(receive(f, &recv, "wf", 16, 0), 0);
     assert_int_equal(recv.n_msgs, 2);
@@ -1784,7 +1772,7 @@ static void test_engine_storage_full_refuses_sends_keeps_deletes(void **state)
 
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_counts(f, "full", 2, 0, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 2);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 2);
 }
 
 /* Stands in for the HTTP layer's check that a parked poll's connection closed. */
@@ -1854,7 +1842,7 @@ static void test_engine_failed_reload_refuses_until_store_reads(void **state)
 
     store_fault_inject_load(f->store, 0);                /* still unreadable next run */
     assert_int_equal(send_msg(f, "rb", "refused", 7, 0, 8, NULL), SMQ_E_INTERNAL);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 3);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 3);
 
     assert_int_equal(send_msg(f, "rb", "after", 5, 0, 8, &seq), 0);   /* readable again */
     assert_true(seq > last);
@@ -1899,7 +1887,7 @@ static void test_engine_commit_fault_rolls_back_whole_run(void **state)
     /* Exactly the state before the run. */
     assert_counts(f, "cf", 1, 1, 0);
     assert_int_equal(stats(f).messages, 2);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 2);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 2);
     assert_int_equal(receive_one(f, "cf", &vb), 0);          /* B, first delivery */
     assert_true(vb.seq == sb);
     assert_int_equal(vb.dequeue_count, 1);
@@ -2044,13 +2032,13 @@ static void test_engine_queue_id_not_reused_after_restart(void **state)
 
     assert_int_equal(create_queue(f, "q1", NULL, 0, NULL), 0);
     assert_int_equal(create_queue(f, "q2", NULL, 0, NULL), 0);
-    id_old = sql_int(f, "SELECT id FROM queue WHERE name = 'q2'");
-    assert_true(id_old > sql_int(f, "SELECT id FROM queue WHERE name = 'q1'"));
+    id_old = db_peek_int(f->path, "SELECT id FROM queue WHERE name = 'q2'");
+    assert_true(id_old > db_peek_int(f->path, "SELECT id FROM queue WHERE name = 'q1'"));
     assert_int_equal(delete_queue(f, "q2"), 0);
 
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_int_equal(create_queue(f, "q3", NULL, 0, NULL), 0);
-    id_new = sql_int(f, "SELECT id FROM queue WHERE name = 'q3'");
+    id_new = db_peek_int(f->path, "SELECT id FROM queue WHERE name = 'q3'");
     assert_true(id_new > id_old);
 }
 
@@ -2146,7 +2134,7 @@ static void test_engine_ten_thousand_messages(void **state)
     assert_int_equal(received, BIG_N);
     assert_counts(f, "big", 0, 0, 0);
     assert_int_equal(stats(f).messages, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
 }
 
 /* ---- dead-letter queues, purge, redrive, statistics ------------------------ */
@@ -2260,9 +2248,9 @@ static void test_engine_dead_letter_after_max_receives(void **state)
     engine_op_release(&op);
     st = queue_stats(f, "src");
     assert_int_equal(st.dead_lettered, 0);          /* counters count since start-up */
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 1);
-    assert_int_equal(sql_int(f, "SELECT src_queue_id FROM msg"),
-                     sql_int(f, "SELECT id FROM queue WHERE name = 'src'"));
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT src_queue_id FROM msg"),
+                     db_peek_int(f->path, "SELECT id FROM queue WHERE name = 'src'"));
 }
 
 static void test_engine_dead_letter_counts_and_wakes_dlq_poller(void **state)
@@ -2375,8 +2363,8 @@ static void test_engine_purge(void **state)
     assert_counts(f, "dlq", 0, 0, 0);
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_counts(f, "src", 0, 0, 0);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg"), 1);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg_body"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 1);
     assert_int_equal(receive_one(f, "other", &v), 0);
     assert_true(v.seq == kept);
 }
@@ -2432,7 +2420,7 @@ static void test_engine_redrive_is_rate_limited(void **state)
     assert_int_equal(v.dequeue_count, 1);
     assert_int_equal(receive_one(f, "dlq", &v), 0);
     assert_int_equal(v.priority, 16);
-    assert_int_equal(sql_int(f, "SELECT count(*) FROM msg WHERE queue_id = "
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg WHERE queue_id = "
                                 "(SELECT id FROM queue WHERE name = 'src')"), 20);
 }
 
@@ -2593,7 +2581,7 @@ static void test_engine_reclaims_space_after_purge(void **state)
         assert_int_equal(run_one(f, &op), 0);
         engine_op_release(&op);
     }
-    pages_full = (uint64_t)sql_int(f, "PRAGMA page_count");
+    pages_full = (uint64_t)db_peek_int(f->path, "PRAGMA page_count");
     /* No maintenance is scheduled while nothing was deleted (only expiry). */
     assert_true(engine_next_timeout_ms(f->e) > 300000);
     assert_int_equal(purge(f, "big", true, false, &n, &n_dlq), 0);
@@ -2606,7 +2594,7 @@ static void test_engine_reclaims_space_after_purge(void **state)
     st = stats(f);
     assert_true(st.vacuumed_pages >= 1024);      /* the rest stays for reuse */
     assert_true(st.free_pages < 1024);
-    assert_true((uint64_t)sql_int(f, "PRAGMA page_count") + 1024 <= pages_full);
+    assert_true((uint64_t)db_peek_int(f->path, "PRAGMA page_count") + 1024 <= pages_full);
 }
 
 /* ---- regressions found in review ------------------------------------------- */

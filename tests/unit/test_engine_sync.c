@@ -23,6 +23,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "db_peek.h"
+
 #include "smqd/clock.h"
 #include "smqd/engine.h"
 #include "smqd/errors.h"
@@ -138,20 +140,10 @@ static struct smq_op *op_send(struct fixture *f, int i)
     return op;
 }
 
-/* Rows in msg, read through a connection of the test's own. */
+/* Rows in msg, on disk. */
 static long long msgs_on_disk(const struct fixture *f)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long n = -1;
-
-    if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK
-        && sqlite3_prepare_v2(db, "SELECT count(*) FROM msg", -1, &st, NULL) == SQLITE_OK
-        && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return db_peek_int(f->path, "SELECT count(*) FROM msg");
 }
 
 static void test_answer_waits_for_its_flush_and_a_busy_flush_defers_the_commit(void **state)

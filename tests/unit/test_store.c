@@ -21,6 +21,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "db_peek.h"
+
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
@@ -262,20 +264,6 @@ static void snapshot(struct smq_store *s, struct smq_buf *out)
     assert_false(buf_failed(out));
 }
 
-static long long disk_int(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v;
-
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
 
 /* Reads a whole small file; returns its length (or -1 if absent). */
 static long read_file(const char *path, char *out, size_t out_size)
@@ -331,14 +319,14 @@ static void test_store_user_version_is_3(void **state)
 {
     struct fixture *f = *state;
 
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(STORE_SCHEMA_VERSION, 3);
     /* A new database is created with incremental auto-vacuum (reclamation). */
-    assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 2);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 3);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 3);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
                      4);
 }
 
@@ -574,8 +562,8 @@ static void test_store_queue_delete_removes_only_its_messages(void **state)
     for (int i = 0; i < ml.n; i++)
         assert_int_not_equal(ml.m[i].queue_id, 2);
     /* queue 2 held seq 1, 4 and 7 (seq % 3 == 1); bodies are keyed by seq alone */
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body WHERE seq % 3 = 1"), 0);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 6);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body WHERE seq % 3 = 1"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 6);
     buf_init(&body);
     assert_int_equal(store_msg_body(f->s, 2, 1, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
     assert_int_equal(store_msg_body(f->s, 1, 3, &body, NULL), 0);
@@ -647,7 +635,7 @@ static void test_store_msg_delete(void **state)
     assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
     assert_int_equal(ml.n, 1);
     assert_int_equal(ml.m[0].seq, 6);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 1);
 }
 
 static void test_store_msg_binary_and_empty_body(void **state)
@@ -883,7 +871,7 @@ static void test_store_fault_on_commit_then_rollback(void **state)
     assert_int_equal(store_begin(f->s), 0);
     assert_int_equal(churn_ok(f->s), 0);
     assert_int_equal(store_commit(f->s), 0);
-    assert_int_equal(disk_int(f->path, "SELECT delay_s FROM queue WHERE id = 1"), 77);
+    assert_int_equal(db_peek_int(f->path, "SELECT delay_s FROM queue WHERE id = 1"), 77);
     buf_free(&disk0), buf_free(&mem0), buf_free(&disk1), buf_free(&mem1);
 }
 
@@ -924,10 +912,10 @@ static void test_store_savepoint_undoes_one_op(void **state)
     assert_int_equal(store_commit(f->s), 0);
     assert_false(store_in_txn(f->s));
 
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM queue WHERE id = 2"), 1);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg WHERE queue_id = 2"), 0);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body WHERE seq = 9"), 0);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg WHERE seq = 3"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM queue WHERE id = 2"), 1);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg WHERE queue_id = 2"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body WHERE seq = 9"), 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg WHERE seq = 3"), 1);
     buf_init(&v);
     assert_int_equal(store_meta_get(f->s, "k", &v, &found), 0);
     assert_string_equal(v.data, "v1");
@@ -1022,11 +1010,11 @@ static void test_store_migrates_v1_to_v2(void **state)
     char err[256];
 
     make_raw_db(f->path, v1_db);
-    assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 0);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 0);
     assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     /* Converted once (VACUUM) so that space can be reclaimed. */
-    assert_int_equal(disk_int(f->path, "PRAGMA auto_vacuum"), 2);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
     assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
     assert_int_equal(ql.n, 1);
     assert_string_equal(ql.q[0].name, "old");
@@ -1079,7 +1067,7 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
         md5[i] = (unsigned char)(0xF0 + i);
     make_raw_db(f->path, v2_db);
     assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
-    assert_int_equal(disk_int(f->path, "PRAGMA user_version"), 3);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 3);
     expect_body_md5(f->s, 5, "kept", NULL);          /* written before: none stored */
     m.seq = 6;
     assert_int_equal(store_msg_insert(f->s, &m, "new", 3, md5), 0);
@@ -1176,7 +1164,7 @@ static void test_store_queue_purge_keeps_queue_and_others(void **state)
     assert_int_equal(ml.n, 3);
     for (int i = 0; i < ml.n; i++)
         assert_int_equal(ml.m[i].queue_id, 2);
-    assert_int_equal(disk_int(f->path, "SELECT count(*) FROM msg_body"), 3);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 3);
 }
 
 static void test_store_reclaim_shrinks_file(void **state)
