@@ -27,7 +27,12 @@
 
 /* Must be called once from the main thread before any parse (libxml2 rule). */
 void xml_global_init(void);
+/* Also frees the calling thread's parser context (see xml_parser_names). */
 void xml_global_cleanup(void);
+
+/* How many names the calling thread's kept parser context has collected
+ * (0: none kept).  Bounded: a context past the bound is replaced. */
+size_t xml_parser_names(void);
 
 /* ---- request bodies ---------------------------------------------------- */
 

@@ -1009,6 +1009,71 @@ static void test_xml_error_doc_escapes_and_keeps_all(void **state)
 }
 
 /* What we write, we can read back (bodies survive a full cycle). */
+/* ---- the kept parser context ---------------------------------------------- */
+
+/* A parse that fails part-way inside a namespace binding must not lend
+ * that binding to the next document parsed on the same thread.  (xml.c
+ * does not keep a context after a failed parse; libxml2 2.9.14 would pass
+ * this even if it did, so this guards the property, not that choice.) */
+static void test_xml_context_no_state_across_parses(void **state)
+{
+    const char *stopped[] = {
+        "<Message xmlns:m=\"urn:a\"><m:Priority>3</m:Priority><MessageBody>x",      /* truncated */
+        "<Message xmlns:m=\"urn:a\"><MessageBody>x</MessageBody><!DOCTYPE x></Message>",
+        "<Message xmlns:m=\"urn:a\"><a><b><c><d><e><f><g><h><i/></h></g></f></e></d></c></b></a>"
+        "</Message>",                                                               /* too deep */
+        "<Message xmlns:m=\"urn:a\"><MessageBody>&nope;</MessageBody></Message>",
+    };
+    struct xml_send_item it;
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof stopped / sizeof stopped[0]; i++) {
+        assert_int_equal(parse_send(stopped[i], &it, &ei), SMQ_E_MALFORMED_XML);
+        /* Unbound here: refused, whatever the failed document declared. */
+        assert_send_fails("<Message><MessageBody>b</MessageBody><m:Priority>2</m:Priority>"
+                          "</Message>", SMQ_E_MALFORMED_XML, "prefix");
+        assert_int_equal(parse_send("<Message><MessageBody>ok</MessageBody><Priority>5</Priority>"
+                                    "</Message>", &it, &ei), 0);
+        assert_string_equal(it.body, "ok");
+        assert_int_equal(it.priority.value, 5);
+        xml_send_item_free(&it);
+    }
+}
+
+/* Element names are the client's: the kept context's dictionary must stay
+ * bounded however many different ones arrive. */
+static void test_xml_context_dictionary_bounded(void **state)
+{
+    struct smq_buf doc;
+    struct xml_send_item it;
+    struct smq_errinfo ei = {0};
+    char name[32];
+    size_t most = 0;
+
+    (void)state;
+    assert_int_equal(parse_send("<Message><MessageBody>a</MessageBody></Message>", &it, &ei), 0);
+    xml_send_item_free(&it);
+    assert_true(xml_parser_names() > 0);              /* kept after a clean parse */
+    for (int d = 0; d < 40; d++) {
+        buf_init(&doc);
+        buf_puts(&doc, "<Message><MessageBody>a</MessageBody>");
+        for (int i = 0; i < 50; i++) {
+            snprintf(name, sizeof name, "<n%d_%d/>", d, i);
+            buf_puts(&doc, name);
+        }
+        buf_puts(&doc, "</Message>");
+        assert_int_equal(xml_parse_send(doc.data, doc.len, &it, &ei), 0);
+        assert_string_equal(it.body, "a");
+        xml_send_item_free(&it);
+        buf_free(&doc);
+        assert_true(xml_parser_names() <= 512);
+        if (xml_parser_names() > most)
+            most = xml_parser_names();
+    }
+    assert_true(most > 100);                           /* the context was kept and grew */
+}
+
 static void test_xml_written_message_parses(void **state)
 {
     const char body[] = "x\r\ny & <z> \xE4\xB8\xAD";
@@ -1085,6 +1150,8 @@ int main(void)
         cmocka_unit_test(test_xml_error_doc_exact),
         cmocka_unit_test(test_xml_error_doc_escapes_and_keeps_all),
         cmocka_unit_test(test_xml_written_message_parses),
+        cmocka_unit_test(test_xml_context_no_state_across_parses),
+        cmocka_unit_test(test_xml_context_dictionary_bounded),
     };
     int failed;
 
