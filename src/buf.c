@@ -57,6 +57,11 @@ static bool reserve(struct smq_buf *b, size_t extra)
     return true;
 }
 
+void buf_reserve(struct smq_buf *b, size_t extra)
+{
+    reserve(b, extra);
+}
+
 void buf_append(struct smq_buf *b, const void *data, size_t len)
 {
     if (!reserve(b, len))

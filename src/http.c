@@ -40,6 +40,10 @@
  */
 #define HTTP_CONN_MEMORY (16 * 1024)
 
+/* Up to this much of an announced Content-Length is allocated before the
+ * body arrives (a batch of 16 1 KiB messages is ~20 KB). */
+#define HTTP_BODY_PRESIZE (64 * 1024)
+
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
 struct smq_http {
@@ -374,16 +378,21 @@ static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *
                                      const char *method)
 {
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    unsigned long long announced;
 
     r->started = true;
     metrics_request_started(r->http->opts.metrics);
     r->conn = conn;
     conn_reaper_phase(r->http->reaper, conn, PHASE_BODY);
     snprintf(r->method, sizeof r->method, "%s", method);
-    if (cl != NULL && strtoull(cl, NULL, 10) > r->http->opts.max_body_bytes) {
+    announced = cl != NULL ? strtoull(cl, NULL, 10) : 0;
+    if (announced > r->http->opts.max_body_bytes) {
         r->too_large = true;
         return process(r);              /* answered now; the body is never read */
     }
+    /* One allocation for the body instead of a doubling series; capped, as
+     * the announcement is the client's and the body may never come. */
+    buf_reserve(&r->body, announced < HTTP_BODY_PRESIZE ? announced : HTTP_BODY_PRESIZE);
     return MHD_YES;
 }
 

@@ -1,8 +1,9 @@
 /*
  * test_buf.c — unit tests for buf.c: append, puts, printf and i64 (both
  * int64 extremes), NUL termination, take (ownership moves, buffer left
- * empty and reusable), reset (length 0, memory kept) and growth past
- * several KB with the contents intact.
+ * empty and reusable), reset (length 0, memory kept), reserve (one
+ * allocation, appends in place) and growth past several KB with the
+ * contents intact.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +52,33 @@ static void test_buf_append_and_puts(void **state)
     buf_free(&b);
     assert_null(b.data);
     assert_int_equal(b.len, 0);
+}
+
+/* A reservation is one allocation: appends up to it do not move the data. */
+static void test_buf_reserve_then_append_in_place(void **state)
+{
+    struct smq_buf b;
+    char chunk[100];
+    const char *where;
+
+    (void)state;
+    memset(chunk, 'x', sizeof chunk);
+    buf_init(&b);
+    buf_reserve(&b, 5000);
+    assert_false(buf_failed(&b));
+    assert_true(b.cap >= 5001);
+    assert_int_equal(b.len, 0);
+    where = b.data;
+    for (int i = 0; i < 50; i++)
+        buf_append(&b, chunk, sizeof chunk);
+    assert_ptr_equal(b.data, where);
+    assert_int_equal(b.len, 5000);
+    assert_int_equal(b.data[5000], '\0');
+    buf_reserve(&b, 0);                        /* nothing more needed: no change */
+    assert_ptr_equal(b.data, where);
+    buf_reserve(&b, SIZE_MAX / 2);             /* impossible: marked failed */
+    assert_true(buf_failed(&b));
+    buf_free(&b);
 }
 
 static void test_buf_append_zero_bytes_terminates(void **state)
@@ -273,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_buf_init_is_empty),
         cmocka_unit_test(test_buf_append_and_puts),
         cmocka_unit_test(test_buf_append_zero_bytes_terminates),
+        cmocka_unit_test(test_buf_reserve_then_append_in_place),
         cmocka_unit_test(test_buf_append_binary_with_nul),
         cmocka_unit_test(test_buf_printf),
         cmocka_unit_test(test_buf_printf_large),
