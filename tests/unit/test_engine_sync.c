@@ -208,6 +208,49 @@ static void test_close_commits_a_deferred_run(void **state)
     assert_int_equal(f->ops[1].result.err, 0);
 }
 
+/* The COMMIT of a deferred transaction fails (two runs joined it while a
+ * flush was busy): both runs' ops are refused, the engine's memory is
+ * reloaded from the database, and what was acknowledged before is intact
+ * and still served.  The engine then goes on committing. */
+static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *recv;
+
+    allow_flushes(1);
+    engine_run(f->e, op_create(f, 0));
+    assert_true(wait_for(&f->answered, 1));
+    engine_run(f->e, op_send(f, 1));                /* committed; its flush is held */
+    assert_true(wait_for(&flushes_started, 2));
+    engine_run(f->e, op_send(f, 2));                /* deferred ... */
+    engine_run(f->e, op_send(f, 3));                /* ... and joined by a second run */
+    assert_true(store_in_txn(f->store));
+    store_fault_inject(f->store, STORE_FAULT_OFF, 1);
+    allow_flushes(1);
+    assert_true(wait_for(&f->answered, 2));         /* the first send, flushed */
+    assert_int_equal(f->ops[1].result.err, 0);
+    engine_run(f->e, NULL);                         /* the deferred commit: it fails */
+    assert_true(wait_for(&f->answered, 4));
+    assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
+    assert_int_equal(f->ops[3].result.err, SMQ_E_INTERNAL);
+    assert_false(store_in_txn(f->store));
+    assert_int_equal(msgs_on_disk(f), 1);
+
+    allow_flushes(10);
+    recv = op_of(f, 2, SMQ_OP_RECEIVE);             /* the engine serves what it reloaded */
+    recv->max_msgs = 16;
+    engine_run(f->e, recv);
+    assert_true(wait_for(&f->answered, 5));
+    assert_int_equal(recv->result.err, 0);
+    assert_int_equal(recv->n_msgs, 1);
+    assert_int_equal(recv->msgs[0].seq, f->ops[1].sent_seq[0]);
+    engine_op_release(recv);
+    engine_run(f->e, op_send(f, 3));                /* and commits again */
+    assert_true(wait_for(&f->answered, 6));
+    assert_int_equal(f->ops[3].result.err, 0);
+    assert_int_equal(msgs_on_disk(f), 2);
+}
+
 /* A purge makes disk reclamation due; while the commit is deferred it cannot
  * run, and must not make the engine thread spin (review finding). */
 static void test_a_deferred_commit_does_not_make_maintenance_spin(void **state)
@@ -317,6 +360,8 @@ int main(void)
             test_answer_waits_for_its_flush_and_a_busy_flush_defers_the_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_idle_syncer_commits_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_commits_a_deferred_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_after_a_failed_flush_every_op_is_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_deferred_commit_does_not_make_maintenance_spin,
