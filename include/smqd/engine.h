@@ -112,7 +112,7 @@ struct smq_msg_view {
     int64_t enqueue_ms, first_dequeue_ms, next_visible_ms;
     uint32_t dequeue_count;
     int priority;
-    char *body;                  /* malloc'd, owned by the op (engine_op_release) */
+    char *body;                  /* in the op's body_block (engine_op_release frees it) */
     size_t body_len;
     struct store_body_md5 body_md5;   /* as stored at send; absent for older rows */
 };
@@ -214,6 +214,7 @@ struct smq_op {
     uint64_t sent_seq[SMQ_BATCH_MAX];        /* SEND */
     struct smq_msg_view msgs[SMQ_BATCH_MAX]; /* RECEIVE/PEEK */
     size_t n_msgs;
+    char *body_block;                        /* RECEIVE/PEEK: every msgs[i].body, one malloc */
     uint32_t new_gen;                        /* CHANGE_VISIBILITY */
     int64_t next_visible_ms;
     uint64_t n_purged, n_purged_dlq;         /* PURGE */
