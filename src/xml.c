@@ -29,13 +29,18 @@
  * A thread's parser context is kept between its parses: creating one (with
  * its dictionary, input and node stacks) and freeing it cost ~4,500
  * instructions and ~25 allocations per request (callgrind, SendMessage).
- * xmlCtxtReadMemory resets everything a parse leaves behind except the
- * dictionary, which keeps the names it has seen; element names are
- * client-chosen, so a context whose dictionary has collected more than
- * PARSER_DICT_MAX of them is replaced instead of growing without bound.
- * Our own vocabulary is a few dozen names.
+ * What a parse leaves in the context is reset as soon as it ends, so the
+ * kept context holds none of a client's document.  The dictionary is not
+ * reset: it keeps the names it has seen (element names, namespace URIs,
+ * texts of up to 3 bytes), and those are client-chosen; a context whose
+ * dictionary holds more than PARSER_DICT_MAX names or PARSER_DICT_BYTES
+ * bytes is replaced instead of kept.  Both bounds matter: long names fill
+ * the bytes with few entries, and a dictionary that reached libxml2's own
+ * limit would refuse the names of the next client's document.  Our own
+ * vocabulary is a few dozen short names.
  */
 #define PARSER_DICT_MAX 512
+#define PARSER_DICT_BYTES (64 * 1024)
 
 /* Our deepest legitimate element is Messages/Message/UserProperties/
  * PropertyValue/Name (5); 8 leaves room for harmless client additions. */
@@ -111,28 +116,43 @@ static xmlParserCtxtPtr parser_acquire(void)
 }
 
 /*
- * Keeps ctxt for this thread's next parse when the parse just made ended
- * cleanly.  A document that failed or was stopped part-way leaves its
- * stacks (namespace bindings among them) behind; libxml2 2.9.14 clears them
- * when the next parse starts (test_xml checks that no binding crosses
- * documents), but a broken request is rare enough that its context is
- * simply not trusted: it is freed.  So is one whose dictionary has grown
- * past the bound.  A document parsed with ctxt holds its own
- * reference to the dictionary, so freeing ctxt never frees a live tree's
- * names.
+ * Keeps ctxt, reset, for this thread's next parse when the parse just made
+ * ended cleanly and its dictionary is within the bounds above.  A document
+ * that failed or was stopped part-way leaves its stacks (namespace
+ * bindings among them) behind; libxml2 2.9.14's reset clears them
+ * (test_xml checks that no binding crosses documents), but a broken
+ * request is rare enough that its context is simply not trusted: it is
+ * freed.  A document parsed with ctxt holds its own reference to the
+ * dictionary, so freeing ctxt never frees a live tree's names.
  */
 static void parser_release(xmlParserCtxtPtr ctxt, bool clean)
 {
     xmlParserCtxtPtr kept = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
     bool keep = parser_key_ok && clean && ctxt->nsNr == 0 && ctxt->nameNr == 0
-                && ctxt->nodeNr == 0 && xmlDictSize(ctxt->dict) <= PARSER_DICT_MAX;
+                && ctxt->nodeNr == 0 && xmlDictSize(ctxt->dict) <= PARSER_DICT_MAX
+                && xmlDictGetUsage(ctxt->dict) <= PARSER_DICT_BYTES;
 
     ctxt->_private = NULL;
-    if (keep && (kept == ctxt || (kept == NULL && pthread_setspecific(parser_key, ctxt) == 0)))
-        return;
+    if (keep) {
+        xmlCtxtReset(ctxt);            /* drops the input (a copy of the body) now */
+        if (kept == ctxt || (kept == NULL && pthread_setspecific(parser_key, ctxt) == 0))
+            return;
+    }
     if (kept == ctxt)
         pthread_setspecific(parser_key, NULL);
     xmlFreeParserCtxt(ctxt);
+}
+
+void xml_thread_cleanup(void)
+{
+    xmlParserCtxtPtr ctxt;
+
+    pthread_once(&parser_once, parser_key_init);
+    ctxt = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
+    if (ctxt != NULL) {
+        pthread_setspecific(parser_key, NULL);
+        xmlFreeParserCtxt(ctxt);
+    }
 }
 
 size_t xml_parser_names(void)
@@ -159,11 +179,7 @@ void xml_global_cleanup(void)
 {
     /* Other threads' contexts go with their threads (parser_free); the
      * calling thread's would outlive the parser library otherwise. */
-    pthread_once(&parser_once, parser_key_init);
-    if (parser_key_ok && pthread_getspecific(parser_key) != NULL) {
-        xmlFreeParserCtxt(pthread_getspecific(parser_key));
-        pthread_setspecific(parser_key, NULL);
-    }
+    xml_thread_cleanup();
     xmlCleanupParser();
 }
 

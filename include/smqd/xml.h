@@ -27,11 +27,16 @@
 
 /* Must be called once from the main thread before any parse (libxml2 rule). */
 void xml_global_init(void);
-/* Also frees the calling thread's parser context (see xml_parser_names). */
+/* Also frees the calling thread's parser context (xml_thread_cleanup). */
 void xml_global_cleanup(void);
 
-/* How many names the calling thread's kept parser context has collected
- * (0: none kept).  Bounded: a context past the bound is replaced. */
+/* Each thread keeps a parser context between its parses (freed when the
+ * thread exits).  xml_thread_cleanup frees the calling thread's now, so
+ * that its next parse starts from a new one (the fuzzers, for inputs that
+ * reproduce alone).  xml_parser_names tells how many names the kept
+ * context's dictionary holds (0: none kept); it stays bounded, in names and
+ * in bytes: a context past either bound is replaced. */
+void xml_thread_cleanup(void);
 size_t xml_parser_names(void);
 
 /* ---- request bodies ---------------------------------------------------- */

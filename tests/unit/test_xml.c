@@ -1013,9 +1013,9 @@ static void test_xml_error_doc_escapes_and_keeps_all(void **state)
 /* ---- the kept parser context ---------------------------------------------- */
 
 /* A parse that fails part-way inside a namespace binding must not lend
- * that binding to the next document parsed on the same thread.  (xml.c
- * does not keep a context after a failed parse; libxml2 2.9.14 would pass
- * this even if it did, so this guards the property, not that choice.) */
+ * that binding to the next document parsed on the same thread, and (xml.c's
+ * choice) its context is not kept.  libxml2 2.9.14 would pass the first
+ * check even with the context kept; the second checks the choice. */
 static void test_xml_context_no_state_across_parses(void **state)
 {
     const char *stopped[] = {
@@ -1031,6 +1031,7 @@ static void test_xml_context_no_state_across_parses(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof stopped / sizeof stopped[0]; i++) {
         assert_int_equal(parse_send(stopped[i], &it, &ei), SMQ_E_MALFORMED_XML);
+        assert_int_equal(xml_parser_names(), 0);      /* not kept after a failure */
         /* Unbound here: refused, whatever the failed document declared. */
         assert_send_fails("<Message><MessageBody>b</MessageBody><m:Priority>2</m:Priority>"
                           "</Message>", SMQ_E_MALFORMED_XML, "prefix");
@@ -1073,6 +1074,36 @@ static void test_xml_context_dictionary_bounded(void **state)
             most = xml_parser_names();
     }
     assert_true(most > 100);                           /* the context was kept and grew */
+}
+
+/* Few but long names (a namespace URI is limited only by the body): the
+ * dictionary's bytes are bounded too, so such a document's context is not
+ * kept, and the next document on the thread parses as on a fresh one. */
+static void test_xml_context_dictionary_bytes_bounded(void **state)
+{
+    struct smq_buf doc;
+    struct xml_send_item it;
+    struct smq_errinfo ei = {0};
+    char uri[100 * 1024];
+
+    (void)state;
+    for (int d = 0; d < 3; d++) {
+        memset(uri, 'a' + d, sizeof uri - 1);
+        uri[sizeof uri - 1] = '\0';
+        buf_init(&doc);
+        buf_puts(&doc, "<Message xmlns:p=\"urn:");
+        buf_puts(&doc, uri);
+        buf_puts(&doc, "\"><MessageBody>a</MessageBody></Message>");
+        assert_int_equal(xml_parse_send(doc.data, doc.len, &it, &ei), 0);
+        xml_send_item_free(&it);
+        buf_free(&doc);
+        assert_int_equal(xml_parser_names(), 0);      /* replaced, not kept */
+    }
+    assert_int_equal(parse_send("<Message><MessageBody>ok</MessageBody><Priority>7</Priority>"
+                                "</Message>", &it, &ei), 0);
+    assert_string_equal(it.body, "ok");
+    xml_send_item_free(&it);
+    assert_true(xml_parser_names() > 0);
 }
 
 /* Threads parse at once, each with the context it keeps, and exit: each
@@ -1195,6 +1226,7 @@ int main(void)
         cmocka_unit_test(test_xml_written_message_parses),
         cmocka_unit_test(test_xml_context_no_state_across_parses),
         cmocka_unit_test(test_xml_context_dictionary_bounded),
+        cmocka_unit_test(test_xml_context_dictionary_bytes_bounded),
         cmocka_unit_test(test_xml_contexts_per_thread),
     };
     int failed;
