@@ -59,7 +59,8 @@ static bool reserve(struct smq_buf *b, size_t extra)
 
 void buf_reserve(struct smq_buf *b, size_t extra)
 {
-    reserve(b, extra);
+    if (extra > 0 && reserve(b, extra))
+        b->data[b->len] = '\0';      /* allocated memory is always terminated (buf.h) */
 }
 
 void buf_append(struct smq_buf *b, const void *data, size_t len)

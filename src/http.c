@@ -40,9 +40,10 @@
  */
 #define HTTP_CONN_MEMORY (16 * 1024)
 
-/* Up to this much of an announced Content-Length is allocated before the
- * body arrives (a batch of 16 1 KiB messages is ~20 KB). */
-#define HTTP_BODY_PRESIZE (64 * 1024)
+/* Up to this much of an announced Content-Length is allocated when the
+ * first bytes of the body arrive (a batch of 16 1 KiB messages is ~20 KB;
+ * one byte is the terminator, so the allocation is exactly this). */
+#define HTTP_BODY_PRESIZE (32 * 1024)
 
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
@@ -64,6 +65,7 @@ struct http_req {
     char request_id[25];
     uint64_t start_us;
     struct smq_buf body;
+    size_t announced;            /* Content-Length, once checked against the limit */
     bool started, too_large;
     bool nul_in_target;          /* the request line had a NUL inside the target */
     int fd;                      /* the connection's socket, for on_client_gone */
@@ -390,9 +392,7 @@ static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *
         r->too_large = true;
         return process(r);              /* answered now; the body is never read */
     }
-    /* One allocation for the body instead of a doubling series; capped, as
-     * the announcement is the client's and the body may never come. */
-    buf_reserve(&r->body, announced < HTTP_BODY_PRESIZE ? announced : HTTP_BODY_PRESIZE);
+    r->announced = (size_t)announced;
     return MHD_YES;
 }
 
@@ -413,10 +413,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * the whole upload so one client cannot hold a connection forever. */
         if (clock_mono_us() - r->start_us > (uint64_t)r->http->opts.request_timeout_s * 1000000u)
             return MHD_NO;
-        if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes)
+        if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes) {
             r->too_large = true;        /* keep reading (discarding) to answer cleanly */
-        else
+        } else {
+            /* One allocation for the body instead of a doubling series with
+             * a copy each, made once bytes arrive (a client announcing a
+             * body it never sends costs nothing) and capped (the
+             * announcement is the client's). */
+            if (r->body.cap == 0 && r->announced > *upload_data_size)
+                buf_reserve(&r->body, r->announced < HTTP_BODY_PRESIZE
+                                          ? r->announced : HTTP_BODY_PRESIZE - 1);
             buf_append(&r->body, upload_data, *upload_data_size);
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }

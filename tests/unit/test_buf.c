@@ -64,10 +64,13 @@ static void test_buf_reserve_then_append_in_place(void **state)
     (void)state;
     memset(chunk, 'x', sizeof chunk);
     buf_init(&b);
+    buf_reserve(&b, 0);                        /* nothing asked: nothing allocated */
+    assert_null(b.data);
     buf_reserve(&b, 5000);
     assert_false(buf_failed(&b));
     assert_true(b.cap >= 5001);
     assert_int_equal(b.len, 0);
+    assert_string_equal(b.data, "");           /* allocated memory is terminated */
     where = b.data;
     for (int i = 0; i < 50; i++)
         buf_append(&b, chunk, sizeof chunk);
