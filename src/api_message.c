@@ -243,7 +243,7 @@ static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, 
     xml_elem_i64(b, "Priority", v->priority);
 }
 
-/* A received <Message> without its body: ten elements, under 512 bytes. */
+/* A received <Message> without its body: its nine elements, under 512 bytes. */
 #define RECEIVED_XML_PER_MSG 512
 
 static void render_received(const struct api_ctx *ctx, struct api_call *call, struct smq_buf *b)

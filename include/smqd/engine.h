@@ -112,7 +112,8 @@ struct smq_msg_view {
     int64_t enqueue_ms, first_dequeue_ms, next_visible_ms;
     uint32_t dequeue_count;
     int priority;
-    char *body;                  /* in the op's body_block (engine_op_release frees it) */
+    char *body;                  /* body_len bytes in the op's body_block, not NUL-terminated
+                                  * (engine_op_release frees the block) */
     size_t body_len;
     struct store_body_md5 body_md5;   /* as stored at send; absent for older rows */
 };

@@ -109,8 +109,9 @@ static void check_render(const char *body, size_t len)
     engine_op_init(&job.ops[0], SMQ_OP_PEEK);
     job.kind = ADMIN_JOB_PEEK;
     job.n_ops = 1;
-    job.ops[0].msgs[0].body = malloc(len + 1);
-    FUZZ_CHECK(job.ops[0].msgs[0].body != NULL);
+    job.ops[0].body_block = malloc(len + 1);      /* the engine's layout: one block */
+    FUZZ_CHECK(job.ops[0].body_block != NULL);
+    job.ops[0].msgs[0].body = job.ops[0].body_block;
     memcpy(job.ops[0].msgs[0].body, body, len);
     job.ops[0].msgs[0].body_len = len;
     job.ops[0].n_msgs = 1;

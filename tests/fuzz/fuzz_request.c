@@ -237,13 +237,14 @@ static void finish_ok(const struct api_request *req, struct api_call *call)
         break;
     case SMQ_OP_RECEIVE:
     case SMQ_OP_PEEK:
-        /* Bodies are whatever the request carried: not necessarily valid XML text. */
+        /* Bodies are whatever the request carried: not necessarily valid XML
+         * text.  One block for all of them, as the engine lays them out. */
+        op->body_block = malloc(req->body_len * (size_t)op->max_msgs + 1);
+        FUZZ_CHECK(op->body_block != NULL);
         for (int i = 0; i < op->max_msgs; i++) {
             struct smq_msg_view *v = &op->msgs[i];
-            v->body = malloc(req->body_len + 1);
-            FUZZ_CHECK(v->body != NULL);
+            v->body = op->body_block + req->body_len * (size_t)i;
             memcpy(v->body, req->body, req->body_len);
-            v->body[req->body_len] = '\0';
             v->body_len = req->body_len;
             v->seq = (uint64_t)i + 1;
             v->handle_gen = (uint32_t)i + 1;
@@ -341,5 +342,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     api_call_free(&call);
     fuzz_req_free(&r);
+    xml_thread_cleanup();     /* no parser state carried to the next input: each reproduces alone */
     return 0;
 }

@@ -209,13 +209,16 @@ static void test_close_commits_a_deferred_run(void **state)
 }
 
 /* The COMMIT of a deferred transaction fails (two runs joined it while a
- * flush was busy): both runs' ops are refused, the engine's memory is
- * reloaded from the database, and what was acknowledged before is intact
- * and still served.  The engine then goes on committing. */
+ * flush was busy: a send, and a receive that took both messages): both
+ * runs' ops are refused, the receive's bodies are released, the engine's
+ * memory is reloaded from the database, and what was acknowledged before
+ * is intact and still served, not yet received.  The engine then goes on
+ * committing. */
 static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(void **state)
 {
     struct fixture *f = *state;
     struct smq_op *recv;
+    struct engine_stats st;
 
     allow_flushes(1);
     engine_run(f->e, op_create(f, 0));
@@ -223,8 +226,11 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
     engine_run(f->e, op_send(f, 1));                /* committed; its flush is held */
     assert_true(wait_for(&flushes_started, 2));
     engine_run(f->e, op_send(f, 2));                /* deferred ... */
-    engine_run(f->e, op_send(f, 3));                /* ... and joined by a second run */
+    recv = op_of(f, 3, SMQ_OP_RECEIVE);             /* ... and joined by a second run */
+    recv->max_msgs = 16;
+    engine_run(f->e, recv);
     assert_true(store_in_txn(f->store));
+    assert_int_equal(recv->n_msgs, 2);              /* taken, in the open transaction */
     store_fault_inject(f->store, STORE_FAULT_OFF, 1);
     allow_flushes(1);
     assert_true(wait_for(&f->answered, 2));         /* the first send, flushed */
@@ -232,9 +238,13 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
     engine_run(f->e, NULL);                         /* the deferred commit: it fails */
     assert_true(wait_for(&f->answered, 4));
     assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
-    assert_int_equal(f->ops[3].result.err, SMQ_E_INTERNAL);
+    assert_int_equal(recv->result.err, SMQ_E_INTERNAL);
+    assert_int_equal(recv->n_msgs, 0);              /* its bodies released */
+    assert_null(recv->body_block);
     assert_false(store_in_txn(f->store));
     assert_int_equal(msgs_on_disk(f), 1);
+    engine_stats(f->e, &st);
+    assert_int_equal(st.reloads, 1);
 
     allow_flushes(10);
     recv = op_of(f, 2, SMQ_OP_RECEIVE);             /* the engine serves what it reloaded */
@@ -244,6 +254,8 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
     assert_int_equal(recv->result.err, 0);
     assert_int_equal(recv->n_msgs, 1);
     assert_int_equal(recv->msgs[0].seq, f->ops[1].sent_seq[0]);
+    assert_int_equal(recv->msgs[0].dequeue_count, 1);   /* the failed receive did not count */
+    assert_memory_equal(recv->msgs[0].body, "hello", 5);
     engine_op_release(recv);
     engine_run(f->e, op_send(f, 3));                /* and commits again */
     assert_true(wait_for(&f->answered, 6));
