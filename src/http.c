@@ -42,8 +42,12 @@
 
 /* Up to this much of an announced Content-Length is allocated when the
  * first bytes of the body arrive (a batch of 16 1 KiB messages is ~20 KB;
- * one byte is the terminator, so the allocation is exactly this). */
+ * one byte is the terminator, so the allocation is at most this; a larger
+ * body grows from it as before).  Never more than HTTP_BODY_PRESIZE_FACTOR
+ * times that first chunk: a client trickling a body in gets no more
+ * memory ahead of its bytes than the doubling would give it. */
 #define HTTP_BODY_PRESIZE (32 * 1024)
+#define HTTP_BODY_PRESIZE_FACTOR 4
 
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
@@ -375,6 +379,21 @@ static enum MHD_Result process(struct http_req *r)
     return MHD_YES;
 }
 
+/* What to allocate for a body of announced bytes whose first chunk is
+ * first bytes: one allocation instead of a doubling series with a copy
+ * each, made only once bytes arrive and bounded by them (the announcement
+ * is the client's). */
+static size_t body_presize(size_t announced, size_t first)
+{
+    size_t n = announced;
+
+    if (n > HTTP_BODY_PRESIZE - 1)
+        n = HTTP_BODY_PRESIZE - 1;
+    if (first < n / HTTP_BODY_PRESIZE_FACTOR)
+        n = first * HTTP_BODY_PRESIZE_FACTOR;
+    return n;
+}
+
 /* First call for a request: refuse an announced oversize body before reading it. */
 static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *conn,
                                      const char *method)
@@ -416,13 +435,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes) {
             r->too_large = true;        /* keep reading (discarding) to answer cleanly */
         } else {
-            /* One allocation for the body instead of a doubling series with
-             * a copy each, made once bytes arrive (a client announcing a
-             * body it never sends costs nothing) and capped (the
-             * announcement is the client's). */
             if (r->body.cap == 0 && r->announced > *upload_data_size)
-                buf_reserve(&r->body, r->announced < HTTP_BODY_PRESIZE
-                                          ? r->announced : HTTP_BODY_PRESIZE - 1);
+                buf_reserve(&r->body, body_presize(r->announced, *upload_data_size));
             buf_append(&r->body, upload_data, *upload_data_size);
         }
         *upload_data_size = 0;

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include <libxml/SAX2.h>
+#include <libxml/catalog.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
@@ -32,9 +33,9 @@
  * What a parse leaves in the context is reset as soon as it ends, so the
  * kept context holds none of a client's document.  The dictionary is not
  * reset: it keeps the names it has seen (element names, namespace URIs,
- * texts of up to 3 bytes), and those are client-chosen; a context whose
- * dictionary holds more than PARSER_DICT_MAX names or PARSER_DICT_BYTES
- * bytes is replaced instead of kept.  Both bounds matter: long names fill
+ * short or blank texts), and those are client-chosen; a context whose
+ * dictionary holds more than PARSER_DICT_MAX names or has allocated more
+ * than PARSER_DICT_BYTES of string pools is replaced instead of kept.  Both bounds matter: long names fill
  * the bytes with few entries, and a dictionary that reached libxml2's own
  * limit would refuse the names of the next client's document.  Our own
  * vocabulary is a few dozen short names.
@@ -129,7 +130,8 @@ static void parser_release(xmlParserCtxtPtr ctxt, bool clean)
 {
     xmlParserCtxtPtr kept = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
     bool keep = parser_key_ok && clean && ctxt->nsNr == 0 && ctxt->nameNr == 0
-                && ctxt->nodeNr == 0 && xmlDictSize(ctxt->dict) <= PARSER_DICT_MAX
+                && ctxt->nodeNr == 0 && ctxt->catalogs == NULL
+                && xmlDictSize(ctxt->dict) <= PARSER_DICT_MAX
                 && xmlDictGetUsage(ctxt->dict) <= PARSER_DICT_BYTES;
 
     ctxt->_private = NULL;
@@ -167,6 +169,12 @@ size_t xml_parser_names(void)
 void xml_global_init(void)
 {
     xmlInitParser();
+    /* No catalogs, neither the system's nor one a document names with an
+     * <?oasis-xml-catalog?> instruction: a body must not make the parser
+     * look anything up.  (libxml2 2.9.14's xmlCtxtReset also leaks a
+     * document's catalog list, which a kept context would pay per request:
+     * found by review.) */
+    xmlCatalogSetDefaults(XML_CATA_ALLOW_NONE);
     /* libxml2's error handlers are per-thread globals: the ThrDef variants
      * set the default every HTTP thread starts with, the others this one. */
     xmlThrDefSetGenericErrorFunc(NULL, discard_generic_error);

@@ -24,7 +24,8 @@ void buf_free(struct smq_buf *b);
 void buf_reset(struct smq_buf *b);               /* len = 0, keeps memory */
 /* Makes room for extra more bytes now, so that content whose size is known
  * in advance costs one allocation instead of a doubling series (each with
- * a copy); extra + 1 is rounded up to a power of two.  0 does nothing.  A
+ * a copy).  As for an append, when len + extra + 1 exceeds the capacity the
+ * capacity becomes the first 256 * 2^k that holds it.  0 does nothing.  A
  * failure marks the buffer failed, like an append. */
 void buf_reserve(struct smq_buf *b, size_t extra);
 void buf_append(struct smq_buf *b, const void *data, size_t len);
