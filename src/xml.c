@@ -105,64 +105,62 @@ static xmlParserCtxtPtr parser_new(void)
     return ctxt;
 }
 
-/* This thread's context (made on first use), or a fresh one when the
- * thread cannot keep one; NULL when out of memory. */
+/* The context this thread keeps, or NULL. */
+static xmlParserCtxtPtr kept_ctxt(void)
+{
+    pthread_once(&parser_once, parser_key_init);
+    return parser_key_ok ? pthread_getspecific(parser_key) : NULL;
+}
+
+/* This thread's context, made (and kept) on first use; NULL when out of
+ * memory.  A thread that cannot keep one gets a fresh one each time. */
 static xmlParserCtxtPtr parser_acquire(void)
 {
-    xmlParserCtxtPtr ctxt;
+    xmlParserCtxtPtr ctxt = kept_ctxt();
 
-    pthread_once(&parser_once, parser_key_init);
-    ctxt = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
-    return ctxt != NULL ? ctxt : parser_new();
+    if (ctxt == NULL && (ctxt = parser_new()) != NULL && parser_key_ok)
+        pthread_setspecific(parser_key, ctxt);
+    return ctxt;
 }
 
 /*
  * Keeps ctxt, reset, for this thread's next parse when the parse just made
- * ended cleanly and its dictionary is within the bounds above.  A document
- * that failed or was stopped part-way leaves its stacks (namespace
- * bindings among them) behind; libxml2 2.9.14's reset clears them
- * (test_xml checks that no binding crosses documents), but a broken
- * request is rare enough that its context is simply not trusted: it is
- * freed.  A document parsed with ctxt holds its own reference to the
- * dictionary, so freeing ctxt never frees a live tree's names.
+ * ended cleanly and its dictionary is within the bounds above; frees it
+ * otherwise.  A document that failed or was stopped part-way leaves its
+ * stacks (namespace bindings among them) behind; libxml2 2.9.14's reset
+ * clears them (test_xml checks that no binding crosses documents), but a
+ * broken request is rare enough that its context is simply not trusted.
+ * A document parsed with ctxt holds its own reference to the dictionary,
+ * so freeing ctxt never frees a live tree's names.
  */
 static void parser_release(xmlParserCtxtPtr ctxt, bool clean)
 {
-    xmlParserCtxtPtr kept = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
-    bool keep = parser_key_ok && clean && ctxt->nsNr == 0 && ctxt->nameNr == 0
-                && ctxt->nodeNr == 0 && ctxt->catalogs == NULL
-                && xmlDictSize(ctxt->dict) <= PARSER_DICT_MAX
+    bool keep = clean && ctxt->nsNr == 0 && ctxt->nameNr == 0 && ctxt->nodeNr == 0
+                && ctxt->catalogs == NULL && xmlDictSize(ctxt->dict) <= PARSER_DICT_MAX
                 && xmlDictGetUsage(ctxt->dict) <= PARSER_DICT_BYTES;
 
     ctxt->_private = NULL;
-    if (keep) {
+    if (keep && ctxt == kept_ctxt()) {
         xmlCtxtReset(ctxt);            /* drops the input (a copy of the body) now */
-        if (kept == ctxt || (kept == NULL && pthread_setspecific(parser_key, ctxt) == 0))
-            return;
+        return;
     }
-    if (kept == ctxt)
+    if (ctxt == kept_ctxt())
         pthread_setspecific(parser_key, NULL);
     xmlFreeParserCtxt(ctxt);
 }
 
 void xml_thread_cleanup(void)
 {
-    xmlParserCtxtPtr ctxt;
+    xmlParserCtxtPtr ctxt = kept_ctxt();
 
-    pthread_once(&parser_once, parser_key_init);
-    ctxt = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
-    if (ctxt != NULL) {
-        pthread_setspecific(parser_key, NULL);
-        xmlFreeParserCtxt(ctxt);
-    }
+    if (ctxt != NULL)
+        parser_release(ctxt, false);
 }
 
 size_t xml_parser_names(void)
 {
-    xmlParserCtxtPtr ctxt;
+    xmlParserCtxtPtr ctxt = kept_ctxt();
 
-    pthread_once(&parser_once, parser_key_init);
-    ctxt = parser_key_ok ? pthread_getspecific(parser_key) : NULL;
     return ctxt != NULL ? (size_t)xmlDictSize(ctxt->dict) : 0;
 }
 
