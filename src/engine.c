@@ -630,54 +630,52 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
  * thread then waited for that lock (perf sched_switch, batches at 64
  * connections: 16 % of its context switches were that wait).
  */
-struct body_block {
-    struct smq_buf buf;
-    size_t at[SMQ_BATCH_MAX];    /* where the i-th body starts in buf */
-};
 
-/* A guess per body for the first allocation; larger bodies grow the block. */
-#define BODY_BLOCK_GUESS 1024
+/* The least a body is guessed at when room is made for the rest of a batch. */
+#define BODY_GUESS_MIN 1024
 
-static void body_block_init(struct body_block *bb, size_t n)
+/* Appends m's body to bodies (the bodies follow each other, so where each
+ * starts follows from the lengths), its length and MD5 to view.  After
+ * the first, room is made for the `more` still to come, each guessed as
+ * large as the first: a batch costs one allocation or two. */
+static int read_body(struct smq_engine *e, const struct smq_msg *m, struct smq_buf *bodies,
+                     size_t more, struct smq_msg_view *view)
 {
-    buf_init(&bb->buf);
-    if (n > 0)
-        buf_reserve(&bb->buf, n * BODY_BLOCK_GUESS);
-}
+    size_t before = bodies->len;
+    int rc = store_msg_body(e->store, m->queue->id, m->seq, bodies, &view->body_md5);
 
-/* Appends m's body to bb as body i, its length and MD5 to view. */
-static int read_body(struct smq_engine *e, const struct smq_msg *m, struct body_block *bb,
-                     size_t i, struct smq_msg_view *view)
-{
-    int rc;
-
-    bb->at[i] = bb->buf.len;
-    rc = store_msg_body(e->store, m->queue->id, m->seq, &bb->buf, &view->body_md5);
-    if (rc == 0 && buf_failed(&bb->buf))
+    if (rc == 0 && buf_failed(bodies))
         rc = SMQ_E_NOMEM;
-    if (rc == 0)
-        view->body_len = bb->buf.len - bb->at[i];
-    return rc;
+    if (rc != 0)
+        return rc;
+    view->body_len = bodies->len - before;
+    if (before == 0 && more > 0)
+        buf_reserve(bodies, more * (view->body_len > BODY_GUESS_MIN ? view->body_len
+                                                                     : BODY_GUESS_MIN));
+    return 0;
 }
 
-/* Hands bb to op (or frees it after a failure, rc != 0) and points each of
- * op's views at its body.  Empty bodies get a pointer too. */
-static int body_block_attach(struct smq_op *op, struct body_block *bb, int rc)
+/* Hands bodies to op as its body_block (or frees them after a failure,
+ * rc != 0) and points each of op's views at its body.  Empty bodies get a
+ * pointer too. */
+static int body_block_attach(struct smq_op *op, struct smq_buf *bodies, int rc)
 {
-    size_t len;
+    size_t len, at = 0;
 
     if (rc == 0 && op->n_msgs > 0) {
-        buf_append(&bb->buf, "", 0);      /* a block even if every body is empty */
-        if (buf_failed(&bb->buf))
+        buf_append(bodies, "", 0);        /* a block even if every body is empty */
+        if (buf_failed(bodies))
             rc = SMQ_E_NOMEM;
     }
     if (rc != 0 || op->n_msgs == 0) {
-        buf_free(&bb->buf);
+        buf_free(bodies);
         return rc;
     }
-    op->body_block = buf_take(&bb->buf, &len);
-    for (size_t i = 0; i < op->n_msgs; i++)
-        op->msgs[i].body = op->body_block + bb->at[i];
+    op->body_block = buf_take(bodies, &len);
+    for (size_t i = 0; i < op->n_msgs; i++) {
+        op->msgs[i].body = op->body_block + at;
+        at += op->msgs[i].body_len;
+    }
     return 0;
 }
 
@@ -725,14 +723,14 @@ static void drop_bodies(struct smq_op *op)
 static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
-    struct body_block bb;
+    struct smq_buf bodies;
     size_t n;
     int64_t visible_ms = e->now_ms + q->attrs.visibility_s * 1000;
     int rc;
 
     n = take_active(e, q, op->max_msgs, taken, op->request_id);
     rc = n > 0 ? write_begin(e) : 0;
-    body_block_init(&bb, n);
+    buf_init(&bodies);
 
     for (size_t i = 0; rc == 0 && i < n; i++) {
         struct smq_msg next = *taken[i];
@@ -746,11 +744,11 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
         msg_rec(&next, &rec);
         rc = store_msg_update(e->store, &rec);
         if (rc == 0)
-            rc = read_body(e, taken[i], &bb, op->n_msgs, &op->msgs[op->n_msgs]);
+            rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->msgs[op->n_msgs]);
         if (rc == 0)
             fill_view(&next, &op->msgs[op->n_msgs++]);
     }
-    rc = body_block_attach(op, &bb, rc);
+    rc = body_block_attach(op, &bodies, rc);
     if (n > 0)
         rc = write_end(e, rc);
     if (rc != 0) {
@@ -795,17 +793,17 @@ static int exec_receive(struct smq_engine *e, struct smq_op *op, struct smq_queu
 static int exec_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
-    struct body_block bb;
+    struct smq_buf bodies;
     size_t n = take_active(e, q, op->max_msgs, taken, NULL);
     int rc = 0;
 
-    body_block_init(&bb, n);
+    buf_init(&bodies);
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = read_body(e, taken[i], &bb, op->n_msgs, &op->msgs[op->n_msgs]);
+        rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->msgs[op->n_msgs]);
         if (rc == 0)
             fill_view(taken[i], &op->msgs[op->n_msgs++]);
     }
-    rc = body_block_attach(op, &bb, rc);
+    rc = body_block_attach(op, &bodies, rc);
     put_back(e, q, taken, n);
     if (rc != 0)
         drop_bodies(op);
