@@ -40,15 +40,6 @@
  */
 #define HTTP_CONN_MEMORY (16 * 1024)
 
-/* Up to this much of an announced Content-Length is allocated when the
- * first bytes of the body arrive (a batch of 16 1 KiB messages is ~20 KB;
- * one byte is the terminator, so the allocation is at most this; a larger
- * body grows from it as before).  Never more than HTTP_BODY_PRESIZE_FACTOR
- * times that first chunk: a client trickling a body in gets no more
- * memory ahead of its bytes than the doubling would give it. */
-#define HTTP_BODY_PRESIZE (32 * 1024)
-#define HTTP_BODY_PRESIZE_FACTOR 4
-
 enum req_state { REQ_READING = 0, REQ_IN_ENGINE, REQ_DONE };
 
 struct smq_http {
@@ -69,7 +60,6 @@ struct http_req {
     char request_id[25];
     uint64_t start_us;
     struct smq_buf body;
-    size_t announced;            /* Content-Length, once checked against the limit */
     bool started, too_large;
     bool nul_in_target;          /* the request line had a NUL inside the target */
     int fd;                      /* the connection's socket, for on_client_gone */
@@ -379,39 +369,21 @@ static enum MHD_Result process(struct http_req *r)
     return MHD_YES;
 }
 
-/* What to allocate for a body of announced bytes whose first chunk is
- * first bytes: one allocation instead of a doubling series with a copy
- * each, made only once bytes arrive and bounded by them (the announcement
- * is the client's). */
-static size_t body_presize(size_t announced, size_t first)
-{
-    size_t n = announced;
-
-    if (n > HTTP_BODY_PRESIZE - 1)
-        n = HTTP_BODY_PRESIZE - 1;
-    if (first < n / HTTP_BODY_PRESIZE_FACTOR)
-        n = first * HTTP_BODY_PRESIZE_FACTOR;
-    return n;
-}
-
 /* First call for a request: refuse an announced oversize body before reading it. */
 static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *conn,
                                      const char *method)
 {
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-    unsigned long long announced;
 
     r->started = true;
     metrics_request_started(r->http->opts.metrics);
     r->conn = conn;
     conn_reaper_phase(r->http->reaper, conn, PHASE_BODY);
     snprintf(r->method, sizeof r->method, "%s", method);
-    announced = cl != NULL ? strtoull(cl, NULL, 10) : 0;
-    if (announced > r->http->opts.max_body_bytes) {
+    if (cl != NULL && strtoull(cl, NULL, 10) > r->http->opts.max_body_bytes) {
         r->too_large = true;
         return process(r);              /* answered now; the body is never read */
     }
-    r->announced = (size_t)announced;
     return MHD_YES;
 }
 
@@ -432,13 +404,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * the whole upload so one client cannot hold a connection forever. */
         if (clock_mono_us() - r->start_us > (uint64_t)r->http->opts.request_timeout_s * 1000000u)
             return MHD_NO;
-        if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes) {
+        if (r->body.len + *upload_data_size > r->http->opts.max_body_bytes)
             r->too_large = true;        /* keep reading (discarding) to answer cleanly */
-        } else {
-            if (r->body.cap == 0 && r->announced > *upload_data_size)
-                buf_reserve(&r->body, body_presize(r->announced, *upload_data_size));
+        else
             buf_append(&r->body, upload_data, *upload_data_size);
-        }
         *upload_data_size = 0;
         return MHD_YES;
     }
