@@ -37,8 +37,6 @@ static int query_int(const char *text, const char *name, int64_t min, int64_t ma
 
 /* ---- send ------------------------------------------------------------------------- */
 
-_Static_assert(CRYPTO_MD5_LEN == STORE_BODY_MD5_LEN, "the API's MD5 is what the store keeps");
-
 static int take_send_item(struct xml_send_item *x, struct smq_send_item *it,
                           unsigned char md5[CRYPTO_MD5_LEN], struct smq_errinfo *ei)
 {

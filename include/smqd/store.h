@@ -25,6 +25,7 @@
 
 #include "smqd/buf.h"
 #include "smqd/config.h"
+#include "smqd/crypto.h"
 
 #define STORE_SCHEMA_VERSION 3
 #define STORE_QUEUE_NAME_MAX 120
@@ -142,12 +143,10 @@ int store_queue_purge(struct smq_store *s, int64_t queue_id);
 int store_queue_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
 
-#define STORE_BODY_MD5_LEN 16
+#define STORE_BODY_MD5_LEN CRYPTO_MD5_LEN
 
 /* A body's MD5 as written at send (schema 3); rows written before have
  * none, and neither does an insert that passed NULL. */
-/* The same 16 bytes as CRYPTO_MD5_LEN (crypto.h); checked where both meet
- * (api_message.c). */
 struct store_body_md5 {
     unsigned char bytes[STORE_BODY_MD5_LEN];
     bool present;
