@@ -10,7 +10,8 @@
 # alike; the table gives each one's median msg/s and p50 latency, and
 # new/old.  OLD_SYNC / NEW_SYNC (full or normal, default full) set [storage]
 # sync for each side, so one binary can be compared with itself:
-#   OLD_SYNC=full NEW_SYNC=normal bench/compare.sh build-release/smqd build-release/smqd  Build the old binary from the old commit first, e.g.
+#   OLD_SYNC=full NEW_SYNC=normal bench/compare.sh build-release/smqd build-release/smqd
+# Build the old binary from the old commit first, e.g.
 #   git worktree add /tmp/old HEAD~3 && cmake -S /tmp/old -B /tmp/old/b \
 #     -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/b --target smqd
 set -euo pipefail

@@ -439,10 +439,6 @@ static void assert_body(const struct smq_msg_view *v, const char *text)
     assert_memory_equal(v->body, text, strlen(text));
 }
 
-/* ---- independent views of the database ------------------------------------ */
-
-/* Runs a one-integer query through a separate read-only connection. */
-
 /* ---- create / get / set / delete / list queues ----------------------------- */
 
 static void test_engine_create_queue_created_then_idempotent(void **state)

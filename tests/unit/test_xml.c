@@ -1009,7 +1009,6 @@ static void test_xml_error_doc_escapes_and_keeps_all(void **state)
     buf_free(&b);
 }
 
-/* What we write, we can read back (bodies survive a full cycle). */
 /* ---- the kept parser context ---------------------------------------------- */
 
 /* A parse that fails part-way inside a namespace binding must not lend
@@ -1173,6 +1172,7 @@ static void test_xml_contexts_per_thread(void **state)
     }
 }
 
+/* What we write, we can read back (bodies survive a full cycle). */
 static void test_xml_written_message_parses(void **state)
 {
     const char body[] = "x\r\ny & <z> \xE4\xB8\xAD";
