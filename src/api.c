@@ -269,7 +269,13 @@ void api_render(const struct api_ctx *ctx, const struct api_request *req,
         api_render_queue(req, call, resp);
         break;
     default:
-        api_render_message(ctx, call, resp);
+        /* A receive is not undone by this: its messages come back when
+         * their visibility timeout ends (at-least-once). */
+        if (api_render_message(ctx, call, resp) != 0) {
+            errors_set(&call->op.result, SMQ_E_INTERNAL,
+                       "A message body's MD5 could not be computed.");
+            api_render_error(req, &call->op.result, request_id, resp);
+        }
         break;
     }
 }

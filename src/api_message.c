@@ -216,16 +216,12 @@ static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct
 }
 
 /* One <Message> of a Receive (nine elements) or Peek (seven) response. */
-static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, bool peek,
-                       struct smq_buf *b)
+static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, const char *md5,
+                       bool peek, struct smq_buf *b)
 {
-    char id[MSGID_TEXT_LEN + 1], md5[33], handle[HANDLE_TEXT_LEN + 1];
+    char id[MSGID_TEXT_LEN + 1], handle[HANDLE_TEXT_LEN + 1];
 
     msgid_format(ctx->handle_keys, v->seq, id);
-    if (v->body_md5.present)
-        crypto_md5_to_hex(v->body_md5.bytes, true, md5);
-    else
-        crypto_md5_hex(v->body, v->body_len, true, md5);
     xml_elem_str(b, "MessageId", id);
     if (!peek) {
         handle_encode(ctx->handle_keys, v->seq, v->handle_gen, handle);
@@ -244,11 +240,30 @@ static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, 
 /* A received <Message> without its body: its nine elements, under 512 bytes. */
 #define RECEIVED_XML_PER_MSG 512
 
-static void render_received(const struct api_ctx *ctx, struct api_call *call, struct smq_buf *b)
+/* Each message's MessageBodyMD5 in hex: as stored at send, or (rows from
+ * before schema 3) computed now.  SMQ_E_INTERNAL when that fails: better
+ * no answer than a wrong digest. */
+static int received_md5s(const struct smq_op *op, char md5[][33])
+{
+    for (size_t i = 0; i < op->n_msgs; i++) {
+        const struct smq_msg_view *v = &op->msgs[i];
+        if (v->body_md5.present)
+            crypto_md5_to_hex(v->body_md5.bytes, true, md5[i]);
+        else if (crypto_md5_hex(v->body, v->body_len, true, md5[i]) != 0)
+            return SMQ_E_INTERNAL;
+    }
+    return 0;
+}
+
+static int render_received(const struct api_ctx *ctx, struct api_call *call, struct smq_buf *b)
 {
     bool batch = call->action == API_BATCH_RECEIVE_MESSAGE || call->action == API_BATCH_PEEK_MESSAGE;
     bool peek = call->op.kind == SMQ_OP_PEEK;
+    char md5[SMQ_BATCH_MAX][33];
     size_t size = 0;
+
+    if (received_md5s(&call->op, md5) != 0)
+        return SMQ_E_INTERNAL;
 
     /* The bodies dominate the document: one allocation up front instead
      * of a doubling series with a copy each (escaping may still add). */
@@ -257,17 +272,18 @@ static void render_received(const struct api_ctx *ctx, struct api_call *call, st
     buf_reserve(b, size);
     if (!batch) {
         xml_begin(b, "Message");
-        render_msg(ctx, &call->op.msgs[0], peek, b);
+        render_msg(ctx, &call->op.msgs[0], md5[0], peek, b);
         xml_close(b, "Message");
-        return;
+        return 0;
     }
     xml_begin(b, "Messages");
     for (size_t i = 0; i < call->op.n_msgs; i++) {
         xml_open(b, "Message");
-        render_msg(ctx, &call->op.msgs[i], peek, b);
+        render_msg(ctx, &call->op.msgs[i], md5[i], peek, b);
         xml_close(b, "Message");
     }
     xml_close(b, "Messages");
+    return 0;
 }
 
 /* 204 when every handle was deleted, else 404 with one <Error> per failure. */
@@ -307,7 +323,7 @@ static void render_visibility(const struct api_ctx *ctx, const struct smq_op *op
     xml_close(b, "ChangeVisibility");
 }
 
-void api_render_message(const struct api_ctx *ctx, struct api_call *call, struct api_response *resp)
+int api_render_message(const struct api_ctx *ctx, struct api_call *call, struct api_response *resp)
 {
     buf_reset(&resp->body);
     switch (call->op.kind) {
@@ -318,8 +334,7 @@ void api_render_message(const struct api_ctx *ctx, struct api_call *call, struct
     case SMQ_OP_RECEIVE:
     case SMQ_OP_PEEK:
         resp->status = 200;
-        render_received(ctx, call, &resp->body);
-        break;
+        return render_received(ctx, call, &resp->body);
     case SMQ_OP_DELETE_MSG:
         resp->status = call->action == API_BATCH_DELETE_MESSAGE
                            ? render_batch_delete(call, &resp->body) : 204;
@@ -332,4 +347,5 @@ void api_render_message(const struct api_ctx *ctx, struct api_call *call, struct
         resp->status = 500;
         break;
     }
+    return 0;
 }

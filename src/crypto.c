@@ -172,16 +172,15 @@ void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char 
     out[32] = '\0';
 }
 
-void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33])
+int crypto_md5_hex(const void *data, size_t len, bool upper, char out[33])
 {
     unsigned char md[CRYPTO_MD5_LEN];
-    unsigned int out_len = 0;
 
-    /* The MD5 of the empty string is a safe, detectable fallback when
-     * OpenSSL cannot allocate. */
+    out[0] = '\0';
     if (crypto_md5(data, len, md) != 0)
-        EVP_Digest("", 0, md, &out_len, EVP_md5(), NULL);
+        return SMQ_E_INTERNAL;
     crypto_md5_to_hex(md, upper, out);
+    return 0;
 }
 
 int crypto_random(void *out, size_t len)

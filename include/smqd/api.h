@@ -133,7 +133,9 @@ int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req
                         struct smq_errinfo *ei);
 void api_render_queue(const struct api_request *req, struct api_call *call,
                       struct api_response *resp);
-void api_render_message(const struct api_ctx *ctx, struct api_call *call,
-                        struct api_response *resp);
+/* 0, or SMQ_E_INTERNAL when a body's MD5 could not be computed (nothing
+ * usable was rendered: the caller answers the error instead). */
+int api_render_message(const struct api_ctx *ctx, struct api_call *call,
+                       struct api_response *resp);
 
 #endif

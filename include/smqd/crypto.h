@@ -15,9 +15,9 @@
 int crypto_hmac_sha1(const void *key, size_t key_len, const void *msg, size_t msg_len,
                      unsigned char out[CRYPTO_SHA1_LEN]);
 
-/* MD5(data) as 32 hex digits plus NUL; upper selects A-F over a-f.  If
- * OpenSSL cannot compute it (out of memory), the MD5 of "". */
-void crypto_md5_hex(const void *data, size_t len, bool upper, char out[33]);
+/* MD5(data) as 32 hex digits plus NUL; upper selects A-F over a-f.
+ * Returns 0, or SMQ_E_INTERNAL (out empty) when OpenSSL cannot allocate. */
+int crypto_md5_hex(const void *data, size_t len, bool upper, char out[33]);
 /* An MD5 already computed, as 32 hex digits plus NUL. */
 void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33]);
 /* 0, or SMQ_E_INTERNAL (out zeroed) when OpenSSL cannot allocate. */
