@@ -11,18 +11,17 @@
 # nothing per queue, GET /ready.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n=${1:-1000000}
 requests=${2:-5}
 build=build-release
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd smqd-bench-seed >/dev/null
+bench_build $build smqd smqd-bench-seed
 work=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 $build/bench/smqd-bench-seed "$work/smqd.db" "$n" 1024 10 >/dev/null
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = 127.0.0.1:0\n' \
-  "$work" > "$work/smqd.conf"
+bench_conf "$work/smqd.db" admin 127.0.0.1:0 > "$work/smqd.conf"
 $build/smqd -c "$work/smqd.conf" 2>"$work/log" &
 pid=$!
 admin=""

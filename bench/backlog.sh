@@ -9,18 +9,18 @@
 #   bench/backlog.sh [SECONDS] [CONNECTIONS]      (defaults 10 and 16)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs=${1:-10}
 conns=${2:-16}
 build=build-release
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd smqd-bench-seed smqd-loadgen >/dev/null
+bench_build $build smqd smqd-bench-seed smqd-loadgen
 work=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 
 drain_rate() {   # drain_rate DB -> messages/s
   local db=$1 log=$work/log port
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' "$db" >"$work/c.conf"
+  bench_conf "$db" >"$work/c.conf"
   $build/smqd -c "$work/c.conf" 2>"$log" &
   pid=$!
   until grep -qs "listening on" "$log"; do kill -0 $pid; sleep 0.05; done

@@ -16,6 +16,7 @@
 #     -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/b --target smqd
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 old=$(readlink -f "${1:?old smqd}")
 new=$(readlink -f "${2:?new smqd}")
 secs=${3:-3}
@@ -24,8 +25,7 @@ shift 4 2>/dev/null || shift $#
 conns=("$@")
 [ ${#conns[@]} -gt 0 ] || conns=(64)
 build=build-release
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd-loadgen >/dev/null
+bench_build $build smqd-loadgen
 lg=$build/bench/smqd-loadgen
 work=$(mktemp -d)
 pid=""
@@ -38,8 +38,7 @@ trap cleanup EXIT
 run_one() {   # run_one SMQD SCENARIO CONNS SYNC -> "msg_per_s p50_us errors"
   local conf=$work/smqd.conf log=$work/smqd.log out port
   rm -f "$work"/smqd.db*
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\nsync = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
-    "$work" "$4" > "$conf"
+  bench_conf "$work/smqd.db" sync "$4" > "$conf"
   : > "$log"
   "$1" -c "$conf" 2>"$log" &
   pid=$!

@@ -11,13 +11,13 @@
 # smqd binary (e.g. one built from a release tag) with this tree's generator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs=${1:-5}
 shift || true
 conns=("$@")
 [ ${#conns[@]} -gt 0 ] || conns=(1 16 64)
 build=build-release
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
+bench_build $build smqd smqd-loadgen
 lg=$build/bench/smqd-loadgen
 smqd=${SMQD:-$build/smqd}
 work=$(mktemp -d)
@@ -30,11 +30,10 @@ trap cleanup EXIT
 port=""
 run=0
 
-start_server() {   # start_server [EXTRA-INI-LINES]
+start_server() {   # start_server [bench_conf KEY VALUE...]
   local conf=$work/smqd.conf log=$work/smqd.log
   rm -f "$work"/smqd.db*
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n%b' \
-    "$work" "${1:-}" > "$conf"
+  bench_conf "$work/smqd.db" "$@" > "$conf"
   : > "$log"
   "$smqd" -c "$conf" 2>"$log" &
   pid=$!
@@ -105,7 +104,7 @@ for c in "${conns[@]}"; do
   lgrun "longpoll p=$c w=16" --scenario longpoll --connections "$c" --waiters 16 --duration-s "$secs"
 done
 stop_server
-start_server '[limits]\nmax_connections = 4096\n'
+start_server max_connections 4096
 lgrun "longpoll p=16 w=1000" --scenario longpoll --connections 16 --waiters 1000 --duration-s "$secs"
 lgrun "longpoll p=64 w=1000 0ms" --scenario longpoll --connections 64 --waiters 1000 --pause-ms 0 \
   --duration-s "$secs"

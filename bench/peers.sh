@@ -26,6 +26,7 @@
 #   httpd-*                                  <-> smqd send, same connections
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 secs=${1:-5}
 shift || true
 conns=("$@")
@@ -127,8 +128,7 @@ echo "peers.sh: ${secs}s per run, connections ${conns[*]}, $(nproc) cores, $(dat
 # --- smqd
 echo "smqd" >&2
 port=$(free_port)
-printf '[server]\nlisten = 127.0.0.1:%s\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
-  "$port" "$work" > "$work/smqd.conf"
+bench_conf "$work/smqd.db" listen "127.0.0.1:$port" > "$work/smqd.conf"
 start_bg "$work/smqd.log" "$smqd" -c "$work/smqd.conf"
 if wait_port "$port" "$bgpid"; then
   run=0

@@ -17,6 +17,7 @@
 # work directory (callgrind.out / perf.data for callgrind_annotate or perf report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 tool=${1:?callgrind|perf}
 scenario=${2:?send|lifecycle|batch|longpoll|drain}
 conns=${3:-16}
@@ -33,8 +34,7 @@ cleanup() {
   [ "${PROFILE_KEEP:-0}" = 1 ] && echo "work directory: $work" || rm -rf "$work"
 }
 trap cleanup EXIT
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
-  "$work" > "$work/smqd.conf"
+bench_conf "$work/smqd.db" > "$work/smqd.conf"
 case $tool in
   callgrind) valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
                "$smqd" -c "$work/smqd.conf" 2>"$work/smqd.log" & ;;

@@ -9,18 +9,18 @@
 # database in the same run, so the figures are ratios of one machine's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n=${1:-1000000}
 body=${2:-1024}
 build=build-release
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd smqd-bench-seed >/dev/null
+bench_build $build smqd smqd-bench-seed
 work=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 pid=""
 
 measure() {   # measure DB -> prints "startup_ms rss_kb"
   local db=$1 conf=$work/smqd.conf log=$work/log t0 t1
-  printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' "$db" > "$conf"
+  bench_conf "$db" > "$conf"
   t0=$(date +%s%N)
   $build/smqd -c "$conf" 2>"$log" &
   pid=$!

@@ -9,6 +9,7 @@
 #
 # sync = full (the default), the same settings as bench/loadgen.sh.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 secs=${1:-2}
 smqd=${SMQD_BIN:?set SMQD_BIN to the smqd binary}
 lg=${LOADGEN:?set LOADGEN to the smqd-loadgen binary}
@@ -22,8 +23,7 @@ trap cleanup EXIT
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[log]\nrequests = false\n[admin]\nlisten = off\n' \
-  "$work" > "$work/smqd.conf"
+bench_conf "$work/smqd.db" > "$work/smqd.conf"
 "$smqd" -c "$work/smqd.conf" 2>"$work/smqd.log" &
 pid=$!
 for _ in $(seq 600); do

@@ -10,15 +10,15 @@
 # should stay flat once SQLite's page cache (at most 64 MiB) has filled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-10}
 secs=${2:-10}
 build=build-release
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
+bench_build $build smqd smqd-loadgen
 work=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-printf '[server]\nlisten = 127.0.0.1:0\n[storage]\npath = %s/smqd.db\n[auth]\naccess_key_id = k\naccess_key_secret = s\n[limits]\nmax_connections = 4096\n[log]\nrequests = false\n[admin]\nlisten = off\n' "$work" >"$work/c.conf"
+bench_conf "$work/smqd.db" max_connections 4096 >"$work/c.conf"
 $build/smqd -c "$work/c.conf" 2>"$work/log" &
 pid=$!
 until grep -qs "listening on" "$work/log"; do kill -0 $pid; sleep 0.05; done

@@ -1,0 +1,34 @@
+# lib.sh — what the bench scripts share; they source it from the repository root.
+#
+#   bench_build DIR TARGET...     configure DIR as a Release build and build TARGETs
+#   bench_conf DB [KEY VALUE]...  print the configuration every benchmark runs smqd
+#                                 with: loopback, port 0 (the kernel picks), the demo
+#                                 key k / s, sync = full, no request log, no admin
+#                                 listener.  KEY is listen, sync, admin or
+#                                 max_connections.
+
+bench_build() {
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$dir" -j"$(nproc)" --target "$@" >/dev/null
+}
+
+bench_conf() {
+  local db=$1 listen=127.0.0.1:0 sync=full admin=off max_conns=""
+  shift
+  while [ $# -ge 2 ]; do
+    case $1 in
+      listen) listen=$2 ;;
+      sync) sync=$2 ;;
+      admin) admin=$2 ;;
+      max_connections) max_conns=$2 ;;
+      *) echo "bench_conf: unknown key $1" >&2; return 2 ;;
+    esac
+    shift 2
+  done
+  printf '[server]\nlisten = %s\n[storage]\npath = %s\nsync = %s\n' "$listen" "$db" "$sync"
+  printf '[auth]\naccess_key_id = k\naccess_key_secret = s\n'
+  if [ -n "$max_conns" ]; then printf '[limits]\nmax_connections = %s\n' "$max_conns"; fi
+  printf '[log]\nrequests = false\n[admin]\nlisten = %s\n' "$admin"
+}
