@@ -15,12 +15,16 @@
 #                 the tmpfs runs show smqd with an infinitely fast disk (an upper
 #                 bound, not a durable configuration)
 # and prints medians: msg/s, requests/s, and the server's CPU per request
-# (user + system of its process, /proc/PID/stat, over the run).  The last table
-# puts each throughput target next to the best case measured for it.
+# (user + system of its process, /proc/PID/stat, from its start to the end of
+# the run, over the requests of the measured window: slightly high).  A run with
+# errors is listed with "!" and left out of the medians.  The last table puts
+# each throughput target next to the best case measured for it.
 #
-# The disk runs use a directory under $BOUNDS_DIR (default /tmp, which should
-# be on the disk smqd would use); the tmpfs runs /dev/shm.  Servers bind
-# 127.0.0.1, are stopped by PID, and every directory is removed at the end.
+# The disk runs use a directory under $BOUNDS_DIR (default /tmp, which must be
+# on the disk smqd would use, not a tmpfs); the tmpfs runs /dev/shm, which needs
+# ~1 GiB free.  A missing peer (its -dev package was absent at build time) is
+# skipped.  Servers bind 127.0.0.1, are stopped by PID (also on Ctrl-C), and
+# every directory is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,36 +32,50 @@ secs=${1:-4}
 rounds=${2:-3}
 conns=64
 build=build-release
-bench_build $build smqd smqd-loadgen smqd-peer-httpd smqd-peer-sqlite
+disk_work="" shm_work="" pid=""
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  [ -z "$disk_work" ] || rm -rf "$disk_work"
+  [ -z "$shm_work" ] || rm -rf "$shm_work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bench_build $build smqd smqd-loadgen
+for t in httpd sqlite; do
+  cmake --build $build -j"$(nproc)" --target smqd-peer-$t >/dev/null 2>&1 ||
+    echo "bounds.sh: smqd-peer-$t not built (its -dev package is missing?); skipped" >&2
+done
 bin=$build/bench
 lg=$bin/smqd-loadgen
 shm=/dev/shm
 [ "$(stat -f -c %T "$shm" 2>/dev/null)" = tmpfs ] || { echo "bounds.sh: $shm is not a tmpfs" >&2; exit 2; }
+[ "$(df -k --output=avail "$shm" | tail -1)" -ge $((1024 * 1024)) ] ||
+  { echo "bounds.sh: $shm has less than 1 GiB free" >&2; exit 2; }
 disk_work=$(mktemp -d "${BOUNDS_DIR:-/tmp}/smqd-bounds.XXXXXX")
 shm_work=$(mktemp -d "$shm/smqd-bounds.XXXXXX")
-pid=""
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$disk_work" "$shm_work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-rows=$disk_work/rows        # name msg/s req/s us_per_req
+[ "$(stat -f -c %T "$disk_work")" != tmpfs ] ||
+  { echo "bounds.sh: $disk_work is on a tmpfs; set BOUNDS_DIR to a directory on the disk" >&2; exit 2; }
+rows=$disk_work/rows        # name msg/s req/s us_per_req errors
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-json() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2" | head -1; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo -1; }
+json() { sed -n "s/.*\"$1\":\([0-9.a-z]*\).*/\1/p" <<<"$2" | head -1; }
 
-# row NAME OUT TICKS: one result line from a loadgen JSON line and the server's ticks
+# row NAME OUT TICKS RC: one result line from a loadgen JSON line and the server's CPU ticks
 row() {
-  local msg req el
+  local msg req el errs
   msg=$(json msg_per_s "$2"); req=$(json req_per_s "$2"); el=$(json elapsed_s "$2")
-  awk -v n="$1" -v m="$msg" -v r="$req" -v e="$el" -v t="$3" -v hz="$(getconf CLK_TCK)" \
-    'BEGIN { printf "%s %.0f %.0f %.1f\n", n, m, r, (r > 0) ? t / hz * 1e6 / (r * e) : 0 }' |
-    tee -a "$rows" | awk '{printf "  %-22s %8s msg/s %8s req/s %7s us/req\n", $1, $2, $3, $4}'
+  errs=$(json errors "$2")
+  [ "$4" -eq 0 ] && [ "$(json ok "$2")" = true ] && [ "$3" -ge 0 ] || errs=${errs:-0}!
+  awk -v n="$1" -v m="${msg:-0}" -v r="${req:-0}" -v e="${el:-0}" -v t="$3" -v x="${errs:-0}" \
+      -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    us = (r > 0 && e > 0 && t >= 0) ? t / hz * 1e6 / (r * e) : 0
+    printf "%s %.0f %.0f %.1f %s\n", n, m, r, us, x }' |
+    tee -a "$rows" | awk '{printf "  %-22s %8s msg/s %8s req/s %7s us/req  errors %s\n", $1, $2, $3, $4, $5}'
 }
 
 smqd_run() {   # smqd_run NAME DIR SCENARIO
-  local log=$2/smqd.log out t0 port
+  local log=$2/smqd.log out rc=0 port
   rm -f "$2"/smqd.db*
   bench_conf "$2/smqd.db" > "$2/smqd.conf"
   : > "$log"
@@ -68,34 +86,40 @@ smqd_run() {   # smqd_run NAME DIR SCENARIO
     sleep 0.05
   done
   port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
-  t0=$(cpu_ticks $pid)
-  out=$($lg --port "$port" --ak k --sk s --queue q --create-queue --json --scenario "$3" \
-        --connections $conns --duration-s "$secs") || true
-  row "$1" "$out" $(( $(cpu_ticks $pid) - t0 ))
-  kill "$pid"; wait "$pid" || true; pid=""
+  out=$(timeout $((secs + 60)) "$lg" --port "$port" --ak k --sk s --queue q --create-queue \
+        --json --scenario "$3" --connections $conns --duration-s "$secs") || rc=$?
+  row "$1" "$out" "$(cpu_ticks $pid)" $rc
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""
 }
 
 httpd_run() {
-  local port out t0
-  port=$((20000 + RANDOM % 12000))
+  local port out rc=0
+  [ -x "$bin/smqd-peer-httpd" ] || return 0
+  port=$(bench_free_port)
   "$bin/smqd-peer-httpd" --port "$port" --scenario xml >"$disk_work/httpd.log" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
-  t0=$(cpu_ticks $pid)
-  out=$($lg --port "$port" --ak k --sk s --queue q --json --scenario send \
-        --connections $conns --duration-s "$secs") || true
-  row httpd-xml "$out" $(( $(cpu_ticks $pid) - t0 ))
-  kill "$pid"; wait "$pid" || true; pid=""
+  if bench_wait_port "$port" "$pid"; then
+    out=$(timeout $((secs + 60)) "$lg" --port "$port" --ak k --sk s --queue q --json \
+          --scenario send --connections $conns --duration-s "$secs") || rc=$?
+    row httpd-xml "$out" "$(cpu_ticks $pid)" $rc
+  else
+    echo "  smqd-peer-httpd did not start:" >&2; cat "$disk_work/httpd.log" >&2
+  fi
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""
 }
 
 sqlite_run() {   # sqlite_run NAME DIR
-  local out
+  local out rc=0
+  [ -x "$bin/smqd-peer-sqlite" ] || return 0
   rm -f "$2"/sq.db*
-  out=$("$bin/smqd-peer-sqlite" --duration-s "$secs" --extra "$2/sq.db" --batch 128 | grep '^ROW ')
+  out=$(timeout $((secs + 60)) "$bin/smqd-peer-sqlite" --duration-s "$secs" --extra "$2/sq.db" \
+        --batch 128) || rc=$?
+  rm -f "$2"/sq.db*
   # ROW sqlite lifecycle-128row 1 MSG/S ...: one thread, no requests to count
-  awk -v n="$1" '{printf "%s %.0f 0 0\n", n, $5}' <<<"$out" | tee -a "$rows" |
-    awk '{printf "  %-22s %8s msg/s\n", $1, $2}'
-  rm -f "$2"/sq.db*
+  out=$(grep '^ROW ' <<<"$out" || true)
+  awk -v n="$1" -v rc=$rc '{printf "%s %.0f - - %s\n", n, $5, rc ? "1!" : "0"}
+    END {if (NR == 0) printf "%s 0 - - 1!\n", n}' <<<"$out" | tee -a "$rows" |
+    awk '{printf "  %-22s %8s msg/s  errors %s\n", $1, $2, $5}'
 }
 
 echo "bounds.sh: ${secs}s per run, $rounds rounds, $conns connections, $(nproc) cores," \
@@ -111,30 +135,33 @@ for r in $(seq "$rounds"); do
   done
 done
 
-med() {   # med NAME FIELD
-  awk -v n="$1" -v f="$2" '$1 == n {print $f}' "$rows" | sort -n |
-    awk '{v[NR] = $1} END {if (NR == 0) print 0; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+med() {   # med NAME FIELD: median over the runs without errors ("-" if none)
+  awk -v n="$1" -v f="$2" '$1 == n && $5 !~ /!/ && $5 == 0 {print $f}' "$rows" | sort -n |
+    awk '{v[NR] = $1} END {if (NR == 0) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 echo
-printf '%-22s %10s %10s %10s\n' "median of $rounds" msg/s req/s us/req
+printf '%-22s %10s %10s %10s %6s\n' "median of $rounds" msg/s req/s us/req failed
 for n in httpd-xml sqlite-128-disk sqlite-128-tmpfs smqd-send-disk smqd-send-tmpfs \
          smqd-lifecycle-disk smqd-lifecycle-tmpfs smqd-batch-disk smqd-batch-tmpfs; do
-  printf '%-22s %10.0f %10.0f %10.1f\n' "$n" "$(med $n 2)" "$(med $n 3)" "$(med $n 4)"
+  printf '%-22s %10s %10s %10s %6s\n' "$n" "$(med $n 2)" "$(med $n 3)" "$(med $n 4)" \
+    "$(awk -v n="$n" '$1 == n && ($5 ~ /!/ || $5 != 0) {k++} END {print k + 0}' "$rows")"
 done
 
-ceil=$(med httpd-xml 2); sq=$(med sqlite-128-disk 2)
 echo
-echo "targets (issue #5) next to smqd on the disk, and on tmpfs (an infinitely fast disk):"
-awk -v ceil="$ceil" -v sq="$sq" \
+echo "targets (issue #5) next to smqd on the disk, and on tmpfs (an infinitely fast disk);"
+echo "each ratio against the ceiling measured on the same storage:"
+awk -v ceil="$(med httpd-xml 2)" -v sqd="$(med sqlite-128-disk 2)" -v sqt="$(med sqlite-128-tmpfs 2)" \
     -v sd="$(med smqd-send-disk 2)" -v st="$(med smqd-send-tmpfs 2)" \
     -v ld="$(med smqd-lifecycle-disk 2)" -v lt="$(med smqd-lifecycle-tmpfs 2)" \
-    -v bd="$(med smqd-batch-disk 2)" -v bt="$(med smqd-batch-tmpfs 2)" 'BEGIN {
-  printf "  send       >= 30000 msg/s and >= 0.60 of httpd-xml (%.0f): disk %.0f = %.2f, tmpfs %.0f = %.2f\n",
-         ceil, sd, sd / ceil, st, st / ceil
-  printf "  lifecycle  >= 12000 msg/s (= 36000 requests/s): disk %.0f, tmpfs %.0f\n", ld, lt
-  printf "  batch      >= 50000 msg/s and >= 0.75 of sqlite-128-disk (%.0f): disk %.0f = %.2f, tmpfs %.0f = %.2f\n",
-         sq, bd, bd / sq, bt, bt / sq
-  if (sq < 50000)
-    printf "             (raw SQLite itself, 128 messages per commit on this disk, does %.0f < 50000)\n", sq
+    -v bd="$(med smqd-batch-disk 2)" -v bt="$(med smqd-batch-tmpfs 2)" '
+function ratio(a, b) { return (a == "-" || b == "-" || b == 0) ? "-" : sprintf("%.2f", a / b) }
+BEGIN {
+  printf "  send       >= 30000 msg/s and >= 0.60 of httpd-xml (%s): disk %s = %s, tmpfs %s = %s\n",
+         ceil, sd, ratio(sd, ceil), st, ratio(st, ceil)
+  printf "  lifecycle  >= 12000 msg/s (>= 36000 requests/s): disk %s, tmpfs %s\n", ld, lt
+  printf "  batch      >= 50000 msg/s and >= 0.75 of sqlite-128: disk %s = %s of %s, tmpfs %s = %s of %s\n",
+         bd, ratio(bd, sqd), sqd, bt, ratio(bt, sqt), sqt
+  if (sqd != "-" && sqd < 50000)
+    printf "             (raw SQLite itself, 128 messages per commit on this disk, does %s < 50000)\n", sqd
 }'
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,6 +6,8 @@
 #                                 key k / s, sync = full, no request log, no admin
 #                                 listener.  KEY is listen, sync, admin or
 #                                 max_connections.
+#   bench_free_port               print a loopback port nothing listens on (20000-31999)
+#   bench_wait_port PORT PID      wait until PORT accepts (0), or PID died / 10 s passed (1)
 
 bench_build() {
   local dir=$1
@@ -31,4 +33,21 @@ bench_conf() {
   printf '[auth]\naccess_key_id = k\naccess_key_secret = s\n'
   if [ -n "$max_conns" ]; then printf '[limits]\nmax_connections = %s\n' "$max_conns"; fi
   printf '[log]\nrequests = false\n[admin]\nlisten = %s\n' "$admin"
+}
+
+bench_free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))   # below the ephemeral range (32768-): no TIME_WAIT clashes
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+
+bench_wait_port() {
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
 }

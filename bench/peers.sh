@@ -89,21 +89,6 @@ stop_bg() {   # stop_bg PID
   for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
   pids=("${keep[@]}")
 }
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 12000))   # below the ephemeral range (32768-): no TIME_WAIT clashes
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-}
-wait_port() {   # wait_port PORT PID
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.05
-  done
-  return 1
-}
 peer() {   # peer TOOL ARGS... : runs one peer generator, keeps its ROW
   local out rc=0
   out=$(timeout $((secs + 60)) "$bin/$1" --duration-s "$secs" "${@:2}") || rc=$?
@@ -127,10 +112,10 @@ echo "peers.sh: ${secs}s per run, connections ${conns[*]}, $(nproc) cores, $(dat
 
 # --- smqd
 echo "smqd" >&2
-port=$(free_port)
+port=$(bench_free_port)
 bench_conf "$work/smqd.db" listen "127.0.0.1:$port" > "$work/smqd.conf"
 start_bg "$work/smqd.log" "$smqd" -c "$work/smqd.conf"
-if wait_port "$port" "$bgpid"; then
+if bench_wait_port "$port" "$bgpid"; then
   run=0
   for c in "${conns[@]}"; do
     for sc in send lifecycle batch; do
@@ -147,9 +132,9 @@ stop_bg "$bgpid"
 if have beanstalk && command -v beanstalkd >/dev/null; then
   echo "beanstalkd" >&2
   for c in "${conns[@]}"; do            # a fresh server (and binlog) per run
-    mkdir -p "$work/bs$c"; port=$(free_port)
+    mkdir -p "$work/bs$c"; port=$(bench_free_port)
     start_bg "$work/bs$c.log" beanstalkd -l 127.0.0.1 -p "$port" -b "$work/bs$c" -f0
-    wait_port "$port" "$bgpid" && peer smqd-peer-beanstalk --port "$port" --connections "$c"
+    bench_wait_port "$port" "$bgpid" && peer smqd-peer-beanstalk --port "$port" --connections "$c"
     stop_bg "$bgpid"
   done
 fi
@@ -158,10 +143,10 @@ fi
 if have redisq && command -v redis-server >/dev/null; then
   echo "redis" >&2
   for c in "${conns[@]}"; do
-    mkdir -p "$work/rd$c"; port=$(free_port)
+    mkdir -p "$work/rd$c"; port=$(bench_free_port)
     start_bg "$work/rd$c.log" redis-server --appendonly yes --appendfsync always \
       --dir "$work/rd$c" --port "$port" --bind 127.0.0.1 --save '' --daemonize no
-    wait_port "$port" "$bgpid" && peer smqd-peer-redisq --port "$port" --connections "$c"
+    bench_wait_port "$port" "$bgpid" && peer smqd-peer-redisq --port "$port" --connections "$c"
     stop_bg "$bgpid"
   done
 fi
@@ -170,7 +155,7 @@ fi
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if have pg && [ -n "$pgbin" ] && id postgres >/dev/null 2>&1; then
   echo "postgresql ($pgbin)" >&2
-  mkdir -p "$work/pg"; chown postgres "$work/pg"; port=$(free_port)
+  mkdir -p "$work/pg"; chown postgres "$work/pg"; port=$(bench_free_port)
   if runuser -u postgres -- "$pgbin/initdb" -D "$work/pg/data" -A trust -U postgres \
        >"$work/pg.log" 2>&1 &&
      runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg/data" -l "$work/pg/server.log" -w \
@@ -202,9 +187,9 @@ fi
 if have httpd; then
   for mode in plain xml; do
     echo "httpd-$mode" >&2
-    port=$(free_port)
+    port=$(bench_free_port)
     start_bg "$work/httpd.log" "$bin/smqd-peer-httpd" --port "$port" --scenario "$mode"
-    if wait_port "$port" "$bgpid"; then
+    if bench_wait_port "$port" "$bgpid"; then
       for c in "${conns[@]}"; do
         lg_row "httpd-$mode" send "$c" --port "$port" --ak k --sk s --queue q
       done
