@@ -5,10 +5,11 @@
  * It also counts each request in metrics.h and asks ratelimit.h whether a
  * valid request may go on to the engine.
  */
+#define _GNU_SOURCE       /* POLLRDHUP */
 #include "smqd/http.h"
 
-#include <errno.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -253,19 +254,23 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
 /* ---- the request path ------------------------------------------------------------- */
 
 /* Called on the engine thread while the connection is suspended: the socket
- * is then untouched by libmicrohttpd, so peeking at it is safe.  A clean EOF
- * or a reset means nobody will read the answer. */
+ * is then untouched by libmicrohttpd, so asking the kernel about it is safe.
+ * A FIN (also a half-close: libmicrohttpd ends such a connection too), a
+ * hang-up or a reset means nobody will read the answer.  POLLRDHUP sees the
+ * FIN even behind bytes the client sent and nobody read yet (a stray CRLF, a
+ * pipelined request), where a peek at the data would only see those bytes. */
 static bool on_client_gone(struct smq_op *op, void *arg)
 {
     struct http_req *r = arg;
-    char c;
-    ssize_t n;
+    struct pollfd p;
 
     (void)op;
     if (r->fd < 0)
         return false;
-    n = recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    p.fd = r->fd;
+    p.events = POLLRDHUP;
+    p.revents = 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 static void on_op_done(struct smq_op *op, void *arg)

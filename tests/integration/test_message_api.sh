@@ -526,6 +526,45 @@ t_long_poll_wakeup() {
     assert_eq "DequeueCount 2" 2 "$(xml_get DequeueCount 1 "$BG_BODY")"
 }
 
+# long_poll_then_close Q EXTRA — a signed long poll (waitseconds=20) written straight to a
+# socket, then EXTRA (printf %b: bytes a client may leave unread behind its request, such as a
+# stray CRLF or a pipelined request), then the client closes without reading an answer.
+long_poll_then_close() {
+    local q=$1 extra=$2 t="/queues/$1/messages?waitseconds=20" d auth fd
+    d=$(http_date)
+    auth=$(mns_authorization "$MNS_AK_DEFAULT" "$MNS_SK_DEFAULT" GET '' '' "$d" "$t" \
+                             'x-mns-version: 2015-06-06')
+    exec {fd}<>"/dev/tcp/${SMQD_ADDR%:*}/${SMQD_ADDR##*:}"
+    printf 'GET %s HTTP/1.1\r\nHost: %s\r\nDate: %s\r\nx-mns-version: 2015-06-06\r\nAuthorization: %s\r\n\r\n' \
+           "$t" "$SMQD_ADDR" "$d" "$auth" >&"$fd"
+    sleep 0.3       # parked
+    printf '%b' "$extra" >&"$fd"
+    sleep 0.1
+    exec {fd}>&-
+}
+
+# A long poll whose client went away is finished within about a second and never handed a
+# message (docs/protocol-decisions.md), also when the client left bytes unread in front of its
+# close: then a peek at the socket sees those bytes, not the end of the stream.
+t_long_poll_client_gone() {
+    local q=goneq i
+    create_queue "$q"
+    local -a what=("nothing" "a stray CRLF" "a pipelined request")
+    local -a bytes=('' '\r\n' "GET /queues/$q HTTP/1.1\r\nHost: x\r\n\r\n")
+    for i in 0 1 2; do
+        long_poll_then_close "$q" "${bytes[$i]}"
+        sleep 2     # parked polls are probed about once a second
+        send_msg "$q" for-nobody
+        sleep 0.3
+        assert_eq "client gone, ${what[$i]} left unread: the message stays Active" \
+                  "1 0 0" "$(counts "$q")"
+        receive "$q"
+        assert_status "the message is there for the next consumer" 200
+        mns_request DELETE "/queues/$q/messages?ReceiptHandle=$RH"
+        assert_status "and is deleted" 204
+    done
+}
+
 t_long_poll_timers() {
     local q=lptq t0
     create_queue "$q" VisibilityTimeout 1
@@ -723,6 +762,7 @@ if smqd_start; then
     run_test t_change_visibility
     run_test t_visibility_expiry
     run_test t_long_poll_wakeup
+    run_test t_long_poll_client_gone
     run_test t_long_poll_timers
     run_test t_deadline
     run_test t_delay_precedence
