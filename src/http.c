@@ -92,14 +92,28 @@ static bool target_has_nul(const char *uri)
 
 /*
  * The same for a header value: libmicrohttpd 0.9.75 ends a header line by
- * writing NULs over its CR/LF (and over trailing blanks), so after the
- * value's terminator only blanks or line ends may follow.  Anything else
- * is what a client NUL cut off.
+ * writing NULs, in place, over its line end (CR LF, or a bare LF, which
+ * RFC 9112 §2.2 lets a server accept) and over trailing blanks.  So after
+ * the value's terminator come only NULs, blanks and line-end bytes: up to
+ * the next header's name when there is one (`next`, which is how a bare LF,
+ * itself turned into the terminator, is told from a NUL the client sent),
+ * after the last header up to the end of its line.  Anything else is what a
+ * client NUL cut off.
  */
-static bool value_has_nul(const char *value)
+static bool line_end_byte(char c)
+{
+    return c == '\0' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static bool value_has_nul(const char *value, const char *next)
 {
     const char *p = value + strlen(value) + 1;
 
+    if (next != NULL && next >= p) {
+        while (p < next && line_end_byte(*p))
+            p++;
+        return p != next;
+    }
     while (*p == ' ' || *p == '\t')
         p++;
     return !(*p == '\0' || *p == '\r' || *p == '\n');
@@ -228,6 +242,7 @@ struct header_vec {
     size_t n;
     bool overflow;
     bool nul;                    /* a name or value holds a NUL byte */
+    const char *last_value;      /* the value seen last, checked against the next name */
 };
 
 static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -237,9 +252,12 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
 
     (void)kind;
     /* libmicrohttpd hands values on as C strings: one with a NUL inside
-     * would be read only up to it (RFC 9110 §5.5 says reject it). */
-    if (strlen(key) != key_size || (value != NULL && (strlen(value) != value_size
-                                                      || value_has_nul(value))))
+     * would be read only up to it (RFC 9110 §5.5 says reject it).  Where a
+     * value's line ended shows only once the next header's name is known. */
+    if (v->last_value != NULL && value_has_nul(v->last_value, key))
+        v->nul = true;
+    v->last_value = value;
+    if (strlen(key) != key_size || (value != NULL && strlen(value) != value_size))
         v->nul = true;
     if (v->n == MAX_HEADERS) {
         v->overflow = true;
@@ -289,7 +307,10 @@ static void collect_headers(struct http_req *r, struct header_vec *hv, struct au
     hv->n = 0;
     hv->overflow = false;
     hv->nul = false;
+    hv->last_value = NULL;
     MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, hv);
+    if (hv->last_value != NULL && value_has_nul(hv->last_value, NULL))
+        hv->nul = true;
     auth->method = r->method;
     auth->resource = r->target;
     auth->headers = hv->items;

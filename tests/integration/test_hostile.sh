@@ -823,6 +823,31 @@ t_xml() {
     obs "$(hc_summary)"
     [ "$HC_FINAL" = 200 ] && obs "the value was cut at the NUL and the request served"
     case_end
+
+    case_begin "NUL byte in a header value that is not the last" \
+        "signed \`GET /queues/hq/messages?peekonly=true\` whose \`Date\` value is followed by \`\\0junk\` (the Date before the NUL is the signed one)" \
+        "HTTP 400 or close, never 200"
+    { signed_head GET '/queues/hq/messages?peekonly=true' \
+          | sed 's/^\(Date: .*\)\r$/\1\x00junk\r/'; printf '\r\n'; } >"$f.hdrnul2"
+    hc hdrnul2 "$f.hdrnul2" -t 6000
+    assert_clean_http "NUL in a header value followed by more headers is refused"
+    obs "$(hc_summary)"
+    [ "$HC_FINAL" = 200 ] && obs "the value was cut at the NUL and the request served"
+    case_end
+
+    case_begin "bare LF line endings" \
+        "signed \`GET /queues/hq/messages?peekonly=true\` whose request and header lines end in LF, not CR LF; and the same with only the \`Date\` line so" \
+        "200 with the peeked message (RFC 9112 §2.2: a recipient may recognise a bare LF as a line end; libmicrohttpd does)"
+    { signed_head GET '/queues/hq/messages?peekonly=true'; printf '\r\n'; } | tr -d '\r' >"$f.barelf"
+    hc barelf "$f.barelf" -t 6000
+    assert_status "all lines end in a bare LF: served" 200
+    obs "all bare LF: $(hc_summary)"
+    { signed_head GET '/queues/hq/messages?peekonly=true' | sed 's/^\(Date: .*\)\r$/\1/'
+      printf '\r\n'; } >"$f.barelf1"
+    hc barelf1 "$f.barelf1" -t 6000
+    assert_status "one header line ends in a bare LF: served" 200
+    obs "Date line only: $(hc_summary)"
+    case_end
 }
 
 # ---------------------------------------------------------------------------------------
