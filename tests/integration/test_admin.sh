@@ -342,6 +342,10 @@ t_json_api() {
         "$(json '[d.attributes.DlqEnabled, d.attributes.DlqTargetQueue, d.attributes.DlqMaxReceiveCount].join(" ")')"
     admin PUT '/v1/queues/jq1/attributes?DlqEnabled=false'
     assert_eq "DlqEnabled=false clears it" "200 false" "$RESP_STATUS $(json 'd.attributes.DlqEnabled')"
+    admin PUT '/v1/queues/jq1/attributes?DlqTargetQueue=nosuch&DlqMaxReceiveCount=3'
+    assert_admin_error "a DLQ target that does not exist is refused" 400 InvalidArgument
+    admin GET /v1/queues/jq1
+    assert_eq "and the policy stays off" "200 false" "$RESP_STATUS $(json 'd.attributes.DlqEnabled')"
     admin PUT '/v1/queues/nosuch/attributes?VisibilityTimeout=60'
     assert_admin_error "set on a missing queue" 404 QueueNotExist
     admin GET /v1/queues/nosuch
