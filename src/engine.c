@@ -233,7 +233,7 @@ static void msg_destroy(struct smq_engine *e, struct smq_msg *m)
     free(m);
 }
 
-static void expire_msg(struct smq_engine *e, struct smq_msg *m)
+void engine_expire_msg(struct smq_engine *e, struct smq_msg *m)
 {
     m->queue->count.expired++;
     engine_oplog(e, m->queue, EV_EXPIRE, m, NULL);
@@ -255,7 +255,7 @@ static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg)
 
     (void)now_mono;
     if (m->expire_ms <= e->now_ms) {
-        expire_msg(e, m);
+        engine_expire_msg(e, m);
         return;
     }
     queue_msg_unplace(q, m, &e->msg_wheel);

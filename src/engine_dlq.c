@@ -19,7 +19,15 @@
  * counted from 0 again, a new handle generation (handles given out for it
  * are stale), expiry counted from the original EnqueueTime with to's
  * retention (engine.h).  Memory changes only after the write succeeded.
+ * A message already past that expiry is placed but not offered to `to`'s
+ * parked polls: the caller expires it (after logging the move), since a
+ * message past its retention is Expired whatever its state.
  */
+static bool moved_expired(const struct smq_engine *e, const struct smq_msg *m)
+{
+    return m->expire_ms <= e->now_ms;
+}
+
 static int move_msg(struct smq_engine *e, struct smq_msg *m, struct smq_queue *to, uint32_t src)
 {
     struct smq_queue *from = m->queue;
@@ -52,7 +60,7 @@ static int move_msg(struct smq_engine *e, struct smq_msg *m, struct smq_queue *t
     m->src_queue_id = src;
     queue_msg_adopt(to, m);
     queue_msg_place(to, m, e->now_ms, &e->msg_wheel, &e->tb);
-    if (m->state == SMQ_MSG_ACTIVE)
+    if (m->state == SMQ_MSG_ACTIVE && !moved_expired(e, m))
         engine_mark_ready(e, to);
     return 0;
 }
@@ -82,6 +90,8 @@ bool engine_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_ms
         return false;            /* delivered instead; a lost run fails the receive anyway */
     q->count.dead_lettered++;
     engine_oplog_move(e, q, dlq, EV_DEAD_LETTER, m, count, request_id);
+    if (moved_expired(e, m))
+        engine_expire_msg(e, m);      /* older than the DLQ's retention: never delivered */
     return true;
 }
 
@@ -162,6 +172,8 @@ static void redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t 
         n--;
         dlq->count.redriven++;
         engine_oplog_move(e, dlq, src, EV_REDRIVE, m, count, NULL);
+        if (moved_expired(e, m))
+            engine_expire_msg(e, m);  /* older than the source's retention */
     }
 }
 

@@ -107,6 +107,8 @@ void engine_waiter_link(struct smq_engine *e, struct smq_queue *q, struct smq_op
 void engine_waiter_unlink(struct smq_engine *e, struct smq_op *op);
 /* Puts q on the list of queues whose parked polls may now be served. */
 void engine_mark_ready(struct smq_engine *e, struct smq_queue *q);
+/* Counts m as expired in its queue and frees it (its row is deleted lazily). */
+void engine_expire_msg(struct smq_engine *e, struct smq_msg *m);
 /* Reads the clock into now_ms and fires every due timer. */
 void engine_advance_clock(struct smq_engine *e);
 

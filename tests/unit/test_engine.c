@@ -2315,6 +2315,91 @@ static void test_engine_dead_letter_expiry_from_original_enqueue(void **state)
     assert_int_equal(queue_stats(f, "dlq").expired, 1);
 }
 
+/*
+ * A message that is already older than the DLQ's retention when it moves
+ * (its expiry there is EnqueueTime + the DLQ's retention) is expired by the
+ * move, never delivered: not to a poll parked on the DLQ in the same run
+ * (found by review: it was handed out, then expired at the next timer
+ * tick), and not to a receive after it.
+ */
+static void test_engine_dead_letter_past_dlq_retention_expires(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *poll = &f->park[0];
+    struct smq_queue_attrs a;
+    struct smq_msg_view v;
+    uint64_t seq;
+
+    engine_default_attrs(&a);
+    a.retention_s = 60;
+    assert_int_equal(create_queue(f, "dlq", &a, SMQ_ATTR_RETENTION, NULL), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 70), 0);
+    seq = send_text(f, "src", "old", 0, 8);
+    receive_and_lapse(f, "src", seq, 70);       /* 70 s old: past the DLQ's 60 s */
+    park(f, poll, "dlq", 10);
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(f->park_done[0], 0);
+    assert_int_equal(receive_one(f, "dlq", &v), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_counts(f, "src", 0, 0, 0);
+    assert_counts(f, "dlq", 0, 0, 0);
+    assert_int_equal(queue_stats(f, "src").dead_lettered, 1);
+    assert_int_equal(queue_stats(f, "dlq").expired, 1);
+    assert_int_equal(stats(f).messages, 0);
+    tick(f, 11000);                             /* the parked poll ends empty */
+    assert_int_equal(f->park_done[0], 1);
+    assert_int_equal(poll->result.err, SMQ_E_MESSAGE_NOT_EXIST);
+    engine_op_release(poll);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
+}
+
+/* The same for a redrive back to a source whose retention the message has
+ * outlived: expired by the move, not Active in the source and not handed to
+ * a poll parked there. */
+static void test_engine_redrive_past_source_retention_expires(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_op *poll = &f->park[0];
+    struct smq_queue_attrs a;
+    struct smq_msg_view v;
+    struct smq_op op;
+    uint64_t seq;
+
+    assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    engine_default_attrs(&a);
+    a.retention_s = 60;
+    a.visibility_s = 1;
+    a.dlq.enabled = 1;
+    snprintf(a.dlq.target, sizeof a.dlq.target, "dlq");
+    a.dlq.max_receive = 1;
+    assert_int_equal(create_queue(f, "src", &a,
+                                  SMQ_ATTR_RETENTION | SMQ_ATTR_VISIBILITY | SMQ_ATTR_DLQ, NULL),
+                     0);
+    seq = send_text(f, "src", "old", 0, 8);
+    receive_and_lapse(f, "src", seq, 1);
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);   /* moved */
+    assert_counts(f, "dlq", 1, 0, 0);
+    tick(f, 60000);                             /* past src's retention, not the DLQ's */
+    assert_counts(f, "dlq", 1, 0, 0);
+    park(f, poll, "src", 10);
+    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    op.redrive.rate_per_s = 100;
+    assert_int_equal(run_one(f, &op), 0);
+    assert_int_equal(op.n_redrive, 1);
+    tick(f, 100);
+    tick(f, 100);
+    assert_int_equal(queue_stats(f, "dlq").redriven, 1);
+    assert_int_equal(f->park_done[0], 0);
+    assert_counts(f, "dlq", 0, 0, 0);
+    assert_counts(f, "src", 0, 0, 0);
+    assert_int_equal(queue_stats(f, "src").expired, 1);
+    tick(f, 10000);                             /* the parked poll ends empty */
+    assert_int_equal(f->park_done[0], 1);
+    assert_int_equal(poll->result.err, SMQ_E_MESSAGE_NOT_EXIST);
+    engine_op_release(poll);
+    assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(stats(f).messages, 0);
+}
+
 static int purge(struct fixture *f, const char *queue, bool main_q, bool dlq, uint64_t *n,
                  uint64_t *n_dlq)
 {
@@ -2807,6 +2892,8 @@ int main(void)
         T(test_engine_dead_letter_counts_and_wakes_dlq_poller),
         T(test_engine_dead_letter_target_gone_keeps_message),
         T(test_engine_dead_letter_expiry_from_original_enqueue),
+        T(test_engine_dead_letter_past_dlq_retention_expires),
+        T(test_engine_redrive_past_source_retention_expires),
         T(test_engine_purge),
         T(test_engine_redrive_is_rate_limited),
         T(test_engine_redrive_max_and_restart),
