@@ -81,11 +81,7 @@ smqd_run() {   # smqd_run NAME DIR SCENARIO
   : > "$log"
   "$build/smqd" -c "$2/smqd.conf" 2>"$log" &
   pid=$!
-  until grep -q "listening on" "$log"; do
-    kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.05
-  done
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  port=$(bench_smqd_port "$log" $pid) || exit 1
   out=$(timeout $((secs + 60)) "$lg" --port "$port" --ak k --sk s --queue q --create-queue \
         --json --scenario "$3" --connections $conns --duration-s "$secs") || rc=$?
   row "$1" "$out" "$(cpu_ticks $pid)" $rc

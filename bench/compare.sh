@@ -42,11 +42,7 @@ run_one() {   # run_one SMQD SCENARIO CONNS SYNC -> "msg_per_s p50_us errors"
   : > "$log"
   "$1" -c "$conf" 2>"$log" &
   pid=$!
-  until grep -q "listening on" "$log"; do
-    kill -0 $pid 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.05
-  done
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  port=$(bench_smqd_port "$log" $pid) || exit 1
   out=$($lg --port "$port" --ak k --sk s --queue q --create-queue --json --scenario "$2" \
         --connections "$3" --duration-s "$secs") || true
   kill "$pid"; wait "$pid" || true; pid=""

@@ -8,6 +8,8 @@
 #                                 max_connections.
 #   bench_free_port               print a loopback port nothing listens on (20000-31999)
 #   bench_wait_port PORT PID      wait until PORT accepts (0), or PID died / 10 s passed (1)
+#   bench_smqd_port LOG PID       wait for smqd's "listening on" line in LOG and print its
+#                                 MNS port; if PID exits first, show LOG and fail (1)
 
 bench_build() {
   local dir=$1
@@ -50,4 +52,12 @@ bench_wait_port() {
     sleep 0.05
   done
   return 1
+}
+
+bench_smqd_port() {
+  until grep -qs "listening on" "$1"; do
+    kill -0 "$2" 2>/dev/null || { cat "$1" >&2; return 1; }
+    sleep 0.05
+  done
+  sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" | head -1
 }

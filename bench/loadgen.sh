@@ -37,11 +37,7 @@ start_server() {   # start_server [bench_conf KEY VALUE...]
   : > "$log"
   "$smqd" -c "$conf" 2>"$log" &
   pid=$!
-  until grep -q "listening on" "$log"; do
-    kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
-    sleep 0.05
-  done
-  port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  port=$(bench_smqd_port "$log" $pid) || exit 1
 }
 
 stop_server() {

@@ -43,11 +43,7 @@ case $tool in
   *) echo "profile.sh: tool must be callgrind or perf" >&2; exit 2 ;;
 esac
 pid=$!
-until grep -q "listening on" "$work/smqd.log"; do
-  kill -0 $pid 2>/dev/null || { cat "$work/smqd.log"; exit 1; }
-  sleep 0.1
-done
-port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/smqd.log" | head -1)
+port=$(bench_smqd_port "$work/smqd.log" $pid) || exit 1
 args=(--port "$port" --ak k --sk s --queue p --create-queue --scenario "$scenario"
       --connections "$conns" --json)
 [ "$scenario" = longpoll ] && args+=(--waiters 16 --wait-s 2)
