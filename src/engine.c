@@ -117,38 +117,36 @@ static int ensure_txn(struct smq_engine *e)
 /*
  * The disk (or database) is full.  Free the reserve so that receives,
  * deletes and visibility changes (which need WAL space but no new pages)
- * keep working, and refuse sends and queue creation for a cool-down; after
- * it, sends are tried again and re-enter this state if there is still no room.
+ * keep working, and refuse sends and queue creation until the reserve can
+ * be taken back (storage_recheck, after each cool-down).
  */
 static void storage_full(struct smq_engine *e)
 {
     if (!e->storage_full) {
-        SMQ_ERROR("engine: storage is full; refusing new messages for %d s at a time, "
-                  "receive and delete keep working", FULL_COOLDOWN_MS / 1000);
+        SMQ_ERROR("engine: storage is full; refusing new messages until the disk reserve "
+                  "can be taken back (checked every %d s), receive and delete keep working",
+                  FULL_COOLDOWN_MS / 1000);
         store_reserve_release(e->store);
-        e->reserve_missing = true;
     }
     e->storage_full = true;
     e->full_until_mono = clock_mono_ms(e->clock) + FULL_COOLDOWN_MS;
 }
 
-/* At the start of a run: after the cool-down, try sends again.  The reserve
- * is taken back only when as much again stays free beside it, otherwise a
- * later run retries; sends themselves find out whether there is room. */
+/* At the start of a run, after each cool-down: take the reserve back, and
+ * only then accept sends again.  It is taken back only when as much again
+ * stays free beside it; until then sends stay refused, since they would use
+ * up the space the released reserve left for deletes (and a second full
+ * disk would find no reserve to release). */
 static void storage_recheck(struct smq_engine *e, uint64_t now_mono)
 {
-    if (e->storage_full && now_mono >= e->full_until_mono) {
+    if (!e->storage_full || now_mono < e->full_until_mono)
+        return;
+    if (store_reserve_restore(e->store, e->reserve_margin) == 0) {
         e->storage_full = false;
-        e->reserve_missing = true;
-        SMQ_WARN("engine: trying new messages again after a full disk");
-    }
-    if (e->reserve_missing && now_mono >= e->full_until_mono
-        && store_reserve_restore(e->store, e->reserve_margin) == 0) {
-        e->reserve_missing = false;
-        SMQ_WARN("engine: the disk reserve is back");
-    }
-    if (e->reserve_missing && now_mono >= e->full_until_mono)
+        SMQ_WARN("engine: the disk reserve is back; accepting new messages again");
+    } else {
         e->full_until_mono = now_mono + FULL_COOLDOWN_MS;   /* next attempt */
+    }
 }
 
 /* Every write of an op runs inside a savepoint so that a failed statement
@@ -1254,6 +1252,7 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
     e->store = opts->store;
     e->max_queues = opts->max_queues > 0 ? opts->max_queues : 1000;
     e->reserve_margin = opts->reserve_margin;
+    e->storage_full = opts->reserve_missing;   /* retried at the first run (storage_recheck) */
     e->done_tail = &e->done_head;
     mono = clock_mono_ms(e->clock);
     e->tb.epoch_minus_mono_ms = clock_epoch_ms(e->clock) - (int64_t)mono;

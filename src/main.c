@@ -297,12 +297,15 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         return EXIT_STORE;
     }
     admin_set_wal_path(p->admin, store_wal_path(p->store));   /* for smqd_wal_bytes */
-    /* Without room for the reserve smqd still starts: the first send that
-     * finds the disk full puts the engine in its storage-full mode. */
-    if (store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20) != 0)
+    /* Without room for the reserve smqd still starts, in its storage-full
+     * mode: receives and deletes work, sends wait until the reserve can be
+     * allocated (otherwise they would take the last space deletes need). */
+    if (store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20) != 0) {
         SMQ_WARN("storage: cannot allocate the %d MiB disk reserve next to %s (disk full?); "
-                 "sends will be refused while there is no room", cfg->reserve_mb,
+                 "new messages are refused until it can be", cfg->reserve_mb,
                  cfg->storage_path);
+        eopts.reserve_missing = true;
+    }
     eopts.store = p->store;
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
         SMQ_ERROR("recovery: %s", err);

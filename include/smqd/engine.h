@@ -261,6 +261,8 @@ struct smq_engine_opts {
     struct smq_store *store;      /* borrowed; outlives the engine */
     int max_queues;
     uint64_t reserve_margin;      /* free bytes required beside the reserve to retake it */
+    bool reserve_missing;         /* the reserve could not be allocated at start: begin in
+                                   * storage-full mode until it can be taken */
 };
 
 /* Loads every queue and message from the store (recovery) and arms timers.

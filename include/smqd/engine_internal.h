@@ -72,8 +72,7 @@ struct smq_engine {
     uint64_t reloads;
     bool broken;                     /* the last reload failed: serve nothing until one succeeds */
     bool storage_full;               /* refusing what grows data (engine.h) */
-    bool reserve_missing;            /* released and not yet taken back */
-    uint64_t reserve_margin;         /* bytes that must stay free beside it */
+    uint64_t reserve_margin;         /* free bytes needed beside the reserve to retake it */
     uint64_t full_until_mono;        /* end of the current cool-down */
     uint64_t dlq_move_failures;      /* dead-letter moves skipped: target missing */
     uint64_t db_pages, free_pages, page_size;   /* file figures, refreshed by reclamation */

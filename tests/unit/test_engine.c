@@ -65,6 +65,8 @@ struct fixture {
     struct smq_fake_clock clock;
     struct smq_store *store;
     struct smq_engine *e;
+    uint64_t reserve_margin;     /* engine option: free bytes needed beside the reserve */
+    bool reserve_missing;        /* engine option: the reserve could not be allocated */
     /* completions of the latest run, in order (n_done may exceed DONE_MAX) */
     struct smq_op *done[DONE_MAX];
     size_t n_done;
@@ -94,7 +96,9 @@ static void on_done(struct smq_op *op, void *arg)
 static void open_engine(struct fixture *f, int max_queues)
 {
     struct smq_engine_opts opts = {.clock = &f->clock.clock, .store = f->store,
-                                   .max_queues = max_queues};
+                                   .max_queues = max_queues,
+                                   .reserve_margin = f->reserve_margin,
+                                   .reserve_missing = f->reserve_missing};
     char err[256] = "";
 
     assert_int_equal(engine_open(&opts, &f->e, err, sizeof err), 0);
@@ -1771,6 +1775,79 @@ static void test_engine_storage_full_refuses_sends_keeps_deletes(void **state)
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 2);
 }
 
+/*
+ * While the reserve cannot be taken back (the disk is still full), sends
+ * stay refused after the cool-down: accepting them would fill the space the
+ * released reserve gave the deletes, and a second full disk would find no
+ * reserve left to release (found by review: deletes then failed).
+ */
+static void test_engine_storage_full_sends_wait_for_the_reserve(void **state)
+{
+    struct fixture *f = *state;
+    char reserve[256];
+    struct smq_msg_view a, b;
+    struct stat st;
+
+    f->reserve_margin = UINT64_MAX / 4;          /* never that much free: no retaking */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    snprintf(reserve, sizeof reserve, "%s.reserve", f->path);
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    assert_int_equal(create_queue(f, "full", NULL, 0, NULL), 0);
+    send_text(f, "full", "one", 0, 8);
+    send_text(f, "full", "two", 0, 8);
+    store_fault_inject_full(f->store, 0);
+    assert_int_equal(send_msg(f, "full", "lost", 4, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_int_not_equal(stat(reserve, &st), 0);         /* released for the deletes */
+
+    for (int round = 0; round < 3; round++) {
+        tick(f, 5001);                                   /* past a cool-down */
+        store_fault_inject(f->store, 0, 0);              /* a send must not even try */
+        assert_int_equal(send_msg(f, "full", "refused", 7, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+        store_fault_inject(f->store, STORE_FAULT_OFF, 0);
+        assert_true(stats(f).storage_full);
+    }
+    assert_int_not_equal(stat(reserve, &st), 0);
+    assert_int_equal(receive_one(f, "full", &a), 0);
+    assert_int_equal(receive_one(f, "full", &b), 0);
+    assert_int_equal(delete_msg(f, "full", a.seq, a.handle_gen), 0);
+    assert_int_equal(delete_msg(f, "full", b.seq, b.handle_gen), 0);
+    assert_counts(f, "full", 0, 0, 0);
+}
+
+/*
+ * Started without its reserve (no room for it at start-up): the engine
+ * begins in storage-full mode, refusing sends until the reserve can be
+ * allocated, and takes it as soon as there is room (at the first run).
+ */
+static void test_engine_starts_full_without_reserve(void **state)
+{
+    struct fixture *f = *state;
+    char reserve[256];
+    struct stat st;
+
+    assert_int_equal(create_queue(f, "q", NULL, 0, NULL), 0);
+    send_text(f, "q", "before", 0, 8);
+    snprintf(reserve, sizeof reserve, "%s.reserve", f->path);
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    store_reserve_release(f->store);             /* as if there had been no room for it */
+    f->reserve_missing = true;
+    f->reserve_margin = UINT64_MAX / 4;          /* and there still is none */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_true(stats(f).storage_full);
+    assert_int_equal(send_msg(f, "q", "refused", 7, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    tick(f, 5001);
+    assert_int_equal(send_msg(f, "q", "refused", 7, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_int_not_equal(stat(reserve, &st), 0);
+    assert_counts(f, "q", 1, 0, 0);
+
+    f->reserve_margin = 0;                       /* room now */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    send_text(f, "q", "after", 0, 8);            /* the first run took the reserve */
+    assert_false(stats(f).storage_full);
+    assert_int_equal(stat(reserve, &st), 0);
+    assert_counts(f, "q", 2, 0, 0);
+}
+
 /* Stands in for the HTTP layer's check that a parked poll's connection closed. */
 static bool gone_flag(struct smq_op *op, void *arg)
 {
@@ -2882,6 +2959,8 @@ int main(void)
         T(test_engine_failed_reload_refuses_until_store_reads),
         T(test_engine_gone_client_skipped_and_released),
         T(test_engine_storage_full_refuses_sends_keeps_deletes),
+        T(test_engine_storage_full_sends_wait_for_the_reserve),
+        T(test_engine_starts_full_without_reserve),
         T(test_engine_seq_not_reused_after_rolled_back_reservation),
         T(test_engine_reload_keeps_waiter_fifo),
         T(test_engine_reload_serves_reparked_waiter),
