@@ -595,16 +595,41 @@ static void finalize_all(struct smq_store *s)
     }
 }
 
-/* Takes an exclusive, non-blocking flock on PATH.lock so that a second
- * smqd on the same data refuses to start instead of sharing the database
- * (SQLite would allow it, and two engines would each believe they own every
- * message).  The kernel drops the lock when the process dies, even by kill -9. */
+/* PATH with symbolic links resolved (its directory's, while the file does
+ * not exist yet), so that every name of one database shares one lock, as
+ * SQLite shares one WAL; PATH itself when it cannot be resolved (the open
+ * that follows then reports why). */
+static void real_db_path(const char *path, char *out, size_t size)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *base = strrchr(path, '/');
+    int n = -1;
+
+    if (realpath(path, real) != NULL) {
+        n = snprintf(out, size, "%s", real);
+    } else if (errno == ENOENT) {
+        snprintf(dir, sizeof dir, "%.*s", base != NULL ? (int)(base - path) : 1,
+                 base != NULL ? path : ".");
+        if (realpath(dir[0] != '\0' ? dir : "/", real) != NULL)
+            n = snprintf(out, size, "%s/%s", strcmp(real, "/") != 0 ? real : "",
+                         base != NULL ? base + 1 : path);
+    }
+    if (n < 0 || (size_t)n >= size)
+        snprintf(out, size, "%s", path);
+}
+
+/* Takes an exclusive, non-blocking flock on PATH.lock (PATH resolved) so
+ * that a second smqd on the same data refuses to start instead of sharing
+ * the database (SQLite would allow it, and two engines would each believe
+ * they own every message).  The kernel drops the lock when the process
+ * dies, even by kill -9. */
 static int lock_data(const char *path, char *err, size_t err_size)
 {
-    char lock_path[4200], pid[24];
+    char real[PATH_MAX], lock_path[PATH_MAX + 8], pid[24];
     int fd, n;
 
-    if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
+    real_db_path(path, real, sizeof real);
+    if (snprintf(lock_path, sizeof lock_path, "%s.lock", real) >= (int)sizeof lock_path) {
         set_err(err, err_size, "%s: path too long", path);
         return -1;
     }
@@ -655,6 +680,13 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         set_err(err, err_size, "cannot open %s: %s", path,
                 s->db != NULL ? sqlite3_errmsg(s->db) : "out of memory");
+        goto fail_db;
+    }
+    /* SQLite falls back to read-only, silently, when the file is not
+     * writable for this user; every write would then fail at run time. */
+    if (sqlite3_db_readonly(s->db, "main") == 1) {
+        set_err(err, err_size, "%s: the database file is not writable by this user "
+                "(check its owner and mode)", path);
         goto fail_db;
     }
     if (preflight(s->db, path, err, err_size) != 0 ||

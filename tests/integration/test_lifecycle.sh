@@ -2,8 +2,8 @@
 # test_lifecycle.sh — the process lifecycle of the real smqd binary: one
 # server per database, SIGHUP reload of keys and log level without dropping
 # connections, SIGTERM drain (parked long polls answered, exit 0), refusal to
-# start on a corrupt or newer database, configuration errors, and a database
-# path that is a symbolic link.
+# start on a corrupt, newer or read-only database, configuration errors, and a
+# database path that is a symbolic link.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_lifecycle.sh
 
@@ -110,6 +110,32 @@ t_newer_database() {
     assert_eq "smqd refuses a newer schema (storage exit code)" 2 "$rc"
     assert_match "and says why" "newer than this smqd supports" "$(cat "$out")"
     assert_eq "the newer database is left untouched" "$before" "$(md5sum <"$dir/smqd.db")"
+}
+
+# A database file the service user cannot write (say, restored as root) stops the start with
+# the storage exit code; before, SQLite opened it read-only without a word, smqd reported ready
+# and then answered every write 500 (found by review).  Needs root, to run smqd as nobody.
+t_readonly_database() {
+    local dir rc out
+    if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+        not_ok "a read-only database is refused (needs root and setpriv to run as nobody)" \
+               "uid $(id -u)"
+        return
+    fi
+    new_server_dir
+    dir=$NEW_DIR
+    smqd_start "$dir" || return
+    mns_request PUT /queues/ro
+    smqd_stop
+    rm -f "$dir/smqd.db.lock"
+    chmod 0777 "$dir"
+    chmod 0644 "$dir/smqd.db" "$dir/smqd.conf"
+    out="$SUITE_TMP/readonly.err"
+    timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$SMQD_BIN" -c "$dir/smqd.conf" 2>"$out" </dev/null
+    rc=$?
+    assert_eq "smqd refuses a database it cannot write (storage exit code)" 2 "$rc"
+    assert_match "and says why" "not writable by this user" "$(cat "$out")"
 }
 
 # Configuration errors stop start-up with file:line and exit code 1.
@@ -228,6 +254,7 @@ run_test t_config_errors
 run_test t_symlinked_database
 run_test t_corrupt_database
 run_test t_newer_database
+run_test t_readonly_database
 if smqd_start; then
     run_test t_second_instance
     run_test t_sighup

@@ -385,6 +385,30 @@ static void expect_refusal(struct fixture *f, const char *want)
     assert_false(exists(f->dir, "smqd.db-journal"));
 }
 
+/* Every name of one database shares its lock: a second open through a
+ * symbolic link to the file, or to its directory, is refused (found by
+ * review: the lock was taken on the name given, so an alias got its own and
+ * two servers wrote one database). */
+static void test_store_lock_follows_symlinks(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_store *s = NULL;
+    char alias[256], dir_alias[256], via_dir[300], err[512];
+
+    snprintf(alias, sizeof alias, "%s/alias.db", f->dir);
+    assert_int_equal(symlink(f->path, alias), 0);
+    assert_int_equal(store_open(alias, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(s);
+    assert_non_null(strstr(err, "in use by another smqd process"));
+
+    snprintf(dir_alias, sizeof dir_alias, "%s/d", f->dir);
+    assert_int_equal(symlink(f->dir, dir_alias), 0);
+    snprintf(via_dir, sizeof via_dir, "%s/smqd.db", dir_alias);
+    assert_int_equal(store_open(via_dir, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(s);
+    assert_non_null(strstr(err, "in use by another smqd process"));
+}
+
 static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
@@ -1211,6 +1235,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_user_version_is_3, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_lock_follows_symlinks, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_newer_schema, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_non_database, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_foreign_sqlite_database, dir_setup,
