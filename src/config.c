@@ -363,8 +363,11 @@ static const char *parse_field(struct smq_config *cfg, const struct setting *s, 
     case OPT_ADMIN_LISTEN:
         return parse_admin_listen(v, cfg);
     case OPT_TOKEN:
-        /* Empty means "no token"; otherwise the same rules as a secret. */
-        why = v[0] == '\0' ? NULL : check_secret(v);
+        /* The same rules as a secret.  No token is written by leaving the
+         * line out: an empty value (a template whose variable came out
+         * empty, say) would otherwise open the admin API to anyone. */
+        why = v[0] == '\0' ? "empty value (to run without a token, leave the line out)"
+                           : check_secret(v);
         if (why == NULL)
             memcpy(field, v, strlen(v) + 1);   /* length checked by check_secret */
         return why;
@@ -858,6 +861,37 @@ static void set_err(char *err, size_t size, const char *fmt, ...)
         memcpy(err + size - 4, "...", 4);
 }
 
+/* Whether two listen hosts (as parsed: IPv4 literals, "localhost", IPv6
+ * literals without brackets) can clash on one port.  The IPv6 wildcard
+ * takes IPv4 too (dual stack). */
+static bool hosts_clash(const char *a, const char *b)
+{
+    bool v6a = strchr(a, ':') != NULL, v6b = strchr(b, ':') != NULL;
+
+    if (strcmp(a, "localhost") == 0)
+        a = "127.0.0.1";
+    if (strcmp(b, "localhost") == 0)
+        b = "127.0.0.1";
+    if (strcmp(a, "::") == 0 || strcmp(b, "::") == 0 || strcmp(a, b) == 0)
+        return true;
+    return !v6a && !v6b && (strcmp(a, "0.0.0.0") == 0 || strcmp(b, "0.0.0.0") == 0);
+}
+
+/* The admin and the MNS listener on one address cannot both be bound:
+ * smqd would exit 3 at every start, and a supervisor restart it in a loop. */
+static int check_listeners(struct load *ld)
+{
+    const struct smq_config *c = ld->cfg;
+    int line = ld->seen[row_of(OPT_ADMIN_LISTEN)];
+
+    if (!c->admin_enabled || c->admin_port == 0 || c->admin_port != c->listen_port
+        || !hosts_clash(c->admin_host, c->listen_host))
+        return 0;
+    return fail(ld, line != 0 ? line : ld->seen[row_of(OPT_LISTEN)],
+                "[admin] listen: port %u is also [server] listen's; give the admin listener "
+                "another port, or write off", (unsigned)c->admin_port);
+}
+
 /* Turns inih's result and our first error into one message. */
 static int finish_parse(struct load *ld, int ini_rc)
 {
@@ -887,7 +921,7 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
         goto out;
     }
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) < 0 ||
-        assemble_keys(&ld) < 0 || check_queue_decls(&ld) < 0) {
+        assemble_keys(&ld) < 0 || check_queue_decls(&ld) < 0 || check_listeners(&ld) < 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else
