@@ -47,6 +47,7 @@ struct smq_http {
     struct MHD_Daemon *daemon;
     struct http_opts opts;
     uint16_t port;
+    char default_host[300];      /* HOST:PORT bound, for requests without a Host header */
     char id_prefix[13];          /* 12 hex digits, random per process */
     uint64_t id_counter;         /* atomic */
     int64_t active;              /* atomic: requests begun and not yet completed */
@@ -214,8 +215,10 @@ static enum MHD_Result send_response(struct http_req *r, struct api_response *re
 static struct api_request make_api_request(struct http_req *r, struct auth_request *auth)
 {
     const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Host");
-    struct api_request req = {r->method, r->target, host ? host : "", r->body.data,
-                              r->body.len, auth};
+    /* Only HTTP/1.0 may omit Host; the URLs in answers then name the
+     * address smqd listens on rather than an empty host. */
+    struct api_request req = {r->method, r->target, host ? host : r->http->default_host,
+                              r->body.data, r->body.len, auth};
     if (req.body == NULL)
         req.body = "";
     return req;
@@ -505,6 +508,8 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
     }
     info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : opts->port;
+    snprintf(h->default_host, sizeof h->default_host, strchr(opts->host, ':') ? "[%s]:%u" : "%s:%u",
+             opts->host, (unsigned)h->port);
     *out = h;
     return 0;
 

@@ -835,6 +835,18 @@ t_xml() {
     [ "$HC_FINAL" = 200 ] && obs "the value was cut at the NUL and the request served"
     case_end
 
+    case_begin "HTTP/1.0 without a Host header" \
+        "signed \`GET /queues/nosuch HTTP/1.0\` with no \`Host\` line" \
+        "404 QueueNotExist whose HostId names the address smqd listens on (HTTP/1.0 may omit Host)"
+    { signed_head GET /queues/nosuch | sed -e 's| HTTP/1.1\r$| HTTP/1.0\r|' -e '/^Host: /d'
+      printf '\r\n'; } >"$f.nohost"
+    hc nohost "$f.nohost" -t 6000
+    assert_error "answered like any other request" 404 QueueNotExist
+    assert_match "the HostId is the listen address, not an empty host" \
+        "<HostId>http://$SMQD_ADDR</HostId>" "$RESP_BODY"
+    obs "$(hc_summary); $(printf '%s' "$RESP_BODY" | grep -o '<HostId>[^<]*</HostId>')"
+    case_end
+
     case_begin "bare LF line endings" \
         "signed \`GET /queues/hq/messages?peekonly=true\` whose request and header lines end in LF, not CR LF; and the same with only the \`Date\` line so" \
         "200 with the peeked message (RFC 9112 §2.2: a recipient may recognise a bare LF as a line end; libmicrohttpd does)"
