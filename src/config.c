@@ -862,19 +862,21 @@ static void set_err(char *err, size_t size, const char *fmt, ...)
 }
 
 /* Whether two listen hosts (as parsed: IPv4 literals, "localhost", IPv6
- * literals without brackets) can clash on one port.  The IPv6 wildcard
- * takes IPv4 too (dual stack). */
+ * literals without brackets) can clash on one port: the same address, or a
+ * wildcard of the same family.  The families never clash: smqd's IPv6
+ * sockets are IPv6-only (libmicrohttpd without MHD_USE_DUAL_STACK). */
 static bool hosts_clash(const char *a, const char *b)
 {
     bool v6a = strchr(a, ':') != NULL, v6b = strchr(b, ':') != NULL;
+    const char *any = v6a ? "::" : "0.0.0.0";
 
+    if (v6a != v6b)
+        return false;
     if (strcmp(a, "localhost") == 0)
         a = "127.0.0.1";
     if (strcmp(b, "localhost") == 0)
         b = "127.0.0.1";
-    if (strcmp(a, "::") == 0 || strcmp(b, "::") == 0 || strcmp(a, b) == 0)
-        return true;
-    return !v6a && !v6b && (strcmp(a, "0.0.0.0") == 0 || strcmp(b, "0.0.0.0") == 0);
+    return strcmp(a, b) == 0 || strcmp(a, any) == 0 || strcmp(b, any) == 0;
 }
 
 /* The admin and the MNS listener on one address cannot both be bound:

@@ -19,9 +19,10 @@
 /* Access key ids: 1..SMQ_KEY_ID_MAX characters of [A-Za-z0-9_.-]. */
 #define SMQ_KEY_ID_MAX 128
 /* Secrets (and the admin token): 1..SMQ_KEY_SECRET_MAX printable ASCII
- * characters, no spaces.  128 so that "access_key_secret = " and a secret
- * of the maximum fit a configuration line (at most 198 characters). */
-#define SMQ_KEY_SECRET_MAX 128
+ * characters, no spaces.  178: what fits a configuration line (at most 198
+ * characters) after "access_key_secret = ", so every secret that could be
+ * written before this limit was set is still accepted. */
+#define SMQ_KEY_SECRET_MAX 178
 
 enum smq_sync_mode {
     SMQ_SYNC_FULL = 0,      /* fsync the WAL on every commit: survives power loss */
