@@ -64,6 +64,7 @@ struct http_req {
     struct smq_buf body;
     bool started, too_large;
     bool nul_in_target;          /* the request line had a NUL inside the target */
+    char local_host[64];         /* the address the client reached, when it sent no Host */
     int fd;                      /* the connection's socket, for on_client_gone */
     int state;                   /* enum req_state; crosses threads (atomic) */
     struct api_call call;
@@ -93,13 +94,14 @@ static bool target_has_nul(const char *uri)
 
 /*
  * The same for a header value: libmicrohttpd 0.9.75 ends a header line by
- * writing NULs, in place, over its line end (CR LF, or a bare LF, which
- * RFC 9112 §2.2 lets a server accept) and over trailing blanks.  So after
- * the value's terminator come only NULs, blanks and line-end bytes: up to
- * the next header's name when there is one (`next`, which is how a bare LF,
- * itself turned into the terminator, is told from a NUL the client sent),
- * after the last header up to the end of its line.  Anything else is what a
- * client NUL cut off.
+ * writing NULs, in place, over its line end and over trailing blanks, so
+ * after the value's terminator only blanks or line ends may follow;
+ * anything else is what a client NUL cut off.  With a bare LF as the line
+ * end (RFC 9112 §2.2 lets a server accept it), the LF itself becomes the
+ * terminator and the next header's name follows at once: a value whose
+ * terminator runs, over line-end bytes only, into the next header's name
+ * (`next`) ended its line cleanly.  Otherwise the first rule decides (also
+ * for a folded header, whose value libmicrohttpd copies elsewhere).
  */
 static bool line_end_byte(char c)
 {
@@ -109,11 +111,13 @@ static bool line_end_byte(char c)
 static bool value_has_nul(const char *value, const char *next)
 {
     const char *p = value + strlen(value) + 1;
+    const char *q = p;
 
     if (next != NULL && next >= p) {
-        while (p < next && line_end_byte(*p))
-            p++;
-        return p != next;
+        while (q < next && line_end_byte(*q))
+            q++;
+        if (q == next)
+            return false;
     }
     while (*p == ' ' || *p == '\t')
         p++;
@@ -215,10 +219,15 @@ static enum MHD_Result send_response(struct http_req *r, struct api_response *re
 static struct api_request make_api_request(struct http_req *r, struct auth_request *auth)
 {
     const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Host");
-    /* Only HTTP/1.0 may omit Host; the URLs in answers then name the
-     * address smqd listens on rather than an empty host. */
-    struct api_request req = {r->method, r->target, host ? host : r->http->default_host,
-                              r->body.data, r->body.len, auth};
+    struct api_request req;
+
+    /* Only HTTP/1.0 may omit Host; the URLs in answers then name the address
+     * the client reached (a wildcard listen address would be no use), or
+     * the configured one, rather than an empty host. */
+    if (host == NULL)
+        host = netaddr_local(r->fd, r->local_host, sizeof r->local_host) == 0
+                   ? r->local_host : r->http->default_host;
+    req = (struct api_request){r->method, r->target, host, r->body.data, r->body.len, auth};
     if (req.body == NULL)
         req.body = "";
     return req;

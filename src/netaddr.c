@@ -1,11 +1,13 @@
 /*
  * netaddr.c — owns turning a configured listen address into a socket
- * address, for both listeners (netaddr.h).
+ * address, for both listeners, and a socket's address back into text
+ * (netaddr.h).
  */
 #include "smqd/netaddr.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 int netaddr_make(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *ipv6)
@@ -29,4 +31,22 @@ int netaddr_make(const char *host, uint16_t port, struct sockaddr_storage *ss, b
         return 0;
     }
     return -1;
+}
+
+int netaddr_local(int fd, char *out, size_t size)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    const struct sockaddr_in *in4 = (const struct sockaddr_in *)&ss;
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+    char host[INET6_ADDRSTRLEN];
+    int n = -1;
+
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET && inet_ntop(AF_INET, &in4->sin_addr, host, sizeof host))
+        n = snprintf(out, size, "%s:%u", host, (unsigned)ntohs(in4->sin_port));
+    else if (ss.ss_family == AF_INET6 && inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host))
+        n = snprintf(out, size, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
+    return n > 0 && (size_t)n < size ? 0 : -1;
 }

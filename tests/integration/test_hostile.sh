@@ -835,6 +835,17 @@ t_xml() {
     [ "$HC_FINAL" = 200 ] && obs "the value was cut at the NUL and the request served"
     case_end
 
+    case_begin "folded (obs-fold) header lines" \
+        "signed \`GET /queues/hq/messages?peekonly=true\` with an unsigned \`X-Folded: a\` continued on a line starting with a space, once before the signed headers and once as the last header" \
+        "200 with the peeked message: libmicrohttpd joins the lines (RFC 9112 §5.2 allows replacing obs-fold by SP); never mistaken for a NUL byte"
+    { signed_head GET '/queues/hq/messages?peekonly=true' \
+          | sed 's/^\(Date: .*\)$/X-Folded: a\r\n  b\r\n\1/'
+      printf 'X-Last: c\r\n\td\r\n\r\n'; } >"$f.folded"
+    hc folded "$f.folded" -t 6000
+    assert_status "folded header lines: served" 200
+    obs "$(hc_summary)"
+    case_end
+
     case_begin "HTTP/1.0 without a Host header" \
         "signed \`GET /queues/nosuch HTTP/1.0\` with no \`Host\` line" \
         "404 QueueNotExist whose HostId names the address smqd listens on (HTTP/1.0 may omit Host)"
