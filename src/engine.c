@@ -16,7 +16,8 @@
 #include "smqd/syncer.h"
 
 #define SEQ_RESERVE_STEP 65536      /* ids reserved per meta write */
-#define FULL_COOLDOWN_MS 5000       /* sends refused this long after the disk filled */
+#define FULL_COOLDOWN_MS 5000       /* between attempts to retake the disk reserve */
+#define FULL_RETRY_LOG_EVERY 60     /* failed attempts per warning (5 minutes) */
 #define PROBE_INTERVAL_MS 1000      /* how often parked long polls are checked for gone clients */
 
 static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
@@ -139,14 +140,24 @@ static void storage_full(struct smq_engine *e)
  * disk would find no reserve to release). */
 static void storage_recheck(struct smq_engine *e, uint64_t now_mono)
 {
+    int rc;
+
     if (!e->storage_full || now_mono < e->full_until_mono)
         return;
-    if (store_reserve_restore(e->store, e->reserve_margin) == 0) {
-        e->storage_full = false;
-        SMQ_WARN("engine: the disk reserve is back; accepting new messages again");
-    } else {
+    rc = store_reserve_restore(e->store, e->reserve_margin);
+    if (rc == SMQ_E_STORAGE_FULL) {
+        if (e->full_retries++ % FULL_RETRY_LOG_EVERY == 0)
+            SMQ_WARN("engine: still no room to take the disk reserve back; new messages stay "
+                     "refused (free space on the database's file system)");
         e->full_until_mono = now_mono + FULL_COOLDOWN_MS;   /* next attempt */
+        return;
     }
+    /* There is room; a reserve that cannot be created for another reason
+     * (the store logged it) must not keep sends refused for ever. */
+    e->storage_full = false;
+    e->full_retries = 0;
+    SMQ_WARN("engine: %s; accepting new messages again",
+             rc == 0 ? "the disk reserve is back" : "there is room again (without a reserve)");
 }
 
 /* Every write of an op runs inside a savepoint so that a failed statement
@@ -533,7 +544,7 @@ static int write_mark(struct smq_engine *e, const char *key, uint64_t value)
     char text[24];
     int n = snprintf(text, sizeof text, "%llu", (unsigned long long)value);
 
-    return store_meta_set(e->store, key, text, (size_t)n) != 0 ? SMQ_E_INTERNAL : 0;
+    return store_meta_set(e->store, key, text, (size_t)n);   /* 0, or the store's code */
 }
 
 /* Message sequence numbers are never reused, even after the highest one is
@@ -545,8 +556,10 @@ static int next_seq(struct smq_engine *e, uint64_t *seq)
 
     if (e->next_seq >= reserved) {
         uint64_t reserve = e->next_seq + SEQ_RESERVE_STEP;
-        if (write_mark(e, META_NEXT_SEQ, reserve) != 0)
-            return SMQ_E_INTERNAL;
+        int rc = write_mark(e, META_NEXT_SEQ, reserve);
+
+        if (rc != 0)
+            return rc;               /* SMQ_E_STORAGE_FULL must reach write_end */
         e->seq_reserve_pending = reserve;
     }
     *seq = e->next_seq++;

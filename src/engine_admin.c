@@ -130,9 +130,13 @@ int engine_exec_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue 
 /* ---- disk reclamation ------------------------------------------------------- */
 
 /* Worth a step: enough free pages, and a tenth of the file, so that the
- * pages a steady workload frees and reuses are left alone. */
+ * pages a steady workload frees and reuses are left alone.  While the disk
+ * is full any free page is worth giving back: sends wait for the space to
+ * retake the reserve, and deletes only free pages inside the file. */
 static bool worth_reclaiming(const struct smq_engine *e)
 {
+    if (e->storage_full)
+        return e->free_pages > 0;
     return e->free_pages >= RECLAIM_MIN_FREE_PAGES && e->free_pages * 10 >= e->db_pages;
 }
 

@@ -300,11 +300,13 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     /* Without room for the reserve smqd still starts, in its storage-full
      * mode: receives and deletes work, sends wait until the reserve can be
      * allocated (otherwise they would take the last space deletes need). */
-    if (store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20) != 0) {
-        SMQ_WARN("storage: cannot allocate the %d MiB disk reserve next to %s (disk full?); "
-                 "new messages are refused until it can be", cfg->reserve_mb,
-                 cfg->storage_path);
+    code = store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20);
+    if (code == SMQ_E_STORAGE_FULL) {
+        SMQ_WARN("storage: no room for the %d MiB disk reserve next to %s; new messages "
+                 "are refused until there is", cfg->reserve_mb, cfg->storage_path);
         eopts.reserve_missing = true;
+    } else if (code != 0) {
+        SMQ_WARN("storage: running without the disk reserve next to %s", cfg->storage_path);
     }
     eopts.store = p->store;
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {

@@ -821,16 +821,20 @@ int store_reserve_restore(struct smq_store *s, uint64_t keep_free)
     if (free_bytes(s->reserve_path) < s->reserve_bytes + keep_free)
         return SMQ_E_STORAGE_FULL;
     fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return errno == ENOSPC ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
+    rc = fd < 0 ? errno : 0;
     /* Real blocks, not a sparse file: the point is that they exist to be freed. */
-    rc = posix_fallocate(fd, 0, (off_t)s->reserve_bytes);
-    close(fd);
-    if (rc != 0) {
-        unlink(s->reserve_path);     /* a partial reserve is worth nothing */
-        return rc == ENOSPC ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
+    if (fd >= 0) {
+        rc = posix_fallocate(fd, 0, (off_t)s->reserve_bytes);
+        close(fd);
+        if (rc != 0)
+            unlink(s->reserve_path); /* a partial reserve is worth nothing */
     }
-    return 0;
+    if (rc == 0)
+        return 0;
+    if (rc == ENOSPC || rc == EDQUOT)
+        return SMQ_E_STORAGE_FULL;
+    SMQ_WARN("store: cannot create the disk reserve %s: %s", s->reserve_path, strerror(rc));
+    return SMQ_E_INTERNAL;
 }
 
 void store_reserve_release(struct smq_store *s)

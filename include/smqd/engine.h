@@ -24,7 +24,9 @@
  *
  * A full disk (SMQ_E_STORAGE_FULL from the store) frees the store's space
  * reserve and refuses only what grows the data (SendMessage, CreateQueue)
- * for a cool-down, so consumers can keep receiving and deleting.
+ * until the reserve can be taken back (tried every 5 s), so consumers can
+ * keep receiving and deleting; free pages go back to the file system then
+ * whatever their share of the file.
  *
  * Time: wire and disk use epoch ms; scheduling uses the monotonic clock.
  * The engine derives "now" in epoch ms as epoch_at_open + (mono - mono_at_open)

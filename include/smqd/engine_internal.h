@@ -74,6 +74,7 @@ struct smq_engine {
     bool storage_full;               /* refusing what grows data (engine.h) */
     uint64_t reserve_margin;         /* free bytes needed beside the reserve to retake it */
     uint64_t full_until_mono;        /* end of the current cool-down */
+    uint64_t full_retries;           /* failed attempts to retake the reserve, for the log */
     uint64_t dlq_move_failures;      /* dead-letter moves skipped: target missing */
     uint64_t db_pages, free_pages, page_size;   /* file figures, refreshed by reclamation */
     uint64_t vacuumed_pages;         /* pages given back to the file system */

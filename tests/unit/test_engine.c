@@ -1814,6 +1814,27 @@ static void test_engine_storage_full_sends_wait_for_the_reserve(void **state)
     assert_counts(f, "full", 0, 0, 0);
 }
 
+/* A reserve that cannot be created for another reason than space (here a
+ * directory in its place) does not keep sends refused once there is room:
+ * they are accepted again without it (found by review). */
+static void test_engine_storage_full_unmakeable_reserve_does_not_block(void **state)
+{
+    struct fixture *f = *state;
+    char reserve[256];
+
+    snprintf(reserve, sizeof reserve, "%s.reserve", f->path);
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    assert_int_equal(create_queue(f, "q", NULL, 0, NULL), 0);
+    store_fault_inject_full(f->store, 0);
+    assert_int_equal(send_msg(f, "q", "lost", 4, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_int_equal(mkdir(reserve, 0700), 0);   /* released, and now unmakeable */
+    tick(f, 5001);
+    send_text(f, "q", "after", 0, 8);
+    assert_false(stats(f).storage_full);
+    assert_counts(f, "q", 1, 0, 0);
+    assert_int_equal(rmdir(reserve), 0);
+}
+
 /*
  * Started without its reserve (no room for it at start-up): the engine
  * begins in storage-full mode, refusing sends until the reserve can be
@@ -2755,6 +2776,42 @@ static void test_engine_reclaims_space_after_purge(void **state)
     assert_true((uint64_t)db_peek_int(f->path, "PRAGMA page_count") + 1024 <= pages_full);
 }
 
+/* While the disk is full, free pages go back to the file system however
+ * few they are: sends wait for room to retake the reserve, and a partial
+ * drain frees pages only inside the file (found by review: below a tenth
+ * of the file they stayed there, and sends could stay refused for ever). */
+static void test_engine_reclaims_any_free_page_while_full(void **state)
+{
+    struct fixture *f = *state;
+    static char body[4000];
+    struct smq_op op, recv;
+    uint64_t before;
+
+    memset(body, 'x', sizeof body);
+    f->reserve_margin = UINT64_MAX / 4;          /* the reserve never comes back here */
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    create_queue_vis(f, "big", 30);
+    for (int batch = 0; batch < 80; batch++) {       /* 1,280 pages of bodies */
+        op_init(f, &op, SMQ_OP_SEND, "big");
+        for (int i = 0; i < 16; i++)
+            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body, .delay_s = 0, .priority = 8};
+        op.n_send = 16;
+        assert_int_equal(run_one(f, &op), 0);
+        engine_op_release(&op);
+    }
+    store_fault_inject_full(f->store, 0);
+    assert_int_equal(send_msg(f, "big", "x", 1, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    before = stats(f).vacuumed_pages;
+    assert_int_equal(receive(f, &recv, "big", 16, 0), 0);
+    for (size_t i = 0; i < recv.n_msgs; i++)
+        assert_int_equal(delete_msg(f, "big", recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
+    engine_op_release(&recv);
+    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
+        tick(f, engine_next_timeout_ms(f->e) + 1);
+    assert_true(stats(f).storage_full);
+    assert_true(stats(f).vacuumed_pages >= before + 16);  /* 16 bodies: 16 pages at least */
+}
+
 /* ---- regressions found in review ------------------------------------------- */
 
 /* A batch receive must not hand out a used-up message that sits behind a
@@ -2961,6 +3018,7 @@ int main(void)
         T(test_engine_storage_full_refuses_sends_keeps_deletes),
         T(test_engine_storage_full_sends_wait_for_the_reserve),
         T(test_engine_starts_full_without_reserve),
+        T(test_engine_storage_full_unmakeable_reserve_does_not_block),
         T(test_engine_seq_not_reused_after_rolled_back_reservation),
         T(test_engine_reload_keeps_waiter_fifo),
         T(test_engine_reload_serves_reparked_waiter),
@@ -2980,6 +3038,7 @@ int main(void)
         T(test_engine_stats_counters_and_oldest),
         T(test_engine_oldest_follows_moves_and_purge),
         T(test_engine_reclaims_space_after_purge),
+        T(test_engine_reclaims_any_free_page_while_full),
         T(test_engine_batch_receive_dead_letters_behind_head),
         T(test_engine_parked_poll_not_answered_by_dead_letter),
         T(test_engine_create_idempotent_with_policy),
