@@ -131,10 +131,10 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     struct smq_http *h = cls;
     struct http_req *r = calloc(1, sizeof *r);
 
-    (void)conn;
     if (r == NULL)
         return NULL;
     r->http = h;
+    r->fd = conn_reaper_fd(conn);   /* before anything can answer: make_api_request uses it */
     __atomic_fetch_add(&h->active, 1, __ATOMIC_RELAXED);
     r->target = strdup(uri ? uri : "");
     r->nul_in_target = uri != NULL && target_has_nul(uri);
@@ -400,7 +400,6 @@ static enum MHD_Result process(struct http_req *r)
     r->call.op.done_arg = r;
     r->call.op.client_gone = on_client_gone;
     memcpy(r->call.op.request_id, r->request_id, sizeof r->call.op.request_id);
-    r->fd = conn_reaper_fd(r->conn);
     __atomic_store_n(&r->state, REQ_IN_ENGINE, __ATOMIC_RELEASE);
     MHD_suspend_connection(r->conn);
     server_submit(r->http->opts.engine, &r->call.op);
