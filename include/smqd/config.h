@@ -19,10 +19,11 @@
 /* Access key ids: 1..SMQ_KEY_ID_MAX characters of [A-Za-z0-9_.-]. */
 #define SMQ_KEY_ID_MAX 128
 /* Secrets (and the admin token): 1..SMQ_KEY_SECRET_MAX printable ASCII
- * characters, no spaces.  178: what fits a configuration line (at most 198
- * characters) after "access_key_secret = ", so every secret that could be
- * written before this limit was set is still accepted. */
-#define SMQ_KEY_SECRET_MAX 178
+ * characters, no spaces.  192: the most a configuration line (at most 198
+ * characters) can hold after the shortest prefix, "token=" or "key.X=", so
+ * every secret that could be written before this limit was set is still
+ * accepted; longer setting names leave less room on the line. */
+#define SMQ_KEY_SECRET_MAX 192
 
 enum smq_sync_mode {
     SMQ_SYNC_FULL = 0,      /* fsync the WAL on every commit: survives power loss */
