@@ -121,6 +121,14 @@ static int ensure_txn(struct smq_engine *e)
  * keep working, and refuse sends and queue creation until the reserve can
  * be taken back (storage_recheck, after each cool-down).
  */
+/* Free pages already in the file count too: hand them back at the next
+ * maintenance step rather than after the next delete (engine_maintain). */
+static void reclaim_now(struct smq_engine *e)
+{
+    e->maintain_due = true;
+    e->next_reclaim_mono = 0;
+}
+
 static void storage_full(struct smq_engine *e)
 {
     if (!e->storage_full) {
@@ -128,6 +136,7 @@ static void storage_full(struct smq_engine *e)
                   "can be taken back (checked every %d s), receive and delete keep working",
                   FULL_COOLDOWN_MS / 1000);
         store_reserve_release(e->store);
+        reclaim_now(e);
     }
     e->storage_full = true;
     e->full_until_mono = clock_mono_ms(e->clock) + FULL_COOLDOWN_MS;
@@ -1266,6 +1275,8 @@ int engine_open(const struct smq_engine_opts *opts, struct smq_engine **out,
     e->max_queues = opts->max_queues > 0 ? opts->max_queues : 1000;
     e->reserve_margin = opts->reserve_margin;
     e->storage_full = opts->reserve_missing;   /* retried at the first run (storage_recheck) */
+    if (e->storage_full)
+        reclaim_now(e);
     e->done_tail = &e->done_head;
     mono = clock_mono_ms(e->clock);
     e->tb.epoch_minus_mono_ms = clock_epoch_ms(e->clock) - (int64_t)mono;

@@ -148,7 +148,8 @@ void engine_maintain(struct smq_engine *e, uint64_t now_mono)
         || store_in_txn(e->store))
         return;
     refresh_file_stats(e);
-    e->next_reclaim_mono = now_mono + MAINTAIN_INTERVAL_MS;
+    /* While the disk is full the pages deletes free are wanted back soon. */
+    e->next_reclaim_mono = now_mono + (e->storage_full ? RECLAIM_STEP_MS : MAINTAIN_INTERVAL_MS);
     if (!worth_reclaiming(e) || store_reclaim(e->store, RECLAIM_STEP_PAGES, &freed) != 0
         || freed == 0) {
         e->maintain_due = false;     /* until the next delete */

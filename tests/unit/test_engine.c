@@ -2812,6 +2812,44 @@ static void test_engine_reclaims_any_free_page_while_full(void **state)
     assert_true(stats(f).vacuumed_pages >= before + 16);  /* 16 bodies: 16 pages at least */
 }
 
+/* Free pages already in the file when the disk fills (left there below a
+ * tenth of it) are handed back too, without waiting for another delete
+ * (found by review: with idle queues they stayed, and sends stayed refused). */
+static void test_engine_reclaims_on_entering_full(void **state)
+{
+    struct fixture *f = *state;
+    static char body[4000];
+    struct smq_op op, recv;
+    uint64_t before;
+
+    memset(body, 'x', sizeof body);
+    f->reserve_margin = UINT64_MAX / 4;
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    create_queue_vis(f, "big", 30);
+    for (int batch = 0; batch < 80; batch++) {
+        op_init(f, &op, SMQ_OP_SEND, "big");
+        for (int i = 0; i < 16; i++)
+            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body, .delay_s = 0, .priority = 8};
+        op.n_send = 16;
+        assert_int_equal(run_one(f, &op), 0);
+        engine_op_release(&op);
+    }
+    assert_int_equal(receive(f, &recv, "big", 16, 0), 0);
+    for (size_t i = 0; i < recv.n_msgs; i++)
+        assert_int_equal(delete_msg(f, "big", recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
+    engine_op_release(&recv);
+    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
+        tick(f, engine_next_timeout_ms(f->e) + 1);
+    before = stats(f).vacuumed_pages;
+    assert_true(stats(f).free_pages >= 16);      /* under a tenth: left for reuse */
+    store_fault_inject_full(f->store, 0);
+    assert_int_equal(send_msg(f, "big", "x", 1, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
+        tick(f, engine_next_timeout_ms(f->e) + 1);
+    assert_true(stats(f).storage_full);
+    assert_true(stats(f).vacuumed_pages >= before + 16);
+}
+
 /* ---- regressions found in review ------------------------------------------- */
 
 /* A batch receive must not hand out a used-up message that sits behind a
@@ -3039,6 +3077,7 @@ int main(void)
         T(test_engine_oldest_follows_moves_and_purge),
         T(test_engine_reclaims_space_after_purge),
         T(test_engine_reclaims_any_free_page_while_full),
+        T(test_engine_reclaims_on_entering_full),
         T(test_engine_batch_receive_dead_letters_behind_head),
         T(test_engine_parked_poll_not_answered_by_dead_letter),
         T(test_engine_create_idempotent_with_policy),
