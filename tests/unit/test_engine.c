@@ -2742,24 +2742,33 @@ static void test_engine_oldest_follows_moves_and_purge(void **state)
     assert_int_equal(queue_stats(f, "other").oldest_enqueue_ms, t0 + 1000);
 }
 
-static void test_engine_reclaims_space_after_purge(void **state)
+/* Sends 1,280 messages of 4,000 bytes (about as many pages) to queue in
+ * batches of 16. */
+static void fill_pages(struct fixture *f, const char *queue)
 {
-    struct fixture *f = *state;
     static char body[4000];
-    struct engine_stats st;
-    uint64_t n = 0, n_dlq = 0, pages_full;
     struct smq_op op;
 
     memset(body, 'x', sizeof body);
-    create_queue_vis(f, "big", 30);
-    for (int batch = 0; batch < 80; batch++) {       /* 1,280 pages of bodies */
-        op_init(f, &op, SMQ_OP_SEND, "big");
+    for (int batch = 0; batch < 80; batch++) {
+        op_init(f, &op, SMQ_OP_SEND, queue);
         for (int i = 0; i < 16; i++)
-            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body, .delay_s = 0, .priority = 8};
+            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body,
+                                                .delay_s = 0, .priority = 8};
         op.n_send = 16;
         assert_int_equal(run_one(f, &op), 0);
         engine_op_release(&op);
     }
+}
+
+static void test_engine_reclaims_space_after_purge(void **state)
+{
+    struct fixture *f = *state;
+    struct engine_stats st;
+    uint64_t n = 0, n_dlq = 0, pages_full;
+
+    create_queue_vis(f, "big", 30);
+    fill_pages(f, "big");                          /* 1,280 pages of bodies */
     pages_full = (uint64_t)db_peek_int(f->path, "PRAGMA page_count");
     /* No maintenance is scheduled while nothing was deleted (only expiry). */
     assert_true(engine_next_timeout_ms(f->e) > 300000);
@@ -2783,22 +2792,13 @@ static void test_engine_reclaims_space_after_purge(void **state)
 static void test_engine_reclaims_any_free_page_while_full(void **state)
 {
     struct fixture *f = *state;
-    static char body[4000];
-    struct smq_op op, recv;
+    struct smq_op recv;
     uint64_t before;
 
-    memset(body, 'x', sizeof body);
     f->reserve_margin = UINT64_MAX / 4;          /* the reserve never comes back here */
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     create_queue_vis(f, "big", 30);
-    for (int batch = 0; batch < 80; batch++) {       /* 1,280 pages of bodies */
-        op_init(f, &op, SMQ_OP_SEND, "big");
-        for (int i = 0; i < 16; i++)
-            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body, .delay_s = 0, .priority = 8};
-        op.n_send = 16;
-        assert_int_equal(run_one(f, &op), 0);
-        engine_op_release(&op);
-    }
+    fill_pages(f, "big");                          /* 1,280 pages of bodies */
     store_fault_inject_full(f->store, 0);
     assert_int_equal(send_msg(f, "big", "x", 1, 0, 8, NULL), SMQ_E_STORAGE_FULL);
     before = stats(f).vacuumed_pages;
@@ -2818,22 +2818,13 @@ static void test_engine_reclaims_any_free_page_while_full(void **state)
 static void test_engine_reclaims_on_entering_full(void **state)
 {
     struct fixture *f = *state;
-    static char body[4000];
-    struct smq_op op, recv;
+    struct smq_op recv;
     uint64_t before;
 
-    memset(body, 'x', sizeof body);
     f->reserve_margin = UINT64_MAX / 4;
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     create_queue_vis(f, "big", 30);
-    for (int batch = 0; batch < 80; batch++) {
-        op_init(f, &op, SMQ_OP_SEND, "big");
-        for (int i = 0; i < 16; i++)
-            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body, .delay_s = 0, .priority = 8};
-        op.n_send = 16;
-        assert_int_equal(run_one(f, &op), 0);
-        engine_op_release(&op);
-    }
+    fill_pages(f, "big");
     assert_int_equal(receive(f, &recv, "big", 16, 0), 0);
     for (size_t i = 0; i < recv.n_msgs; i++)
         assert_int_equal(delete_msg(f, "big", recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
