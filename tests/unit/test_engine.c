@@ -2390,17 +2390,25 @@ static void test_engine_dead_letter_target_gone_keeps_message(void **state)
     assert_int_equal(stats(f).dlq_move_failures, 1);
 }
 
-static void test_engine_dead_letter_expiry_from_original_enqueue(void **state)
+/* "dlq" with a 60 s retention, and "src" dead-lettering into it after one
+ * receive, with a visibility timeout of vis_s. */
+static void create_short_lived_dlq(struct fixture *f, int64_t vis_s)
 {
-    struct fixture *f = *state;
     struct smq_queue_attrs a;
-    struct smq_msg_view v;
-    uint64_t seq;
 
     engine_default_attrs(&a);
     a.retention_s = 60;
     assert_int_equal(create_queue(f, "dlq", &a, SMQ_ATTR_RETENTION, NULL), 0);
-    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 40), 0);
+    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, vis_s), 0);
+}
+
+static void test_engine_dead_letter_expiry_from_original_enqueue(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_msg_view v;
+    uint64_t seq;
+
+    create_short_lived_dlq(f, 40);
     seq = send_text(f, "src", "m", 0, 8);
     receive_and_lapse(f, "src", seq, 40);
     assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
@@ -2424,14 +2432,10 @@ static void test_engine_dead_letter_past_dlq_retention_expires(void **state)
 {
     struct fixture *f = *state;
     struct smq_op *poll = &f->park[0];
-    struct smq_queue_attrs a;
     struct smq_msg_view v;
     uint64_t seq;
 
-    engine_default_attrs(&a);
-    a.retention_s = 60;
-    assert_int_equal(create_queue(f, "dlq", &a, SMQ_ATTR_RETENTION, NULL), 0);
-    assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 70), 0);
+    create_short_lived_dlq(f, 70);
     seq = send_text(f, "src", "old", 0, 8);
     receive_and_lapse(f, "src", seq, 70);       /* 70 s old: past the DLQ's 60 s */
     park(f, poll, "dlq", 10);
@@ -2785,6 +2789,25 @@ static void test_engine_reclaims_space_after_purge(void **state)
     assert_true((uint64_t)db_peek_int(f->path, "PRAGMA page_count") + 1024 <= pages_full);
 }
 
+/* Lets every maintenance step due within 10 s run. */
+static void run_maintenance(struct fixture *f)
+{
+    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
+        tick(f, engine_next_timeout_ms(f->e) + 1);
+}
+
+/* Receives and deletes 16 of queue's messages, then runs maintenance. */
+static void delete_16_and_maintain(struct fixture *f, const char *queue)
+{
+    struct smq_op recv;
+
+    assert_int_equal(receive(f, &recv, queue, 16, 0), 0);
+    for (size_t i = 0; i < recv.n_msgs; i++)
+        assert_int_equal(delete_msg(f, queue, recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
+    engine_op_release(&recv);
+    run_maintenance(f);
+}
+
 /* While the disk is full, free pages go back to the file system however
  * few they are: sends wait for room to retake the reserve, and a partial
  * drain frees pages only inside the file (found by review: below a tenth
@@ -2792,7 +2815,6 @@ static void test_engine_reclaims_space_after_purge(void **state)
 static void test_engine_reclaims_any_free_page_while_full(void **state)
 {
     struct fixture *f = *state;
-    struct smq_op recv;
     uint64_t before;
 
     f->reserve_margin = UINT64_MAX / 4;          /* the reserve never comes back here */
@@ -2802,12 +2824,7 @@ static void test_engine_reclaims_any_free_page_while_full(void **state)
     store_fault_inject_full(f->store, 0);
     assert_int_equal(send_msg(f, "big", "x", 1, 0, 8, NULL), SMQ_E_STORAGE_FULL);
     before = stats(f).vacuumed_pages;
-    assert_int_equal(receive(f, &recv, "big", 16, 0), 0);
-    for (size_t i = 0; i < recv.n_msgs; i++)
-        assert_int_equal(delete_msg(f, "big", recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
-    engine_op_release(&recv);
-    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
-        tick(f, engine_next_timeout_ms(f->e) + 1);
+    delete_16_and_maintain(f, "big");
     assert_true(stats(f).storage_full);
     assert_true(stats(f).vacuumed_pages >= before + 16);  /* 16 bodies: 16 pages at least */
 }
@@ -2818,25 +2835,18 @@ static void test_engine_reclaims_any_free_page_while_full(void **state)
 static void test_engine_reclaims_on_entering_full(void **state)
 {
     struct fixture *f = *state;
-    struct smq_op recv;
     uint64_t before;
 
     f->reserve_margin = UINT64_MAX / 4;
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     create_queue_vis(f, "big", 30);
     fill_pages(f, "big");
-    assert_int_equal(receive(f, &recv, "big", 16, 0), 0);
-    for (size_t i = 0; i < recv.n_msgs; i++)
-        assert_int_equal(delete_msg(f, "big", recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
-    engine_op_release(&recv);
-    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
-        tick(f, engine_next_timeout_ms(f->e) + 1);
+    delete_16_and_maintain(f, "big");
     before = stats(f).vacuumed_pages;
     assert_true(stats(f).free_pages >= 16);      /* under a tenth: left for reuse */
     store_fault_inject_full(f->store, 0);
     assert_int_equal(send_msg(f, "big", "x", 1, 0, 8, NULL), SMQ_E_STORAGE_FULL);
-    for (int i = 0; i < 100 && engine_next_timeout_ms(f->e) < 10000; i++)
-        tick(f, engine_next_timeout_ms(f->e) + 1);
+    run_maintenance(f);
     assert_true(stats(f).storage_full);
     assert_true(stats(f).vacuumed_pages >= before + 16);
 }
