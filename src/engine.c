@@ -115,12 +115,6 @@ static int ensure_txn(struct smq_engine *e)
     return 0;
 }
 
-/*
- * The disk (or database) is full.  Free the reserve so that receives,
- * deletes and visibility changes (which need WAL space but no new pages)
- * keep working, and refuse sends and queue creation until the reserve can
- * be taken back (storage_recheck, after each cool-down).
- */
 /* Free pages already in the file count too: hand them back at the next
  * maintenance step rather than after the next delete (engine_maintain). */
 static void reclaim_now(struct smq_engine *e)
@@ -129,6 +123,12 @@ static void reclaim_now(struct smq_engine *e)
     e->next_reclaim_mono = 0;
 }
 
+/*
+ * The disk (or database) is full.  Free the reserve so that receives,
+ * deletes and visibility changes (which need WAL space but no new pages)
+ * keep working, and refuse sends and queue creation until the reserve can
+ * be taken back (storage_recheck, after each cool-down).
+ */
 static void storage_full(struct smq_engine *e)
 {
     if (!e->storage_full) {
