@@ -595,6 +595,17 @@ static void finalize_all(struct smq_store *s)
     }
 }
 
+/* The directory part of path, with its final slash ("." when there is
+ * none): 0, or -1 when out is too small. */
+static int dir_of(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    int n = slash == NULL ? snprintf(out, size, ".")
+                          : snprintf(out, size, "%.*s", (int)(slash - path + 1), path);
+
+    return n >= 0 && (size_t)n < size ? 0 : -1;
+}
+
 /* PATH with symbolic links resolved (its directory's, while the file does
  * not exist yet), so that every name of one database shares one lock, as
  * SQLite shares one WAL; PATH itself when it cannot be resolved (the open
@@ -605,15 +616,11 @@ static void real_db_path(const char *path, char *out, size_t size)
     const char *base = strrchr(path, '/');
     int n = -1;
 
-    if (realpath(path, real) != NULL) {
+    if (realpath(path, real) != NULL)
         n = snprintf(out, size, "%s", real);
-    } else if (errno == ENOENT) {
-        snprintf(dir, sizeof dir, "%.*s", base != NULL ? (int)(base - path) : 1,
-                 base != NULL ? path : ".");
-        if (realpath(dir[0] != '\0' ? dir : "/", real) != NULL)
-            n = snprintf(out, size, "%s/%s", strcmp(real, "/") != 0 ? real : "",
-                         base != NULL ? base + 1 : path);
-    }
+    else if (errno == ENOENT && dir_of(path, dir, sizeof dir) == 0 && realpath(dir, real) != NULL)
+        n = snprintf(out, size, "%s/%s", strcmp(real, "/") != 0 ? real : "",
+                     base != NULL ? base + 1 : path);
     if (n < 0 || (size_t)n >= size)
         snprintf(out, size, "%s", path);
 }
@@ -796,17 +803,11 @@ int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes)
 static uint64_t free_bytes(const char *path)
 {
     struct statvfs st;
-    char dir[4200];
-    const char *slash = strrchr(path, '/');
-    int rc;
+    char dir[PATH_MAX];
 
-    if (slash == NULL)
-        rc = statvfs(".", &st);
-    else if (snprintf(dir, sizeof dir, "%.*s", (int)(slash - path + 1), path) >= (int)sizeof dir)
+    if (dir_of(path, dir, sizeof dir) != 0 || statvfs(dir, &st) != 0)
         return UINT64_MAX;
-    else
-        rc = statvfs(dir, &st);
-    return rc == 0 ? (uint64_t)st.f_bavail * st.f_frsize : UINT64_MAX;
+    return (uint64_t)st.f_bavail * st.f_frsize;
 }
 
 int store_reserve_restore(struct smq_store *s, uint64_t keep_free)
