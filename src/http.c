@@ -47,7 +47,6 @@ struct smq_http {
     struct MHD_Daemon *daemon;
     struct http_opts opts;
     uint16_t port;
-    char default_host[300];      /* HOST:PORT bound, for requests without a Host header */
     char id_prefix[13];          /* 12 hex digits, random per process */
     uint64_t id_counter;         /* atomic */
     int64_t active;              /* atomic: requests begun and not yet completed */
@@ -222,11 +221,10 @@ static struct api_request make_api_request(struct http_req *r, struct auth_reque
     struct api_request req;
 
     /* Only HTTP/1.0 may omit Host; the URLs in answers then name the address
-     * the client reached (a wildcard listen address would be no use), or
-     * the configured one, rather than an empty host. */
+     * the client reached (the configured one may be a wildcard). */
     if (host == NULL)
-        host = netaddr_local(r->fd, r->local_host, sizeof r->local_host) == 0
-                   ? r->local_host : r->http->default_host;
+        host = netaddr_local(r->fd, r->local_host, sizeof r->local_host) == 0 ? r->local_host
+                                                                              : "";
     req = (struct api_request){r->method, r->target, host, r->body.data, r->body.len, auth};
     if (req.body == NULL)
         req.body = "";
@@ -516,8 +514,6 @@ int http_start(const struct http_opts *opts, struct smq_http **out, char *err, s
     }
     info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : opts->port;
-    snprintf(h->default_host, sizeof h->default_host, strchr(opts->host, ':') ? "[%s]:%u" : "%s:%u",
-             opts->host, (unsigned)h->port);
     *out = h;
     return 0;
 
