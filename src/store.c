@@ -606,37 +606,19 @@ static int dir_of(const char *path, char *out, size_t size)
     return n >= 0 && (size_t)n < size ? 0 : -1;
 }
 
-/* PATH with symbolic links resolved (its directory's, while the file does
- * not exist yet), so that every name of one database shares one lock, as
- * SQLite shares one WAL; PATH itself when it cannot be resolved (the open
- * that follows then reports why). */
-static void real_db_path(const char *path, char *out, size_t size)
+/* Takes an exclusive, non-blocking flock on DB_FILE.lock so that a second
+ * smqd on the same data refuses to start instead of sharing the database
+ * (SQLite would allow it, and two engines would each believe they own every
+ * message).  DB_FILE is the name SQLite opened, symbolic links resolved, so
+ * every name of one database (a link to it or to its directory) meets the
+ * same lock, as it meets the same WAL.  The kernel drops the lock when the
+ * process dies, even by kill -9.  PATH, as configured, is for messages. */
+static int lock_data(const char *path, const char *db_file, char *err, size_t err_size)
 {
-    char dir[PATH_MAX], real[PATH_MAX];
-    const char *base = strrchr(path, '/');
-    int n = -1;
-
-    if (realpath(path, real) != NULL)
-        n = snprintf(out, size, "%s", real);
-    else if (errno == ENOENT && dir_of(path, dir, sizeof dir) == 0 && realpath(dir, real) != NULL)
-        n = snprintf(out, size, "%s/%s", strcmp(real, "/") != 0 ? real : "",
-                     base != NULL ? base + 1 : path);
-    if (n < 0 || (size_t)n >= size)
-        snprintf(out, size, "%s", path);
-}
-
-/* Takes an exclusive, non-blocking flock on PATH.lock (PATH resolved) so
- * that a second smqd on the same data refuses to start instead of sharing
- * the database (SQLite would allow it, and two engines would each believe
- * they own every message).  The kernel drops the lock when the process
- * dies, even by kill -9. */
-static int lock_data(const char *path, char *err, size_t err_size)
-{
-    char real[PATH_MAX], lock_path[PATH_MAX + 8], pid[24];
+    char lock_path[PATH_MAX + 8], pid[24];
     int fd, n;
 
-    real_db_path(path, real, sizeof real);
-    if (snprintf(lock_path, sizeof lock_path, "%s.lock", real) >= (int)sizeof lock_path) {
+    if (snprintf(lock_path, sizeof lock_path, "%s.lock", db_file) >= (int)sizeof lock_path) {
         set_err(err, err_size, "%s: path too long", path);
         return -1;
     }
@@ -680,15 +662,16 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
     }
     s->fault_writes_left = STORE_FAULT_OFF;
     s->fault_load_left = STORE_FAULT_OFF;
-    s->lock_fd = lock_data(path, err, err_size);
-    if (s->lock_fd < 0)
-        goto fail_lock;
-    /* Even a failed open can hand back a handle that must be closed. */
+    /* Even a failed open can hand back a handle that must be closed.  An
+     * open reads nothing yet: the lock is taken before anything is. */
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         set_err(err, err_size, "cannot open %s: %s", path,
                 s->db != NULL ? sqlite3_errmsg(s->db) : "out of memory");
-        goto fail_db;
+        goto fail_open;
     }
+    s->lock_fd = lock_data(path, sqlite3_db_filename(s->db, "main"), err, err_size);
+    if (s->lock_fd < 0)
+        goto fail_open;
     /* SQLite falls back to read-only, silently, when the file is not
      * writable for this user; every write would then fail at run time. */
     if (sqlite3_db_readonly(s->db, "main") == 1) {
@@ -713,9 +696,9 @@ int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out
 fail_stmts:
     finalize_all(s);
 fail_db:
-    sqlite3_close(s->db);   /* NULL is a harmless no-op */
     close(s->lock_fd);
-fail_lock:
+fail_open:
+    sqlite3_close(s->db);   /* NULL is a harmless no-op */
     free(s);
 fail_alloc:
     return SMQ_E_INTERNAL;
