@@ -34,6 +34,7 @@
 #include <strings.h>
 
 #include "smqd/engine.h"      /* the dead-letter policy's range */
+#include "smqd/netaddr.h"
 
 enum opt_type {
     OPT_INT,        /* int field, min..max */
@@ -861,22 +862,27 @@ static void set_err(char *err, size_t size, const char *fmt, ...)
         memcpy(err + size - 4, "...", 4);
 }
 
-/* Whether two listen hosts (as parsed: IPv4 literals, "localhost", IPv6
- * literals without brackets) can clash on one port: the same address, or a
- * wildcard of the same family.  The families never clash: smqd's IPv6
- * sockets are IPv6-only (libmicrohttpd without MHD_USE_DUAL_STACK). */
+/* Whether two listen hosts can clash on one port: the same address (as
+ * the listeners will bind it, however it is spelled), or a wildcard of the
+ * same family.  The families never clash: smqd's IPv6 sockets are IPv6-only
+ * (libmicrohttpd without MHD_USE_DUAL_STACK). */
 static bool hosts_clash(const char *a, const char *b)
 {
-    bool v6a = strchr(a, ':') != NULL, v6b = strchr(b, ':') != NULL;
-    const char *any = v6a ? "::" : "0.0.0.0";
+    struct sockaddr_storage sa, sb;
+    bool v6a, v6b;
 
-    if (v6a != v6b)
+    if (netaddr_make(a, 0, &sa, &v6a) != 0 || netaddr_make(b, 0, &sb, &v6b) != 0 || v6a != v6b)
         return false;
-    if (strcmp(a, "localhost") == 0)
-        a = "127.0.0.1";
-    if (strcmp(b, "localhost") == 0)
-        b = "127.0.0.1";
-    return strcmp(a, b) == 0 || strcmp(a, any) == 0 || strcmp(b, any) == 0;
+    if (v6a) {
+        const struct in6_addr *x = &((struct sockaddr_in6 *)&sa)->sin6_addr;
+        const struct in6_addr *y = &((struct sockaddr_in6 *)&sb)->sin6_addr;
+
+        return IN6_ARE_ADDR_EQUAL(x, y) || IN6_IS_ADDR_UNSPECIFIED(x) || IN6_IS_ADDR_UNSPECIFIED(y);
+    }
+    in_addr_t x = ((struct sockaddr_in *)&sa)->sin_addr.s_addr;
+    in_addr_t y = ((struct sockaddr_in *)&sb)->sin_addr.s_addr;
+
+    return x == y || x == htonl(INADDR_ANY) || y == htonl(INADDR_ANY);
 }
 
 /* The admin and the MNS listener on one address cannot both be bound:

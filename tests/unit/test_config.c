@@ -627,6 +627,11 @@ static void test_config_admin_listen_clash(void **state)
                  7, "[admin] listen: port 9000");
     expect_error(f, AUTH_OK "[server]\nlisten = [::1]:9000\n[admin]\nlisten = [::]:9000\n",
                  7, "[admin] listen: port 9000");
+    /* The same address spelled differently (found by review). */
+    expect_error(f, AUTH_OK "[server]\nlisten = [0::1]:9000\n[admin]\nlisten = [::1]:9000\n",
+                 7, "[admin] listen: port 9000");
+    expect_error(f, AUTH_OK "[server]\nlisten = [::0]:9000\n[admin]\nlisten = [::5]:9000\n",
+                 7, "[admin] listen: port 9000");
     /* The default admin port, taken by the MNS listener: the [server] line is named. */
     expect_error(f, AUTH_OK "[server]\nlisten = 127.0.0.1:8081\n", 5, "[admin] listen: port 8081");
     expect_ok(f, AUTH_OK "[server]\nlisten = 127.0.0.1:9000\n[admin]\nlisten = 127.0.0.2:9000\n");
