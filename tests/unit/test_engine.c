@@ -2851,6 +2851,27 @@ static void test_engine_reclaims_on_entering_full(void **state)
     assert_true(stats(f).vacuumed_pages >= before + 16);
 }
 
+/* The same at a start without room for the reserve: the free pages the
+ * file already holds go back at once (found by review: untested). */
+static void test_engine_reclaims_at_start_without_reserve(void **state)
+{
+    struct fixture *f = *state;
+
+    f->reserve_margin = UINT64_MAX / 4;
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    create_queue_vis(f, "big", 30);
+    fill_pages(f, "big");
+    delete_16_and_maintain(f, "big");
+    assert_true(stats(f).free_pages >= 16);      /* under a tenth: left for reuse */
+    store_reserve_release(f->store);             /* as if there had been no room for it */
+    f->reserve_missing = true;
+    reopen_engine(f, MAX_QUEUES_DEFAULT);
+    run_maintenance(f);
+    assert_true(stats(f).storage_full);
+    assert_true(stats(f).vacuumed_pages >= 16);
+}
+
 /* ---- regressions found in review ------------------------------------------- */
 
 /* A batch receive must not hand out a used-up message that sits behind a
@@ -3079,6 +3100,7 @@ int main(void)
         T(test_engine_reclaims_space_after_purge),
         T(test_engine_reclaims_any_free_page_while_full),
         T(test_engine_reclaims_on_entering_full),
+        T(test_engine_reclaims_at_start_without_reserve),
         T(test_engine_batch_receive_dead_letters_behind_head),
         T(test_engine_parked_poll_not_answered_by_dead_letter),
         T(test_engine_create_idempotent_with_policy),
