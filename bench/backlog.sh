@@ -23,8 +23,7 @@ drain_rate() {   # drain_rate DB -> messages/s
   bench_conf "$db" >"$work/c.conf"
   $build/smqd -c "$work/c.conf" 2>"$log" &
   pid=$!
-  until grep -qs "listening on" "$log"; do kill -0 $pid; sleep 0.05; done
-  port=$(grep -ao 'listening on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')
+  port=$(bench_smqd_port "$log" $pid) || exit 1
   $build/bench/smqd-loadgen --port "$port" --ak k --sk s --queue bench-0 --scenario drain \
       --connections "$conns" --duration-s "$secs" --json | sed -n 's/.*"msg_per_s":\([0-9.]*\).*/\1/p'
   kill -TERM $pid; wait $pid || true; pid=""

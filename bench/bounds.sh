@@ -15,8 +15,8 @@
 #                 the tmpfs runs show smqd with an infinitely fast disk (an upper
 #                 bound, not a durable configuration)
 # and prints medians: msg/s, requests/s, and the server's CPU per request
-# (user + system of its process, /proc/PID/stat, from its start to the end of
-# the run, over the requests of the measured window: slightly high).  A run with
+# (user + system of its process, /proc/PID/stat, over the generator's run,
+# divided by the requests of its measured window).  A run with
 # errors is listed with "!" and left out of the medians.  The last table puts
 # each throughput target next to the best case measured for it.
 #
@@ -59,6 +59,8 @@ shm_work=$(mktemp -d "$shm/smqd-bounds.XXXXXX")
 rows=$disk_work/rows        # name msg/s req/s us_per_req errors
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo -1; }
+# cpu_since PID T0: ticks used since T0 (-1 if either reading failed)
+cpu_since() { local t1; t1=$(cpu_ticks "$1"); [ "$2" -ge 0 ] && [ "$t1" -ge 0 ] && echo $((t1 - $2)) || echo -1; }
 json() { sed -n "s/.*\"$1\":\([0-9.a-z]*\).*/\1/p" <<<"$2" | head -1; }
 
 # row NAME OUT TICKS RC: one result line from a loadgen JSON line and the server's CPU ticks
@@ -75,29 +77,31 @@ row() {
 }
 
 smqd_run() {   # smqd_run NAME DIR SCENARIO
-  local log=$2/smqd.log out rc=0 port
+  local log=$2/smqd.log out rc=0 port t0
   rm -f "$2"/smqd.db*
   bench_conf "$2/smqd.db" > "$2/smqd.conf"
   : > "$log"
   "$build/smqd" -c "$2/smqd.conf" 2>"$log" &
   pid=$!
   port=$(bench_smqd_port "$log" $pid) || exit 1
+  t0=$(cpu_ticks $pid)
   out=$(timeout $((secs + 60)) "$lg" --port "$port" --ak k --sk s --queue q --create-queue \
         --json --scenario "$3" --connections $conns --duration-s "$secs") || rc=$?
-  row "$1" "$out" "$(cpu_ticks $pid)" $rc
+  row "$1" "$out" "$(cpu_since $pid "$t0")" $rc
   kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""
 }
 
 httpd_run() {
-  local port out rc=0
+  local port out rc=0 t0
   [ -x "$bin/smqd-peer-httpd" ] || return 0
   port=$(bench_free_port)
   "$bin/smqd-peer-httpd" --port "$port" --scenario xml >"$disk_work/httpd.log" 2>&1 &
   pid=$!
   if bench_wait_port "$port" "$pid"; then
+    t0=$(cpu_ticks $pid)
     out=$(timeout $((secs + 60)) "$lg" --port "$port" --ak k --sk s --queue q --json \
           --scenario send --connections $conns --duration-s "$secs") || rc=$?
-    row httpd-xml "$out" "$(cpu_ticks $pid)" $rc
+    row httpd-xml "$out" "$(cpu_since $pid "$t0")" $rc
   else
     echo "  smqd-peer-httpd did not start:" >&2; cat "$disk_work/httpd.log" >&2
   fi
@@ -132,15 +136,14 @@ for r in $(seq "$rounds"); do
 done
 
 med() {   # med NAME FIELD: median over the runs without errors ("-" if none)
-  awk -v n="$1" -v f="$2" '$1 == n && $5 !~ /!/ && $5 == 0 {print $f}' "$rows" | sort -n |
-    awk '{v[NR] = $1} END {if (NR == 0) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+  awk -v n="$1" -v f="$2" '$1 == n && $5 == 0 {print $f}' "$rows" | bench_median
 }
 echo
 printf '%-22s %10s %10s %10s %6s\n' "median of $rounds" msg/s req/s us/req failed
 for n in httpd-xml sqlite-128-disk sqlite-128-tmpfs smqd-send-disk smqd-send-tmpfs \
          smqd-lifecycle-disk smqd-lifecycle-tmpfs smqd-batch-disk smqd-batch-tmpfs; do
   printf '%-22s %10s %10s %10s %6s\n' "$n" "$(med $n 2)" "$(med $n 3)" "$(med $n 4)" \
-    "$(awk -v n="$n" '$1 == n && ($5 ~ /!/ || $5 != 0) {k++} END {print k + 0}' "$rows")"
+    "$(awk -v n="$n" '$1 == n && $5 != 0 {k++} END {print k + 0}' "$rows")"
 done
 
 echo

@@ -51,7 +51,6 @@ run_one() {   # run_one SMQD SCENARIO CONNS SYNC -> "msg_per_s p50_us errors"
     "$(sed -n 's/.*"errors":\([0-9]*\).*/\1/p' <<<"$out")"
 }
 
-median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 echo "compare.sh: old $old (sync ${OLD_SYNC:-full}), new $new (sync ${NEW_SYNC:-full}); ${secs}s per run, $rounds rounds, $(nproc) cores, $(date -u '+%F %T') UTC"
 printf '%-10s %5s %10s %10s %7s %9s %9s %6s\n' scenario conns old_msg/s new_msg/s new/old \
@@ -63,8 +62,8 @@ for c in "${conns[@]}"; do
       run_one "$old" "$sc" "$c" "${OLD_SYNC:-full}" >> "$work/old"
       run_one "$new" "$sc" "$c" "${NEW_SYNC:-full}" >> "$work/new"
     done
-    om=$(cut -d' ' -f1 "$work/old" | median); nm=$(cut -d' ' -f1 "$work/new" | median)
-    op=$(cut -d' ' -f2 "$work/old" | median); np=$(cut -d' ' -f2 "$work/new" | median)
+    om=$(cut -d' ' -f1 "$work/old" | bench_median); nm=$(cut -d' ' -f1 "$work/new" | bench_median)
+    op=$(cut -d' ' -f2 "$work/old" | bench_median); np=$(cut -d' ' -f2 "$work/new" | bench_median)
     errs=$(cat "$work/old" "$work/new" | awk '{s += $3} END {print s + 0}')
     printf '%-10s %5s %10.0f %10.0f %7.2f %9.2f %9.2f %6s\n' "$sc" "$c" "$om" "$nm" \
       "$(awk "BEGIN{print ($om > 0) ? $nm / $om : 0}")" "$(awk "BEGIN{print $op / 1000}")" \

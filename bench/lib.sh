@@ -10,6 +10,7 @@
 #   bench_wait_port PORT PID      wait until PORT accepts (0), or PID died / 10 s passed (1)
 #   bench_smqd_port LOG PID       wait for smqd's "listening on" line in LOG and print its
 #                                 MNS port; if PID exits first, show LOG and fail (1)
+#   bench_median                  the median of the numbers on stdin, one a line ("-" if none)
 
 bench_build() {
   local dir=$1
@@ -60,4 +61,9 @@ bench_smqd_port() {
     sleep 0.05
   done
   sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$1" | head -1
+}
+
+bench_median() {
+  sort -n | awk '{v[NR] = $1}
+    END {if (NR == 0) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }

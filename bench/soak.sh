@@ -21,8 +21,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 bench_conf "$work/smqd.db" max_connections 4096 >"$work/c.conf"
 $build/smqd -c "$work/c.conf" 2>"$work/log" &
 pid=$!
-until grep -qs "listening on" "$work/log"; do kill -0 $pid; sleep 0.05; done
-port=$(grep -ao 'listening on http://127.0.0.1:[0-9]*' "$work/log" | head -1 | sed 's/.*://')
+port=$(bench_smqd_port "$work/log" $pid) || exit 1
 lg() { $build/bench/smqd-loadgen --port "$port" --ak k --sk s --json "$@" >>"$work/runs.jsonl" || true; }
 rss() { awk '/VmRSS/ {print $2}' /proc/$pid/status; }
 echo "round rss_kb"
