@@ -316,9 +316,9 @@ static struct engine_call *take_stats(struct smq_admin *a, const char *queue, bo
     struct engine_call *c = entered ? call_new() : NULL;
 
     if (c != NULL) {
-        engine_op_init(&c->job.ops[0], SMQ_OP_STATS);
+        op_init(&c->job.ops[0], SMQ_OP_STATS);
         snprintf(c->job.ops[0].queue, sizeof c->job.ops[0].queue, "%s", queue);
-        c->job.ops[0].totals_only = totals_only;
+        c->job.ops[0].stats.totals_only = totals_only;
         c->job.n_ops = 1;
         if (!call_run(s, c, ADMIN_PROBE_WAIT_MS))
             c = NULL;
@@ -400,7 +400,7 @@ static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
     const struct smq_op *op = c != NULL ? &c->job.ops[0] : NULL;
     struct admin_metrics_input in;
 
-    if (op != NULL && (op->result.err != 0 || op->totals.broken))
+    if (op != NULL && (op->result.err != 0 || op->stats.totals.broken))
         op = NULL;
     memset(&in, 0, sizeof in);
     in.version = SMQD_VERSION;

@@ -147,8 +147,8 @@ static int prepare_peek(const struct api_query *q, struct smq_op *op, struct adm
         return -1;
     if (n != NULL && !parse_u64(n, 1, SMQ_BATCH_MAX, &v))
         return bad_argument(r, "n must be an integer from 1 to 16, not \"%.64s\".", n);
-    op->kind = SMQ_OP_PEEK;
-    op->max_msgs = (int)v;
+    op_set_kind(op, SMQ_OP_PEEK);
+    op->recv.max_msgs = (int)v;
     return 0;
 }
 
@@ -159,7 +159,7 @@ static int prepare_purge(const struct api_query *q, struct smq_op *op, struct ad
 
     if (check_params(q, allowed, r) != 0)
         return -1;
-    op->kind = SMQ_OP_PURGE;
+    op_set_kind(op, SMQ_OP_PURGE);
     if (type == NULL || strcmp(type, "normal") == 0)
         op->purge.main = true;
     else if (strcmp(type, "dlq") == 0)
@@ -189,7 +189,7 @@ static int prepare_redrive(const struct api_query *q, struct smq_op *op, struct 
     if (max != NULL && !parse_u64(max, 0, REDRIVE_MAX_MAX, &max_v))
         return bad_argument(r, "max must be an integer from 0 (all) to 10^12, not \"%.64s\".",
                             max);
-    op->kind = SMQ_OP_REDRIVE;
+    op_set_kind(op, SMQ_OP_REDRIVE);
     op->redrive.rate_per_s = (uint32_t)rate_v;
     op->redrive.max = max_v;
     return 0;
@@ -235,8 +235,8 @@ static int take_int_attr(const struct int_attr *a, const char *v, struct smq_op 
                           (unsigned long long)a->min, (unsigned long long)a->max);
         return -1;
     }
-    *(int64_t *)(void *)((char *)&op->attrs + a->field) = (int64_t)n;
-    op->attrs_present |= a->bit;
+    *(int64_t *)(void *)((char *)&op->attrs.values + a->field) = (int64_t)n;
+    op->attrs.present |= a->bit;
     return 0;
 }
 
@@ -252,8 +252,8 @@ static int take_attr(const char *name, const char *v, struct smq_op *op, struct 
     if (strcasecmp(name, "LoggingEnabled") == 0) {
         if (!parse_bool(v, &b))
             return bad_argument(r, "LoggingEnabled must be true or false, not \"%.64s\".", v);
-        op->attrs.logging = b;
-        op->attrs_present |= SMQ_ATTR_LOGGING;
+        op->attrs.values.logging = b;
+        op->attrs.present |= SMQ_ATTR_LOGGING;
         return 0;
     }
     if (strcasecmp(name, "DlqEnabled") == 0)
@@ -275,7 +275,7 @@ static int take_attr(const char *name, const char *v, struct smq_op *op, struct 
  */
 static int take_dlq(const struct dlq_params *d, struct smq_op *op, struct admin_reply *r)
 {
-    struct smq_dlq_policy *p = &op->attrs.dlq;
+    struct smq_dlq_policy *p = &op->attrs.values.dlq;
     struct smq_errinfo ei = {0, ""};
     bool enabled = true;
     uint64_t n;
@@ -284,7 +284,7 @@ static int take_dlq(const struct dlq_params *d, struct smq_op *op, struct admin_
         return 0;
     if (d->enabled != NULL && !parse_bool(d->enabled, &enabled))
         return bad_argument(r, "DlqEnabled must be true or false, not \"%.64s\".", d->enabled);
-    op->attrs_present |= SMQ_ATTR_DLQ;
+    op->attrs.present |= SMQ_ATTR_DLQ;
     memset(p, 0, sizeof *p);
     if (!enabled) {
         if (d->target != NULL || d->max_receive != NULL)
@@ -315,7 +315,7 @@ static int prepare_set(const struct api_query *q, struct admin_job *job, struct 
     struct smq_op *set = &job->ops[0], *stats = &job->ops[1];
     struct dlq_params d = {NULL, NULL, NULL};
 
-    set->kind = SMQ_OP_SET_QUEUE;
+    op_set_kind(set, SMQ_OP_SET_QUEUE);
     for (size_t i = 0; i < q->n; i++) {
         for (size_t j = 0; j < i; j++)
             if (strcasecmp(q->names[i], q->names[j]) == 0)
@@ -325,11 +325,11 @@ static int prepare_set(const struct api_query *q, struct admin_job *job, struct 
     }
     if (take_dlq(&d, set, r) != 0)
         return -1;
-    if (set->attrs_present == 0)
+    if (set->attrs.present == 0)
         return bad_argument(r, "%s", "Give at least one attribute, e.g. ?VisibilityTimeout=60.");
     /* The answer is the queue after the change: a STATS right behind the SET
      * in the engine's inbox sees its result (ops run in order). */
-    engine_op_init(stats, SMQ_OP_STATS);
+    op_init(stats, SMQ_OP_STATS);
     memcpy(stats->queue, set->queue, sizeof stats->queue);
     job->n_ops = 2;
     return 0;
@@ -380,7 +380,7 @@ static int prepare_kind(const struct api_query *q, struct admin_job *job, struct
     switch (job->kind) {
     case ADMIN_JOB_LIST:
     case ADMIN_JOB_QUEUE:
-        op->kind = SMQ_OP_STATS;
+        op_set_kind(op, SMQ_OP_STATS);
         return check_params(q, none, r);
     case ADMIN_JOB_PEEK:
         return prepare_peek(q, op, r);
@@ -433,7 +433,7 @@ int admin_api_prepare(const char *method, const char *path, const char *query,
     int rc;
 
     memset(job, 0, sizeof *job);
-    engine_op_init(&job->ops[0], SMQ_OP_STATS);
+    op_init(&job->ops[0], SMQ_OP_STATS);
     job->n_ops = 1;
     if (route_path(method, path, job, reply) != 0)
         return -1;
@@ -450,7 +450,7 @@ int admin_api_prepare(const char *method, const char *path, const char *query,
 void admin_api_release(struct admin_job *job)
 {
     for (size_t i = 0; i < job->n_ops; i++)
-        engine_op_release(&job->ops[i]);
+        op_release(&job->ops[i]);
     job->n_ops = 0;
 }
 
@@ -497,21 +497,21 @@ void admin_api_queue_json(struct smq_buf *b, const struct smq_queue_stats *st, i
 static void render_list(const struct smq_op *op, int64_t now_ms, struct smq_buf *b)
 {
     buf_puts(b, "{\"queues\":[");
-    for (size_t i = 0; i < op->n_stats; i++) {
+    for (size_t i = 0; i < op->stats.n_queues; i++) {
         if (i > 0)
             buf_puts(b, ",");
-        admin_api_queue_json(b, &op->stats[i], now_ms);
+        admin_api_queue_json(b, &op->stats.queues[i], now_ms);
     }
     buf_puts(b, "]}\n");
 }
 
 static void render_queue(const struct smq_op *op, int64_t now_ms, struct admin_reply *r)
 {
-    if (op->n_stats != 1) {              /* the engine found it; cannot happen */
+    if (op->stats.n_queues != 1) {              /* the engine found it; cannot happen */
         admin_reply_error(r, 500, "InternalError", "%s", "The queue statistics are missing.");
         return;
     }
-    admin_api_queue_json(&r->body, &op->stats[0], now_ms);
+    admin_api_queue_json(&r->body, &op->stats.queues[0], now_ms);
     buf_puts(&r->body, "\n");
 }
 
@@ -521,8 +521,8 @@ static void render_peek(const struct smq_op *op, const struct handle_keys *keys,
     char id[MSGID_TEXT_LEN + 1];
 
     buf_puts(b, "{\"messages\":[");
-    for (size_t i = 0; i < op->n_msgs; i++) {
-        const struct smq_msg_view *m = &op->msgs[i];
+    for (size_t i = 0; i < op->recv.n_msgs; i++) {
+        const struct smq_msg_view *m = &op->recv.msgs[i];
         msgid_format(keys, m->seq, id);
         buf_printf(b, "%s{\"id\":\"%s\",\"enqueue_time_ms\":%lld,\"first_dequeue_time_ms\":%lld,"
                    "\"dequeue_count\":%u,\"priority\":%d,\"body\":",
@@ -576,11 +576,11 @@ void admin_api_render(const struct admin_job *job, const struct handle_keys *key
         break;
     case ADMIN_JOB_PURGE:
         buf_printf(&r->body, "{\"purged\":%llu,\"dlq_purged\":%llu}\n",
-                   (unsigned long long)op->n_purged, (unsigned long long)op->n_purged_dlq);
+                   (unsigned long long)op->purge.n_main, (unsigned long long)op->purge.n_dlq);
         break;
     case ADMIN_JOB_REDRIVE:
         buf_printf(&r->body, "{\"scheduled\":%llu,\"rate\":%u}\n",
-                   (unsigned long long)op->n_redrive, (unsigned)op->redrive.rate_per_s);
+                   (unsigned long long)op->redrive.n_scheduled, (unsigned)op->redrive.rate_per_s);
         break;
     }
 }

@@ -81,8 +81,8 @@ static void render_messages(const struct smq_op *op, struct smq_buf *out)
     char extra[32], value[24];
 
     family(out, "smqd_queue_messages", "gauge", "Messages in a queue by state.");
-    for (size_t i = 0; i < op->n_stats; i++) {
-        const struct smq_queue_info *q = &op->stats[i].info;
+    for (size_t i = 0; i < op->stats.n_queues; i++) {
+        const struct smq_queue_info *q = &op->stats.queues[i].info;
         const uint64_t n[] = {q->n_active, q->n_inactive, q->n_delayed};
         for (size_t s = 0; s < 3; s++) {
             snprintf(extra, sizeof extra, ",state=\"%s\"", states[s]);
@@ -98,11 +98,11 @@ static void render_ages(const struct smq_op *op, int64_t now_ms, struct smq_buf 
 
     family(out, "smqd_queue_oldest_message_age_seconds", "gauge",
            "Age of the oldest message in a queue (any state); 0 when empty.");
-    for (size_t i = 0; i < op->n_stats; i++) {
-        int64_t enq = op->stats[i].oldest_enqueue_ms;
+    for (size_t i = 0; i < op->stats.n_queues; i++) {
+        int64_t enq = op->stats.queues[i].oldest_enqueue_ms;
         int64_t age = enq > 0 && now_ms > enq ? now_ms - enq : 0;
         snprintf(value, sizeof value, "%" PRId64 ".%03" PRId64, age / 1000, age % 1000);
-        queue_sample(out, "smqd_queue_oldest_message_age_seconds", op->stats[i].info.name,
+        queue_sample(out, "smqd_queue_oldest_message_age_seconds", op->stats.queues[i].info.name,
                      NULL, value);
     }
 }
@@ -140,14 +140,14 @@ static void render_queue_family(const struct queue_family *f, const struct smq_o
     char value[24];
 
     family(out, f->name, f->type, f->help);
-    for (size_t i = 0; i < op->n_stats; i++) {
-        const uint64_t *v = (const void *)((const char *)&op->stats[i] + f->field);
+    for (size_t i = 0; i < op->stats.n_queues; i++) {
+        const uint64_t *v = (const void *)((const char *)&op->stats.queues[i] + f->field);
         snprintf(value, sizeof value, "%" PRIu64, *v);
-        queue_sample(out, f->name, op->stats[i].info.name, NULL, value);
+        queue_sample(out, f->name, op->stats.queues[i].info.name, NULL, value);
     }
 }
 
-static void render_engine(const struct engine_stats *t, struct smq_buf *out)
+static void render_engine(const struct smq_engine_stats *t, struct smq_buf *out)
 {
     gauge_u64(out, "smqd_queues", "Queues that exist.", t->queues);
     gauge_u64(out, "smqd_long_poll_waiters", "Receive requests parked on any queue.", t->waiters);
@@ -182,7 +182,7 @@ void admin_metrics_render(const struct admin_metrics_input *in, struct smq_buf *
     render_files(in, out);
     if (op == NULL)
         return;
-    render_engine(&op->totals, out);
+    render_engine(&op->stats.totals, out);
     render_messages(op, out);
     render_ages(op, in->now_ms, out);
     for (size_t i = 0; i < sizeof queue_families / sizeof queue_families[0]; i++)

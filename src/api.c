@@ -11,38 +11,15 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const action_names[API__COUNT] = {
-    [API_UNKNOWN] = "-",
-    [API_CREATE_QUEUE] = "CreateQueue",
-    [API_SET_QUEUE_ATTRIBUTES] = "SetQueueAttributes",
-    [API_GET_QUEUE_ATTRIBUTES] = "GetQueueAttributes",
-    [API_DELETE_QUEUE] = "DeleteQueue",
-    [API_LIST_QUEUE] = "ListQueue",
-    [API_SEND_MESSAGE] = "SendMessage",
-    [API_BATCH_SEND_MESSAGE] = "BatchSendMessage",
-    [API_RECEIVE_MESSAGE] = "ReceiveMessage",
-    [API_BATCH_RECEIVE_MESSAGE] = "BatchReceiveMessage",
-    [API_PEEK_MESSAGE] = "PeekMessage",
-    [API_BATCH_PEEK_MESSAGE] = "BatchPeekMessage",
-    [API_DELETE_MESSAGE] = "DeleteMessage",
-    [API_BATCH_DELETE_MESSAGE] = "BatchDeleteMessage",
-    [API_CHANGE_MESSAGE_VISIBILITY] = "ChangeMessageVisibility",
-};
-
-const char *api_action_name(enum api_action a)
-{
-    return (a > API_UNKNOWN && a < API__COUNT) ? action_names[a] : "-";
-}
-
 void api_call_init(struct api_call *call)
 {
     memset(call, 0, sizeof *call);
-    engine_op_init(&call->op, SMQ_OP_GET_QUEUE);
+    op_init(&call->op, SMQ_OP_GET_QUEUE);
 }
 
 void api_call_free(struct api_call *call)
 {
-    engine_op_release(&call->op);
+    op_release(&call->op);
     xml_send_batch_free(&call->send);
     xml_handles_free(&call->handles);
 }
@@ -253,7 +230,7 @@ void api_render(const struct api_ctx *ctx, const struct api_request *req,
                 struct api_call *call, const char *request_id, struct api_response *resp)
 {
     const struct smq_op *op = &call->op;
-    bool batch_delete_partial = call->action == API_BATCH_DELETE_MESSAGE && op->result.err == 0;
+    bool batch_delete_partial = call->action == MNS_BATCH_DELETE_MESSAGE && op->result.err == 0;
 
     /* BatchDeleteMessage reports per-handle failures in its own document. */
     if (op->result.err != 0 && !batch_delete_partial) {

@@ -71,17 +71,17 @@ static int prepare_send(const struct api_request *req, struct api_call *call, st
 
     if (root_kind < 0)
         return rc;
-    call->op.kind = SMQ_OP_SEND;
-    call->action = root_kind == 1 ? API_BATCH_SEND_MESSAGE : API_SEND_MESSAGE;
+    op_set_kind(&call->op, SMQ_OP_SEND);
+    call->action = root_kind == 1 ? MNS_BATCH_SEND_MESSAGE : MNS_SEND_MESSAGE;
     for (size_t i = 0; rc == 0 && i < call->send.n; i++) {
-        rc = take_send_item(&call->send.items[i], &call->op.send[i], call->send_md5[i], ei);
+        rc = take_send_item(&call->send.items[i], &call->op.send.items[i], call->send_md5[i], ei);
         total += call->send.items[i].body_len;
     }
     if (rc == 0 && total > BATCH_SEND_MAX_BYTES)
         rc = errors_set(ei, SMQ_E_INVALID_ARGUMENT,
                         "The total size of the messages in a batch should not exceed %d bytes.",
                         BATCH_SEND_MAX_BYTES);
-    call->op.n_send = call->send.n;
+    call->op.send.n = call->send.n;
     return rc;
 }
 
@@ -96,20 +96,20 @@ static int prepare_get(const struct api_query *query, struct api_call *call, str
     int64_t v = 0;
     int rc = 0;
 
-    call->op.kind = is_peek ? SMQ_OP_PEEK : SMQ_OP_RECEIVE;
+    op_set_kind(&call->op, is_peek ? SMQ_OP_PEEK : SMQ_OP_RECEIVE);
     if (is_peek)
-        call->action = num ? API_BATCH_PEEK_MESSAGE : API_PEEK_MESSAGE;
+        call->action = num ? MNS_BATCH_PEEK_MESSAGE : MNS_PEEK_MESSAGE;
     else
-        call->action = num ? API_BATCH_RECEIVE_MESSAGE : API_RECEIVE_MESSAGE;
+        call->action = num ? MNS_BATCH_RECEIVE_MESSAGE : MNS_RECEIVE_MESSAGE;
     if (num != NULL) {
         rc = query_int(num, "numOfMessages", 1, SMQ_BATCH_MAX, &v, ei);
         if (rc == 0)
-            call->op.max_msgs = (int)v;
+            call->op.recv.max_msgs = (int)v;
     }
     if (rc == 0 && wait != NULL && !is_peek) {
         rc = query_int(wait, "waitseconds", 0, SMQ_POLLING_WAIT_MAX_S, &v, ei);
         if (rc == 0)
-            call->op.wait_s = v;
+            call->op.recv.wait_s = v;
     }
     return rc;
 }
@@ -126,16 +126,16 @@ static int prepare_batch_delete(const struct api_ctx *ctx, const struct api_requ
 {
     int rc;
 
-    call->action = API_BATCH_DELETE_MESSAGE;
-    call->op.batch_delete = true;
+    call->action = MNS_BATCH_DELETE_MESSAGE;
+    call->op.del.batch = true;
     if (req->body_len == 0)
         return errors_set(ei, SMQ_E_MISSING_RECEIPT_HANDLE, NULL);
     rc = xml_parse_handles(req->body, req->body_len, &call->handles, ei);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < call->handles.n; i++)
-        decode_handle(ctx, call->handles.handles[i], &call->op.handles[i]);
-    call->op.n_handles = call->handles.n;
+        decode_handle(ctx, call->handles.handles[i], &call->op.del.refs[i]);
+    call->op.del.n = call->handles.n;
     return 0;
 }
 
@@ -145,13 +145,13 @@ static int prepare_delete(const struct api_ctx *ctx, const struct api_request *r
 {
     const char *handle = api_query_get(query, "ReceiptHandle");
 
-    call->op.kind = SMQ_OP_DELETE_MSG;
+    op_set_kind(&call->op, SMQ_OP_DELETE_MSG);
     if (handle == NULL)
         return prepare_batch_delete(ctx, req, call, ei);
-    call->action = API_DELETE_MESSAGE;
-    call->op.n_handles = 1;
-    decode_handle(ctx, handle, &call->op.handles[0]);
-    return call->op.handles[0].err ? errors_set(ei, call->op.handles[0].err, NULL) : 0;
+    call->action = MNS_DELETE_MESSAGE;
+    call->op.del.n = 1;
+    decode_handle(ctx, handle, &call->op.del.refs[0]);
+    return call->op.del.refs[0].err ? errors_set(ei, call->op.del.refs[0].err, NULL) : 0;
 }
 
 static int prepare_change_visibility(const struct api_ctx *ctx, const struct api_query *query,
@@ -161,19 +161,18 @@ static int prepare_change_visibility(const struct api_ctx *ctx, const struct api
     const char *timeout = api_query_get(query, "VisibilityTimeout");
     int rc;
 
-    call->action = API_CHANGE_MESSAGE_VISIBILITY;
-    call->op.kind = SMQ_OP_CHANGE_VISIBILITY;
+    call->action = MNS_CHANGE_MESSAGE_VISIBILITY;
+    op_set_kind(&call->op, SMQ_OP_CHANGE_VISIBILITY);
     if (handle == NULL)
         return errors_set(ei, SMQ_E_MISSING_RECEIPT_HANDLE, NULL);
     if (timeout == NULL)
         return errors_set(ei, SMQ_E_MISSING_VISIBILITY_TIMEOUT, NULL);
     /* 0 is accepted and means "visible now" (the Python SDK lets it through). */
-    rc = query_int(timeout, "VisibilityTimeout", 0, SMQ_VISIBILITY_MAX_S, &call->op.visibility_s, ei);
+    rc = query_int(timeout, "VisibilityTimeout", 0, SMQ_VISIBILITY_MAX_S, &call->op.vis.visibility_s, ei);
     if (rc != 0)
         return rc;
-    call->op.n_handles = 1;
-    decode_handle(ctx, handle, &call->op.handles[0]);
-    return call->op.handles[0].err ? errors_set(ei, call->op.handles[0].err, NULL) : 0;
+    decode_handle(ctx, handle, &call->op.vis.ref);
+    return call->op.vis.ref.err ? errors_set(ei, call->op.vis.ref.err, NULL) : 0;
 }
 
 int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req,
@@ -195,14 +194,14 @@ int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req
 
 static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct smq_buf *b)
 {
-    bool batch = call->action == API_BATCH_SEND_MESSAGE;
+    bool batch = call->action == MNS_BATCH_SEND_MESSAGE;
     char id[MSGID_TEXT_LEN + 1], md5[33];
 
     xml_begin(b, batch ? "Messages" : "Message");
-    for (size_t i = 0; i < call->op.n_send; i++) {
+    for (size_t i = 0; i < call->op.send.n; i++) {
         if (batch)
             xml_open(b, "Message");
-        msgid_format(ctx->handle_keys, call->op.sent_seq[i], id);
+        msgid_format(ctx->handle_keys, call->op.send.seq[i], id);
         xml_elem_str(b, "MessageId", id);
         crypto_md5_to_hex(call->send_md5[i], true, md5);
         xml_elem_str(b, "MessageBodyMD5", md5);
@@ -245,8 +244,8 @@ static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, 
  * no answer than a wrong digest. */
 static int received_md5s(const struct smq_op *op, char md5[][33])
 {
-    for (size_t i = 0; i < op->n_msgs; i++) {
-        const struct smq_msg_view *v = &op->msgs[i];
+    for (size_t i = 0; i < op->recv.n_msgs; i++) {
+        const struct smq_msg_view *v = &op->recv.msgs[i];
         if (v->body_md5.present)
             crypto_md5_to_hex(v->body_md5.bytes, true, md5[i]);
         else if (crypto_md5_hex(v->body, v->body_len, true, md5[i]) != 0)
@@ -257,7 +256,7 @@ static int received_md5s(const struct smq_op *op, char md5[][33])
 
 static int render_received(const struct api_ctx *ctx, struct api_call *call, struct smq_buf *b)
 {
-    bool batch = call->action == API_BATCH_RECEIVE_MESSAGE || call->action == API_BATCH_PEEK_MESSAGE;
+    bool batch = call->action == MNS_BATCH_RECEIVE_MESSAGE || call->action == MNS_BATCH_PEEK_MESSAGE;
     bool peek = call->op.kind == SMQ_OP_PEEK;
     char md5[SMQ_BATCH_MAX][33];
     size_t size = 0;
@@ -267,19 +266,19 @@ static int render_received(const struct api_ctx *ctx, struct api_call *call, str
 
     /* The bodies dominate the document: one allocation up front instead
      * of a doubling series with a copy each (escaping may still add). */
-    for (size_t i = 0; i < call->op.n_msgs; i++)
-        size += call->op.msgs[i].body_len + RECEIVED_XML_PER_MSG;
+    for (size_t i = 0; i < call->op.recv.n_msgs; i++)
+        size += call->op.recv.msgs[i].body_len + RECEIVED_XML_PER_MSG;
     buf_reserve(b, size);
     if (!batch) {
         xml_begin(b, "Message");
-        render_msg(ctx, &call->op.msgs[0], md5[0], peek, b);
+        render_msg(ctx, &call->op.recv.msgs[0], md5[0], peek, b);
         xml_close(b, "Message");
         return 0;
     }
     xml_begin(b, "Messages");
-    for (size_t i = 0; i < call->op.n_msgs; i++) {
+    for (size_t i = 0; i < call->op.recv.n_msgs; i++) {
         xml_open(b, "Message");
-        render_msg(ctx, &call->op.msgs[i], md5[i], peek, b);
+        render_msg(ctx, &call->op.recv.msgs[i], md5[i], peek, b);
         xml_close(b, "Message");
     }
     xml_close(b, "Messages");
@@ -291,15 +290,15 @@ static int render_batch_delete(struct api_call *call, struct smq_buf *b)
 {
     bool any_failed = false;
 
-    for (size_t i = 0; i < call->op.n_handles; i++) {
+    for (size_t i = 0; i < call->op.del.n; i++) {
         const struct smq_error_info *info;
         const char *text = call->handles.handles[i];
-        if (call->op.handles[i].err == 0)
+        if (call->op.del.refs[i].err == 0)
             continue;
         if (!any_failed)
             xml_begin(b, "Errors");
         any_failed = true;
-        info = errors_info(call->op.handles[i].err);
+        info = errors_info(call->op.del.refs[i].err);
         xml_open(b, "Error");
         xml_elem_str(b, "ErrorCode", info->code);
         xml_elem_str(b, "ErrorMessage", info->message);
@@ -316,10 +315,10 @@ static void render_visibility(const struct api_ctx *ctx, const struct smq_op *op
 {
     char handle[HANDLE_TEXT_LEN + 1];
 
-    handle_encode(ctx->handle_keys, op->handles[0].seq, op->new_gen, handle);
+    handle_encode(ctx->handle_keys, op->vis.ref.seq, op->vis.new_gen, handle);
     xml_begin(b, "ChangeVisibility");
     xml_elem_str(b, "ReceiptHandle", handle);
-    xml_elem_i64(b, "NextVisibleTime", op->next_visible_ms);
+    xml_elem_i64(b, "NextVisibleTime", op->vis.next_visible_ms);
     xml_close(b, "ChangeVisibility");
 }
 
@@ -336,7 +335,7 @@ int api_render_message(const struct api_ctx *ctx, struct api_call *call, struct 
         resp->status = 200;
         return render_received(ctx, call, &resp->body);
     case SMQ_OP_DELETE_MSG:
-        resp->status = call->action == API_BATCH_DELETE_MESSAGE
+        resp->status = call->action == MNS_BATCH_DELETE_MESSAGE
                            ? render_batch_delete(call, &resp->body) : 204;
         break;
     case SMQ_OP_CHANGE_VISIBILITY:

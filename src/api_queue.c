@@ -42,12 +42,12 @@ static const struct attr_rule attr_rules[] = {
 static int take_dlq_policy(const struct xml_queue_attrs *x, struct smq_op *op,
                            struct smq_errinfo *ei)
 {
-    struct smq_dlq_policy *p = &op->attrs.dlq;
+    struct smq_dlq_policy *p = &op->attrs.values.dlq;
     bool enabled = !x->dlq_enabled.present || x->dlq_enabled.value != 0;
     int rc;
 
     memset(p, 0, sizeof *p);
-    op->attrs_present |= SMQ_ATTR_DLQ;
+    op->attrs.present |= SMQ_ATTR_DLQ;
     if (!enabled)
         return 0;
     if (!x->dlq_target_present || x->dlq_target[0] == '\0')
@@ -79,12 +79,12 @@ static int take_attrs(const struct xml_queue_attrs *x, struct smq_op *op, struct
             return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
                               "The value of %s should between %lld and %lld %s.", r->name,
                               (long long)r->min, (long long)r->max, r->unit);
-        *(int64_t *)(void *)((char *)&op->attrs + r->field) = v->value;
-        op->attrs_present |= r->bit;
+        *(int64_t *)(void *)((char *)&op->attrs.values + r->field) = v->value;
+        op->attrs.present |= r->bit;
     }
     if (x->logging.present) {
-        op->attrs.logging = x->logging.value != 0;
-        op->attrs_present |= SMQ_ATTR_LOGGING;
+        op->attrs.values.logging = x->logging.value != 0;
+        op->attrs.present |= SMQ_ATTR_LOGGING;
     }
     return x->dlq_present ? take_dlq_policy(x, op, ei) : 0;
 }
@@ -97,8 +97,8 @@ static int prepare_put_queue(const struct api_request *req, const struct api_que
     bool set = meta != NULL && strcasecmp(meta, "true") == 0;
     int rc;
 
-    call->action = set ? API_SET_QUEUE_ATTRIBUTES : API_CREATE_QUEUE;
-    call->op.kind = set ? SMQ_OP_SET_QUEUE : SMQ_OP_CREATE_QUEUE;
+    call->action = set ? MNS_SET_QUEUE_ATTRIBUTES : MNS_CREATE_QUEUE;
+    op_set_kind(&call->op, set ? SMQ_OP_SET_QUEUE : SMQ_OP_CREATE_QUEUE);
     memset(&x, 0, sizeof x);
     /* An absent body creates with defaults (curl users); a present one must be <Queue>. */
     if (req->body_len > 0) {
@@ -115,13 +115,13 @@ int api_prepare_queue(const struct api_request *req, const struct api_query *que
     if (strcmp(req->method, "PUT") == 0)
         return prepare_put_queue(req, query, call, ei);
     if (strcmp(req->method, "GET") == 0) {
-        call->action = API_GET_QUEUE_ATTRIBUTES;
-        call->op.kind = SMQ_OP_GET_QUEUE;
+        call->action = MNS_GET_QUEUE_ATTRIBUTES;
+        op_set_kind(&call->op, SMQ_OP_GET_QUEUE);
         return 0;
     }
     if (strcmp(req->method, "DELETE") == 0) {
-        call->action = API_DELETE_QUEUE;
-        call->op.kind = SMQ_OP_DELETE_QUEUE;
+        call->action = MNS_DELETE_QUEUE;
+        op_set_kind(&call->op, SMQ_OP_DELETE_QUEUE);
         return 0;
     }
     return errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
@@ -148,8 +148,8 @@ int api_prepare_list(const struct api_request *req, struct api_call *call, struc
     const char *marker = auth_header_get(req->auth, "x-mns-marker");
     struct smq_op *op = &call->op;
 
-    call->action = API_LIST_QUEUE;
-    op->kind = SMQ_OP_LIST_QUEUES;
+    call->action = MNS_LIST_QUEUE;
+    op_set_kind(op, SMQ_OP_LIST_QUEUES);
     /* Longer prefixes or markers than a queue name can never match one; the
      * marker is opaque to clients, so a garbled one just means "start there". */
     if (prefix != NULL && strlen(prefix) > SMQ_QUEUE_NAME_MAX)
@@ -203,16 +203,16 @@ static void render_list(const struct api_request *req, const struct smq_op *op,
     bool meta = with_meta(req);
 
     xml_begin(b, "Queues");
-    for (size_t i = 0; i < op->n_listed; i++) {
+    for (size_t i = 0; i < op->list.n_queues; i++) {
         xml_open(b, "Queue");
-        queue_url(req, op->listed[i].name, url, sizeof url);
+        queue_url(req, op->list.queues[i].name, url, sizeof url);
         xml_elem_str(b, "QueueURL", url);
         if (meta)
-            attrs_elems(b, &op->listed[i]);
+            attrs_elems(b, &op->list.queues[i]);
         xml_close(b, "Queue");
     }
-    if (op->next_marker[0] != '\0')
-        xml_elem_str(b, "NextMarker", op->next_marker);
+    if (op->list.next_marker[0] != '\0')
+        xml_elem_str(b, "NextMarker", op->list.next_marker);
     xml_close(b, "Queues");
 }
 
@@ -224,7 +224,7 @@ void api_render_queue(const struct api_request *req, struct api_call *call,
     buf_reset(&resp->body);
     switch (op->kind) {
     case SMQ_OP_CREATE_QUEUE:
-        resp->status = op->created ? 201 : 204;
+        resp->status = op->attrs.created ? 201 : 204;
         queue_url(req, op->queue, resp->location, sizeof resp->location);
         break;
     case SMQ_OP_GET_QUEUE:

@@ -34,14 +34,14 @@ static int create_if_missing(struct smq_engine *e, const struct smq_queue_decl *
     struct smq_op op;
     int rc;
 
-    engine_op_init(&op, SMQ_OP_CREATE_QUEUE);
+    op_init(&op, SMQ_OP_CREATE_QUEUE);
     snprintf(op.queue, sizeof op.queue, "%s", d->name);
     rc = run_op(e, &op);
-    if (rc == 0 && op.created)
+    if (rc == 0 && op.attrs.created)
         SMQ_INFO("config: created queue %s ([queue.%s], line %d)", d->name, d->name, d->line);
     if (rc == SMQ_E_QUEUE_ALREADY_EXIST)
         rc = 0;                 /* exists with other attributes: kept as they are */
-    engine_op_release(&op);
+    op_release(&op);
     return rc;
 }
 
@@ -51,15 +51,15 @@ static int set_dlq_policy(struct smq_engine *e, const struct smq_queue_decl *d,
     struct smq_op op;
     int rc;
 
-    engine_op_init(&op, SMQ_OP_SET_QUEUE);
+    op_init(&op, SMQ_OP_SET_QUEUE);
     snprintf(op.queue, sizeof op.queue, "%s", d->name);
-    op.attrs.dlq.enabled = 1;
-    snprintf(op.attrs.dlq.target, sizeof op.attrs.dlq.target, "%s", d->dlq_target);
-    op.attrs.dlq.max_receive = d->dlq_max_receive_count;
-    op.attrs_present = SMQ_ATTR_DLQ;
+    op.attrs.values.dlq.enabled = 1;
+    snprintf(op.attrs.values.dlq.target, sizeof op.attrs.values.dlq.target, "%s", d->dlq_target);
+    op.attrs.values.dlq.max_receive = d->dlq_max_receive_count;
+    op.attrs.present = SMQ_ATTR_DLQ;
     rc = run_op(e, &op);
     *ei = op.result;
-    engine_op_release(&op);
+    op_release(&op);
     return rc;
 }
 
@@ -77,11 +77,11 @@ static int get_queue(struct smq_engine *e, const char *name, struct smq_queue_in
     struct smq_op op;
     int rc;
 
-    engine_op_init(&op, SMQ_OP_GET_QUEUE);
+    op_init(&op, SMQ_OP_GET_QUEUE);
     snprintf(op.queue, sizeof op.queue, "%s", name);
     rc = run_op(e, &op);
     *info = op.info;
-    engine_op_release(&op);
+    op_release(&op);
     return rc;
 }
 

@@ -24,59 +24,6 @@ static void on_msg_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
 static int write_mark(struct smq_engine *e, const char *key, uint64_t value);
 static void on_wait_timer(struct twheel_node *n, uint64_t now_mono, void *arg);
 
-void engine_default_attrs(struct smq_queue_attrs *a)
-{
-    a->delay_s = 0;
-    a->max_msg_size = SMQ_MSG_SIZE_MAX;
-    a->retention_s = 345600;
-    a->visibility_s = 30;
-    a->polling_wait_s = 0;
-    a->logging = 0;
-    memset(&a->dlq, 0, sizeof a->dlq);
-}
-
-void engine_op_init(struct smq_op *op, enum smq_op_kind kind)
-{
-    memset(op, 0, sizeof *op);
-    op->kind = kind;
-    op->max_msgs = 1;
-    op->wait_s = -1;
-    op->list.ret_number = 1000;
-    twheel_node_init(&op->wait_timer);
-}
-
-void engine_op_release(struct smq_op *op)
-{
-    for (size_t i = 0; i < op->n_msgs; i++)
-        op->msgs[i].body = NULL;
-    free(op->body_block);
-    op->body_block = NULL;
-    op->n_msgs = 0;
-    free(op->listed);
-    op->listed = NULL;
-    op->n_listed = 0;
-    free(op->stats);
-    op->stats = NULL;
-    op->n_stats = 0;
-}
-
-void engine_op_fail(struct smq_op *op, int err, const char *msg)
-{
-    engine_op_release(op);
-    op->created = false;
-    errors_set(&op->result, err, msg == NULL ? NULL : "%s", msg);
-}
-
-void engine_answer(struct smq_op *ops)
-{
-    while (ops != NULL) {
-        struct smq_op *next = ops->next;
-        ops->next = NULL;
-        ops->done(ops, ops->done_arg);
-        ops = next;
-    }
-}
-
 const struct handle_keys *engine_keys(const struct smq_engine *e)
 {
     return &e->keys;
@@ -362,40 +309,13 @@ static void queue_rec(const struct smq_queue *q, struct store_queue_rec *r)
     r->dlq_max_receive = q->attrs.dlq.max_receive;
 }
 
-/* The request's attributes laid over base. */
-static void overlay_attrs(struct smq_queue_attrs *base, const struct smq_op *op)
-{
-    unsigned p = op->attrs_present;
-
-    if (p & SMQ_ATTR_DELAY)
-        base->delay_s = op->attrs.delay_s;
-    if (p & SMQ_ATTR_MAX_MSG_SIZE)
-        base->max_msg_size = op->attrs.max_msg_size;
-    if (p & SMQ_ATTR_RETENTION)
-        base->retention_s = op->attrs.retention_s;
-    if (p & SMQ_ATTR_VISIBILITY)
-        base->visibility_s = op->attrs.visibility_s;
-    if (p & SMQ_ATTR_POLLING_WAIT)
-        base->polling_wait_s = op->attrs.polling_wait_s;
-    if (p & SMQ_ATTR_LOGGING)
-        base->logging = op->attrs.logging;
-    if (p & SMQ_ATTR_DLQ) {
-        memset(&base->dlq, 0, sizeof base->dlq);
-        if (op->attrs.dlq.enabled) {
-            base->dlq.enabled = 1;
-            snprintf(base->dlq.target, sizeof base->dlq.target, "%s", op->attrs.dlq.target);
-            base->dlq.max_receive = op->attrs.dlq.max_receive;
-        }
-    }
-}
-
 /* A dead-letter target must exist when the policy is set and must not be
  * the queue itself (it is not re-checked later: a target deleted since is
  * handled when a message would move, see engine.h). */
 static int check_dlq(struct smq_engine *e, struct smq_op *op, const char *queue,
                      const struct smq_queue_attrs *a)
 {
-    if (!a->dlq.enabled || !(op->attrs_present & SMQ_ATTR_DLQ))
+    if (!a->dlq.enabled || !(op->attrs.present & SMQ_ATTR_DLQ))
         return 0;
     if (strcmp(a->dlq.target, queue) == 0)
         return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
@@ -406,15 +326,6 @@ static int check_dlq(struct smq_engine *e, struct smq_op *op, const char *queue,
     return 0;
 }
 
-static bool attrs_equal(const struct smq_queue_attrs *a, const struct smq_queue_attrs *b)
-{
-    return a->delay_s == b->delay_s && a->max_msg_size == b->max_msg_size
-        && a->retention_s == b->retention_s && a->visibility_s == b->visibility_s
-        && a->polling_wait_s == b->polling_wait_s && a->logging == b->logging
-        && a->dlq.enabled == b->dlq.enabled && strcmp(a->dlq.target, b->dlq.target) == 0
-        && a->dlq.max_receive == b->dlq.max_receive;
-}
-
 static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_queue_attrs attrs;
@@ -423,15 +334,15 @@ static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
     int64_t now_s = e->now_ms / 1000;
     int rc;
 
-    engine_default_attrs(&attrs);
-    overlay_attrs(&attrs, op);
+    mns_default_attrs(&attrs);
+    mns_overlay_attrs(&attrs, &op->attrs.values, op->attrs.present);
     if (q != NULL) {
-        op->created = false;
+        op->attrs.created = false;
         /* No SDK can send the policy: a CreateQueue that does not name one
          * must stay idempotent on a queue that has one. */
-        if (!(op->attrs_present & SMQ_ATTR_DLQ))
+        if (!(op->attrs.present & SMQ_ATTR_DLQ))
             attrs.dlq = q->attrs.dlq;
-        return attrs_equal(&attrs, &q->attrs) ? 0 : SMQ_E_QUEUE_ALREADY_EXIST;
+        return mns_attrs_equal(&attrs, &q->attrs) ? 0 : SMQ_E_QUEUE_ALREADY_EXIST;
     }
     if (e->storage_full)
         return SMQ_E_STORAGE_FULL;
@@ -458,7 +369,7 @@ static int exec_create_queue(struct smq_engine *e, struct smq_op *op)
     }
     e->next_queue_id++;
     queue_registry_insert(&e->queues, q);
-    op->created = true;
+    op->attrs.created = true;
     return 0;
 }
 
@@ -468,7 +379,7 @@ static int exec_set_queue(struct smq_engine *e, struct smq_op *op, struct smq_qu
     struct store_queue_rec rec;
     int rc;
 
-    overlay_attrs(&updated.attrs, op);
+    mns_overlay_attrs(&updated.attrs, &op->attrs.values, op->attrs.present);
     rc = check_dlq(e, op, q->name, &updated.attrs);
     if (rc != 0)
         return rc;
@@ -532,16 +443,16 @@ static int exec_list_queues(struct smq_engine *e, struct smq_op *op)
     size_t i = queue_registry_lower_bound(&e->queues, from);
     size_t limit = (size_t)op->list.ret_number;
 
-    op->listed = calloc(limit, sizeof *op->listed);
-    if (op->listed == NULL)
+    op->list.queues = calloc(limit, sizeof *op->list.queues);
+    if (op->list.queues == NULL)
         return SMQ_E_NOMEM;
-    for (; i < e->queues.n && op->n_listed < limit; i++) {
+    for (; i < e->queues.n && op->list.n_queues < limit; i++) {
         if (!has_prefix(e->queues.items[i]->name, op->list.prefix))
             break;
-        queue_info(e->queues.items[i], &op->listed[op->n_listed++]);
+        queue_info(e->queues.items[i], &op->list.queues[op->list.n_queues++]);
     }
     if (i < e->queues.n && has_prefix(e->queues.items[i]->name, op->list.prefix))
-        snprintf(op->next_marker, sizeof op->next_marker, "%s", e->queues.items[i]->name);
+        snprintf(op->list.next_marker, sizeof op->list.next_marker, "%s", e->queues.items[i]->name);
     return 0;
 }
 
@@ -577,13 +488,13 @@ static int next_seq(struct smq_engine *e, uint64_t *seq)
 
 static int check_send_items(const struct smq_queue *q, struct smq_op *op)
 {
-    for (size_t i = 0; i < op->n_send; i++) {
-        const struct smq_send_item *it = &op->send[i];
+    for (size_t i = 0; i < op->send.n; i++) {
+        const struct smq_send_item *it = &op->send.items[i];
         if (it->body_len < 1 || (int64_t)it->body_len > q->attrs.max_msg_size)
             return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
                               "The value of MessageBody should between 1 and %lld bytes%s.",
                               (long long)q->attrs.max_msg_size,
-                              op->n_send > 1 ? " (in a message of the batch)" : "");
+                              op->send.n > 1 ? " (in a message of the batch)" : "");
     }
     return 0;
 }
@@ -596,9 +507,9 @@ static int insert_msgs(struct smq_engine *e, struct smq_op *op, struct smq_queue
     struct store_msg_rec rec;
     int rc = 0;
 
-    for (size_t i = 0; rc == 0 && i < op->n_send; i++) {
+    for (size_t i = 0; rc == 0 && i < op->send.n; i++) {
         struct smq_msg *m = fresh[i];
-        const struct smq_send_item *it = &op->send[i];
+        const struct smq_send_item *it = &op->send.items[i];
         int64_t delay_s = it->delay_s > 0 ? it->delay_s : q->attrs.delay_s;
 
         m->queue = q;
@@ -621,7 +532,7 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
     int rc = e->storage_full ? SMQ_E_STORAGE_FULL : check_send_items(q, op);
     size_t i;
 
-    for (i = 0; rc == 0 && i < op->n_send; i++)
+    for (i = 0; rc == 0 && i < op->send.n; i++)
         if ((fresh[i] = calloc(1, sizeof *fresh[i])) == NULL)
             rc = SMQ_E_NOMEM;
     if (rc == 0) {
@@ -629,9 +540,9 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
         if (rc == 0)
             rc = write_end(e, insert_msgs(e, op, q, fresh));
     }
-    for (i = 0; i < op->n_send; i++) {
+    for (i = 0; i < op->send.n; i++) {
         if (rc == 0) {
-            op->sent_seq[i] = fresh[i]->seq;
+            op->send.seq[i] = fresh[i]->seq;
             engine_msg_link(e, q, fresh[i]);
             q->count.sent++;
             engine_oplog(e, q, EV_SEND, fresh[i], op->request_id);
@@ -643,7 +554,7 @@ static int exec_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
 }
 
 /*
- * The bodies a receive or peek returns share one allocation, op->body_block,
+ * The bodies a receive or peek returns share one allocation, op->recv.body_block,
  * which the HTTP thread frees once.  With a block per body, every body was
  * freed by a thread other than the one that allocated it, and each such
  * free takes the lock of the engine thread's malloc arena: the engine
@@ -682,19 +593,19 @@ static int body_block_attach(struct smq_op *op, struct smq_buf *bodies, int rc)
 {
     size_t len, at = 0;
 
-    if (rc == 0 && op->n_msgs > 0) {
+    if (rc == 0 && op->recv.n_msgs > 0) {
         buf_append(bodies, "", 0);        /* a block even if every body is empty */
         if (buf_failed(bodies))
             rc = SMQ_E_NOMEM;
     }
-    if (rc != 0 || op->n_msgs == 0) {
+    if (rc != 0 || op->recv.n_msgs == 0) {
         buf_free(bodies);
         return rc;
     }
-    op->body_block = buf_take(bodies, &len);
-    for (size_t i = 0; i < op->n_msgs; i++) {
-        op->msgs[i].body = op->body_block + at;
-        at += op->msgs[i].body_len;
+    op->recv.body_block = buf_take(bodies, &len);
+    for (size_t i = 0; i < op->recv.n_msgs; i++) {
+        op->recv.msgs[i].body = op->recv.body_block + at;
+        at += op->recv.msgs[i].body_len;
     }
     return 0;
 }
@@ -737,7 +648,7 @@ static void put_back(struct smq_engine *e, struct smq_queue *q, struct smq_msg *
 
 static void drop_bodies(struct smq_op *op)
 {
-    engine_op_release(op);
+    op_release(op);
 }
 
 static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
@@ -748,7 +659,7 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
     int64_t visible_ms = e->now_ms + q->attrs.visibility_s * 1000;
     int rc;
 
-    n = take_active(e, q, op->max_msgs, taken, op->request_id);
+    n = take_active(e, q, op->recv.max_msgs, taken, op->request_id);
     rc = n > 0 ? write_begin(e) : 0;
     buf_init(&bodies);
 
@@ -764,9 +675,9 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
         msg_rec(&next, &rec);
         rc = store_msg_update(e->store, &rec);
         if (rc == 0)
-            rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->msgs[op->n_msgs]);
+            rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->recv.msgs[op->recv.n_msgs]);
         if (rc == 0)
-            fill_view(&next, &op->msgs[op->n_msgs++]);
+            fill_view(&next, &op->recv.msgs[op->recv.n_msgs++]);
     }
     rc = body_block_attach(op, &bodies, rc);
     if (n > 0)
@@ -793,7 +704,7 @@ static int receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue
 /* Returns 1 when op was parked (it finishes later), else an op result. */
 static int exec_receive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
-    int64_t wait_s = op->wait_s >= 0 ? op->wait_s : q->attrs.polling_wait_s;
+    int64_t wait_s = op->recv.wait_s >= 0 ? op->recv.wait_s : q->attrs.polling_wait_s;
     int rc;
 
     /* Parked polls are served first (FIFO), so a newcomer may not overtake them. */
@@ -814,14 +725,14 @@ static int exec_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
     struct smq_buf bodies;
-    size_t n = take_active(e, q, op->max_msgs, taken, NULL);
+    size_t n = take_active(e, q, op->recv.max_msgs, taken, NULL);
     int rc = 0;
 
     buf_init(&bodies);
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->msgs[op->n_msgs]);
+        rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->recv.msgs[op->recv.n_msgs]);
         if (rc == 0)
-            fill_view(taken[i], &op->msgs[op->n_msgs++]);
+            fill_view(taken[i], &op->recv.msgs[op->recv.n_msgs++]);
     }
     rc = body_block_attach(op, &bodies, rc);
     put_back(e, q, taken, n);
@@ -855,12 +766,12 @@ static int exec_delete_msgs(struct smq_engine *e, struct smq_op *op, struct smq_
     size_t n_doomed = 0;
     int rc = 0;
 
-    for (size_t i = 0; i < op->n_handles; i++) {
-        struct smq_msg *m = handle_target(e, q, &op->handles[i], &op->handles[i].err);
+    for (size_t i = 0; i < op->del.n; i++) {
+        struct smq_msg *m = handle_target(e, q, &op->del.refs[i], &op->del.refs[i].err);
         for (size_t j = 0; m != NULL && j < n_doomed; j++)
             if (doomed[j] == m) {           /* the same handle twice in one batch */
                 m = NULL;
-                op->handles[i].err = SMQ_E_MESSAGE_NOT_EXIST;
+                op->del.refs[i].err = SMQ_E_MESSAGE_NOT_EXIST;
             }
         if (m != NULL)
             doomed[n_doomed++] = m;
@@ -879,13 +790,13 @@ static int exec_delete_msgs(struct smq_engine *e, struct smq_op *op, struct smq_
     }
     q->count.deleted += n_doomed;
     /* BatchDeleteMessage reports per handle (even a batch of one). */
-    return op->batch_delete ? 0 : op->handles[0].err;
+    return op->del.batch ? 0 : op->del.refs[0].err;
 }
 
 static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     int err;
-    struct smq_msg *m = handle_target(e, q, &op->handles[0], &err);
+    struct smq_msg *m = handle_target(e, q, &op->vis.ref, &err);
     struct smq_msg next;
     struct store_msg_rec rec;
     int rc;
@@ -894,7 +805,7 @@ static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struc
         return err;
     next = *m;
     next.handle_gen++;
-    next.visible_ms = e->now_ms + op->visibility_s * 1000;
+    next.visible_ms = e->now_ms + op->vis.visibility_s * 1000;
     msg_rec(&next, &rec);
     rc = write_begin(e);
     if (rc == 0)
@@ -908,8 +819,8 @@ static int exec_change_visibility(struct smq_engine *e, struct smq_op *op, struc
     queue_msg_place(q, m, e->now_ms, &e->msg_wheel, &e->tb);
     if (m->state == SMQ_MSG_ACTIVE)
         engine_mark_ready(e, q);
-    op->new_gen = m->handle_gen;
-    op->next_visible_ms = m->visible_ms;
+    op->vis.new_gen = m->handle_gen;
+    op->vis.next_visible_ms = m->visible_ms;
     engine_oplog(e, q, EV_CHANGE_VISIBILITY, m, op->request_id);
     return 0;
 }
@@ -1072,7 +983,7 @@ static void finish_run(struct smq_engine *e, bool force)
     if (e->txn_lost) {
         recover_reload(e);
         for (op = e->done_head; op != NULL; op = op->next)
-            engine_op_fail(op, e->lost_rc == SMQ_E_STORAGE_FULL ? SMQ_E_STORAGE_FULL
+            op_fail(op, e->lost_rc == SMQ_E_STORAGE_FULL ? SMQ_E_STORAGE_FULL
                                                                 : SMQ_E_INTERNAL, NULL);
         e->txn_lost = false;
         e->lost_rc = 0;
@@ -1083,7 +994,7 @@ static void finish_run(struct smq_engine *e, bool force)
     if (e->syncer != NULL)
         syncer_release(e->syncer, op);
     else
-        engine_answer(op);
+        op_answer(op);
 }
 
 void engine_advance_clock(struct smq_engine *e)
@@ -1201,7 +1112,7 @@ void engine_drain(struct smq_engine *e)
     finish_run(e, true);
 }
 
-void engine_stats(const struct smq_engine *e, struct engine_stats *out)
+void engine_stats(const struct smq_engine *e, struct smq_engine_stats *out)
 {
     out->queues = e->queues.n;
     out->messages = e->msgs.count;

@@ -48,22 +48,22 @@ int engine_exec_stats(struct smq_engine *e, struct smq_op *op)
 {
     size_t n = 0;
 
-    if (op->totals_only) {               /* O(1): the engine answers, that is all */
-        engine_stats(e, &op->totals);
+    if (op->stats.totals_only) {               /* O(1): the engine answers, that is all */
+        engine_stats(e, &op->stats.totals);
         return 0;
     }
     refresh_file_stats(e);
-    engine_stats(e, &op->totals);
-    op->stats = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *op->stats);
-    if (op->stats == NULL)
+    engine_stats(e, &op->stats.totals);
+    op->stats.queues = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *op->stats.queues);
+    if (op->stats.queues == NULL)
         return SMQ_E_NOMEM;
     for (size_t i = 0; i < e->queues.n; i++) {
         const struct smq_queue *q = e->queues.items[i];
         if (op->queue[0] != '\0' && strcmp(op->queue, q->name) != 0)
             continue;
-        queue_stats(q, &op->stats[n++]);
+        queue_stats(q, &op->stats.queues[n++]);
     }
-    op->n_stats = n;
+    op->stats.n_queues = n;
     if (op->queue[0] != '\0' && n == 0)
         return SMQ_E_QUEUE_NOT_EXIST;
     return 0;
@@ -118,8 +118,8 @@ int engine_exec_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue 
     rc = n > 0 ? purge_queues(e, qs, n) : 0;
     if (rc != 0)
         return rc;
-    op->n_purged = n_main;
-    op->n_purged_dlq = n_dlq;
+    op->purge.n_main = n_main;
+    op->purge.n_dlq = n_dlq;
     if (op->purge.main)
         engine_oplog_purge(e, q, n_main, op->request_id);
     if (dlq != NULL && dlq != q)

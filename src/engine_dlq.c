@@ -248,7 +248,7 @@ int engine_exec_redrive(struct smq_engine *e, struct smq_op *op, struct smq_queu
     /* A new request replaces a running one on the same queue. */
     queue_redrive_free(q->redrive);
     q->redrive = NULL;
-    op->n_redrive = r->n;
+    op->redrive.n_scheduled = r->n;
     if (r->n == 0) {
         queue_redrive_free(r);
         return 0;

@@ -150,7 +150,7 @@ static void log_request(const struct http_req *r)
     const struct smq_op *op = &r->call.op;
 
     SMQ_INFO("request id=%s action=%s queue=%s status=%d code=%s latency_ms=%.3f",
-             r->request_id, api_action_name(r->call.action),
+             r->request_id, mns_action_name(r->call.action),
              op->queue[0] ? op->queue : "-", r->status,
              r->error_code ? r->error_code : "-",
              (double)(clock_mono_us() - r->start_us) / 1000.0);

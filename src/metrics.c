@@ -73,7 +73,7 @@ static const struct histogram_shape flush_shape = {flush_bound_us, flush_bound_l
                                                    N_FLUSH_BOUNDS};
 
 struct smq_metrics {
-    struct action_stats actions[API__COUNT];
+    struct action_stats actions[MNS__ACTION_COUNT];
     struct flush_stats flushes;
     uint64_t throttled[SMQ_LIMIT__COUNT];
     int64_t in_flight;
@@ -127,15 +127,15 @@ void metrics_request_started(struct smq_metrics *m)
         __atomic_fetch_add(&m->in_flight, 1, __ATOMIC_RELAXED);
 }
 
-void metrics_request_done(struct smq_metrics *m, enum api_action a, int status,
+void metrics_request_done(struct smq_metrics *m, enum mns_action a, int status,
                           uint64_t duration_us)
 {
     struct action_stats *s;
 
     if (m == NULL)
         return;
-    if ((int)a < 0 || a >= API__COUNT)
-        a = API_UNKNOWN;
+    if ((int)a < 0 || a >= MNS__ACTION_COUNT)
+        a = MNS_UNKNOWN;
     s = &m->actions[a];
     add(&s->by_status[status_slot(status)], 1);
     add(&s->buckets[bucket_slot(&request_shape, duration_us)], 1);
@@ -171,12 +171,12 @@ static void render_requests(struct smq_metrics *m, struct smq_buf *out)
     buf_puts(out, "# HELP smqd_http_requests_total MNS API requests answered, by action and "
                   "HTTP status.\n"
                   "# TYPE smqd_http_requests_total counter\n");
-    for (int a = 0; a < API__COUNT; a++) {
+    for (int a = 0; a < MNS__ACTION_COUNT; a++) {
         for (size_t i = 0; i <= N_STATUS; i++) {
             uint64_t n = load(&m->actions[a].by_status[i]);
             if (n == 0)
                 continue;
-            buf_printf(out, "smqd_http_requests_total{action=\"%s\",code=\"", api_action_name(a));
+            buf_printf(out, "smqd_http_requests_total{action=\"%s\",code=\"", mns_action_name(a));
             if (i == STATUS_OTHER)
                 buf_puts(out, "other");
             else
@@ -237,8 +237,8 @@ static void render_durations(struct smq_metrics *m, struct smq_buf *out)
     buf_puts(out, "# HELP smqd_http_request_duration_seconds Time from request line to "
                   "response, by action; receives include their long-poll wait.\n"
                   "# TYPE smqd_http_request_duration_seconds histogram\n");
-    for (int a = 0; a < API__COUNT; a++)
-        render_histogram_of(&m->actions[a], api_action_name(a), out);
+    for (int a = 0; a < MNS__ACTION_COUNT; a++)
+        render_histogram_of(&m->actions[a], mns_action_name(a), out);
 }
 
 static void render_gauge_and_throttled(struct smq_metrics *m, struct smq_buf *out)

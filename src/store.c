@@ -1100,7 +1100,7 @@ int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
     bind_key(&blob, m->queue_id, m->seq);
     bind_blob(&blob, 3, body, body_len);
     if (body_md5 != NULL)
-        bind_blob(&blob, 4, body_md5, STORE_BODY_MD5_LEN);
+        bind_blob(&blob, 4, body_md5, MNS_MD5_LEN);
     else
         bind_null(&blob, 4);
     return run_write(s, &blob, "msg body insert", NULL);
@@ -1161,18 +1161,18 @@ int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq)
  * rows from before schema 3; any other type or length is treated the same
  * way, so a damaged value costs a recomputation instead of an answer
  * whose MD5 does not match its body). */
-static void column_md5(sqlite3_stmt *st, int col, struct store_body_md5 *md5)
+static void column_md5(sqlite3_stmt *st, int col, struct mns_body_md5 *md5)
 {
     const void *p = sqlite3_column_type(st, col) == SQLITE_BLOB ? sqlite3_column_blob(st, col)
                                                                 : NULL;
 
-    md5->present = p != NULL && sqlite3_column_bytes(st, col) == STORE_BODY_MD5_LEN;
+    md5->present = p != NULL && sqlite3_column_bytes(st, col) == MNS_MD5_LEN;
     if (md5->present)
-        memcpy(md5->bytes, p, STORE_BODY_MD5_LEN);
+        memcpy(md5->bytes, p, MNS_MD5_LEN);
 }
 
 int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out,
-                   struct store_body_md5 *md5)
+                   struct mns_body_md5 *md5)
 {
     struct binder b = {s->st[ST_BODY_GET], SQLITE_OK};
     const void *body;

@@ -50,9 +50,9 @@ static int flush_wal(int fd)
 static void answer_failed(struct smq_op *ops)
 {
     for (struct smq_op *op = ops; op != NULL; op = op->next)
-        engine_op_fail(op, SMQ_E_INTERNAL,
+        op_fail(op, SMQ_E_INTERNAL,
                        "the disk failed to flush the write-ahead log; restart smqd");
-    engine_answer(ops);
+    op_answer(ops);
 }
 
 /* Unlinks the held ops whose flush is done (caller holds the lock). */
@@ -121,7 +121,7 @@ static void run_round(struct smq_syncer *s)
     if (failed)
         answer_failed(done);
     else
-        engine_answer(done);
+        op_answer(done);
     pthread_mutex_lock(&s->lock);
     s->busy = false;
     pthread_cond_broadcast(&s->quiet);
@@ -210,7 +210,7 @@ void syncer_release(struct smq_syncer *s, struct smq_op *ops)
     if (failed)
         answer_failed(ops);
     else if (now)
-        engine_answer(ops);
+        op_answer(ops);
 }
 
 void syncer_drain(struct smq_syncer *s)

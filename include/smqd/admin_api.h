@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "smqd/buf.h"
-#include "smqd/engine.h"
+#include "smqd/op.h"
 #include "smqd/handle.h"
 
 /* A reply as admin.c sends it. */

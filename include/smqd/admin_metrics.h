@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "smqd/buf.h"
-#include "smqd/engine.h"
+#include "smqd/op.h"
 
 struct admin_metrics_input {
     const char *version;                 /* smqd_build_info{version} */

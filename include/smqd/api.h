@@ -20,32 +20,10 @@
 #include "smqd/buf.h"
 #include "smqd/clock.h"
 #include "smqd/crypto.h"
-#include "smqd/engine.h"
+#include "smqd/op.h"
 #include "smqd/errors.h"
 #include "smqd/handle.h"
 #include "smqd/xml.h"
-
-enum api_action {
-    API_UNKNOWN = 0,
-    API_CREATE_QUEUE,
-    API_SET_QUEUE_ATTRIBUTES,
-    API_GET_QUEUE_ATTRIBUTES,
-    API_DELETE_QUEUE,
-    API_LIST_QUEUE,
-    API_SEND_MESSAGE,
-    API_BATCH_SEND_MESSAGE,
-    API_RECEIVE_MESSAGE,
-    API_BATCH_RECEIVE_MESSAGE,
-    API_PEEK_MESSAGE,
-    API_BATCH_PEEK_MESSAGE,
-    API_DELETE_MESSAGE,
-    API_BATCH_DELETE_MESSAGE,
-    API_CHANGE_MESSAGE_VISIBILITY,
-    API__COUNT
-};
-
-/* The name logged for an action ("ReceiveMessage", ...; "-" for unknown). */
-const char *api_action_name(enum api_action a);
 
 /* Read-only context shared by every HTTP thread. */
 struct api_ctx {
@@ -73,7 +51,7 @@ struct api_response {
 
 /* Per-request state between prepare and render. */
 struct api_call {
-    enum api_action action;
+    enum mns_action action;
     /* The verified access key id, once authenticated (else NULL); borrowed
      * from the key ring, which lives until shutdown (auth.h). */
     const char *access_key_id;

@@ -13,6 +13,7 @@
 #include "smqd/auth.h"
 #include "smqd/log.h"
 #include "smqd/qname.h"
+#include "smqd/storage.h"
 
 /* What config_print writes instead of a secret. */
 #define SMQ_CONFIG_SECRET_MASK "********"
@@ -24,11 +25,6 @@
  * every secret that could be written before this limit was set is still
  * accepted; longer setting names leave less room on the line. */
 #define SMQ_KEY_SECRET_MAX 192
-
-enum smq_sync_mode {
-    SMQ_SYNC_FULL = 0,      /* fsync the WAL on every commit: survives power loss */
-    SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
-};
 
 /* Queue names in [queue.NAME] follow the API's rule (qname.h). */
 #define SMQ_CONFIG_QUEUES_MAX 1024

@@ -10,7 +10,7 @@
  *   smqd_wal_flush_duration_seconds                  histogram (le 0.0001 … 1), and
  *   smqd_wal_flush_failures_total                    counter, both once a flush happened
  *
- * action is api_action_name() ("-" for a request refused before it was
+ * action is mns_action_name() ("-" for a request refused before it was
  * routed, e.g. a bad signature); code is the HTTP status, or "other" for a
  * status outside the fixed table (0: no response was sent, the client went
  * away first).  Durations run from the request line to the completed
@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "smqd/api.h"
+#include "smqd/mns.h"
 #include "smqd/buf.h"
 #include "smqd/ratelimit.h"
 
@@ -50,7 +50,7 @@ int metrics_render(struct smq_metrics *m, struct smq_buf *out);
 /* A request's headers are complete: it is in flight until metrics_request_done. */
 void metrics_request_started(struct smq_metrics *m);
 /* The request is finished; status 0 = no response was sent. */
-void metrics_request_done(struct smq_metrics *m, enum api_action a, int status,
+void metrics_request_done(struct smq_metrics *m, enum mns_action a, int status,
                           uint64_t duration_us);
 /* A request was refused with QpsLimitExceeded by the limit of scope. */
 void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope);

@@ -27,8 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "smqd/engine.h"
 #include "smqd/heap.h"
+#include "smqd/mns.h"
+#include "smqd/op.h"
 #include "smqd/twheel.h"
 
 enum smq_msg_state {

@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "smqd/buf.h"
-#include "smqd/config.h"
-#include "smqd/crypto.h"
+#include "smqd/mns.h"
+#include "smqd/storage.h"
 
 #define STORE_SCHEMA_VERSION 3
 #define STORE_QUEUE_NAME_MAX 120
@@ -143,17 +143,8 @@ int store_queue_purge(struct smq_store *s, int64_t queue_id);
 int store_queue_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
 
-#define STORE_BODY_MD5_LEN CRYPTO_MD5_LEN
-
-/* A body's MD5 as written at send (schema 3); rows written before have
- * none, and neither does an insert that passed NULL. */
-struct store_body_md5 {
-    unsigned char bytes[STORE_BODY_MD5_LEN];
-    bool present;
-};
-
 /* Writes the metadata row and the body row.  body may be NULL when
- * body_len is 0; body_md5 (STORE_BODY_MD5_LEN bytes) may be NULL.
+ * body_len is 0; body_md5 (MNS_MD5_LEN bytes) may be NULL.
  * m->seq above INT64_MAX: SMQ_E_INVALID_ARGUMENT. */
 int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
                      const void *body, size_t body_len, const unsigned char *body_md5);
@@ -170,7 +161,7 @@ int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq);
 /* Appends the body of (queue_id, seq) to out and, when md5 is not NULL,
  * gives its stored MD5.  SMQ_E_MESSAGE_NOT_EXIST if absent. */
 int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out,
-                   struct store_body_md5 *md5);
+                   struct mns_body_md5 *md5);
 /* Calls cb for every message, in (queue_id, seq) order, without reading
  * bodies; a non-zero return from cb stops and is returned. */
 int store_msg_load(struct smq_store *s,

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "smqd/engine.h"
+#include "smqd/op.h"
 
 struct smq_syncer;
 

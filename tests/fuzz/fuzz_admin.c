@@ -70,7 +70,7 @@ static void check_accepted(const struct admin_job *job)
         check_queue_name(op->queue);
     switch (job->kind) {
     case ADMIN_JOB_PEEK:
-        FUZZ_CHECK(op->max_msgs >= 1 && op->max_msgs <= SMQ_BATCH_MAX);
+        FUZZ_CHECK(op->recv.max_msgs >= 1 && op->recv.max_msgs <= SMQ_BATCH_MAX);
         break;
     case ADMIN_JOB_PURGE:
         FUZZ_CHECK(op->purge.main || op->purge.dlq);
@@ -79,19 +79,19 @@ static void check_accepted(const struct admin_job *job)
         FUZZ_CHECK(op->redrive.rate_per_s >= 1 && op->redrive.rate_per_s <= 100000);
         break;
     case ADMIN_JOB_SET:
-        FUZZ_CHECK(op->attrs_present != 0);
+        FUZZ_CHECK(op->attrs.present != 0);
         FUZZ_CHECK(strcmp(job->ops[1].queue, op->queue) == 0);
-        FUZZ_CHECK(!(op->attrs_present & SMQ_ATTR_VISIBILITY) ||
-                   (op->attrs.visibility_s >= SMQ_VISIBILITY_MIN_S &&
-                    op->attrs.visibility_s <= SMQ_VISIBILITY_MAX_S));
-        FUZZ_CHECK(!(op->attrs_present & SMQ_ATTR_MAX_MSG_SIZE) ||
-                   (op->attrs.max_msg_size >= SMQ_MSG_SIZE_MIN &&
-                    op->attrs.max_msg_size <= SMQ_MSG_SIZE_MAX));
-        if ((op->attrs_present & SMQ_ATTR_DLQ) && op->attrs.dlq.enabled) {
-            check_queue_name(op->attrs.dlq.target);
-            FUZZ_CHECK(strcmp(op->attrs.dlq.target, op->queue) != 0);
-            FUZZ_CHECK(op->attrs.dlq.max_receive >= SMQ_DLQ_MAX_RECEIVE_MIN &&
-                       op->attrs.dlq.max_receive <= SMQ_DLQ_MAX_RECEIVE_MAX);
+        FUZZ_CHECK(!(op->attrs.present & SMQ_ATTR_VISIBILITY) ||
+                   (op->attrs.values.visibility_s >= SMQ_VISIBILITY_MIN_S &&
+                    op->attrs.values.visibility_s <= SMQ_VISIBILITY_MAX_S));
+        FUZZ_CHECK(!(op->attrs.present & SMQ_ATTR_MAX_MSG_SIZE) ||
+                   (op->attrs.values.max_msg_size >= SMQ_MSG_SIZE_MIN &&
+                    op->attrs.values.max_msg_size <= SMQ_MSG_SIZE_MAX));
+        if ((op->attrs.present & SMQ_ATTR_DLQ) && op->attrs.values.dlq.enabled) {
+            check_queue_name(op->attrs.values.dlq.target);
+            FUZZ_CHECK(strcmp(op->attrs.values.dlq.target, op->queue) != 0);
+            FUZZ_CHECK(op->attrs.values.dlq.max_receive >= SMQ_DLQ_MAX_RECEIVE_MIN &&
+                       op->attrs.values.dlq.max_receive <= SMQ_DLQ_MAX_RECEIVE_MAX);
         }
         break;
     default:
@@ -106,15 +106,15 @@ static void check_render(const char *body, size_t len)
     struct admin_reply r;
 
     memset(&job, 0, sizeof job);
-    engine_op_init(&job.ops[0], SMQ_OP_PEEK);
+    op_init(&job.ops[0], SMQ_OP_PEEK);
     job.kind = ADMIN_JOB_PEEK;
     job.n_ops = 1;
-    job.ops[0].body_block = malloc(len + 1);      /* the engine's layout: one block */
-    FUZZ_CHECK(job.ops[0].body_block != NULL);
-    job.ops[0].msgs[0].body = job.ops[0].body_block;
-    memcpy(job.ops[0].msgs[0].body, body, len);
-    job.ops[0].msgs[0].body_len = len;
-    job.ops[0].n_msgs = 1;
+    job.ops[0].recv.body_block = malloc(len + 1);      /* the engine's layout: one block */
+    FUZZ_CHECK(job.ops[0].recv.body_block != NULL);
+    job.ops[0].recv.msgs[0].body = job.ops[0].recv.body_block;
+    memcpy(job.ops[0].recv.msgs[0].body, body, len);
+    job.ops[0].recv.msgs[0].body_len = len;
+    job.ops[0].recv.n_msgs = 1;
     admin_reply_init(&r);
     admin_api_render(&job, fuzz_handle_keys(), FUZZ_NOW_MS, &r);
     FUZZ_CHECK(r.status == 200 && !buf_failed(&r.body));

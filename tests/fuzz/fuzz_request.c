@@ -54,32 +54,32 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static enum smq_op_kind kind_of(enum api_action a)
+static enum smq_op_kind kind_of(enum mns_action a)
 {
     switch (a) {
-    case API_CREATE_QUEUE: return SMQ_OP_CREATE_QUEUE;
-    case API_SET_QUEUE_ATTRIBUTES: return SMQ_OP_SET_QUEUE;
-    case API_GET_QUEUE_ATTRIBUTES: return SMQ_OP_GET_QUEUE;
-    case API_DELETE_QUEUE: return SMQ_OP_DELETE_QUEUE;
-    case API_LIST_QUEUE: return SMQ_OP_LIST_QUEUES;
-    case API_SEND_MESSAGE:
-    case API_BATCH_SEND_MESSAGE: return SMQ_OP_SEND;
-    case API_RECEIVE_MESSAGE:
-    case API_BATCH_RECEIVE_MESSAGE: return SMQ_OP_RECEIVE;
-    case API_PEEK_MESSAGE:
-    case API_BATCH_PEEK_MESSAGE: return SMQ_OP_PEEK;
-    case API_DELETE_MESSAGE:
-    case API_BATCH_DELETE_MESSAGE: return SMQ_OP_DELETE_MSG;
-    case API_CHANGE_MESSAGE_VISIBILITY: return SMQ_OP_CHANGE_VISIBILITY;
+    case MNS_CREATE_QUEUE: return SMQ_OP_CREATE_QUEUE;
+    case MNS_SET_QUEUE_ATTRIBUTES: return SMQ_OP_SET_QUEUE;
+    case MNS_GET_QUEUE_ATTRIBUTES: return SMQ_OP_GET_QUEUE;
+    case MNS_DELETE_QUEUE: return SMQ_OP_DELETE_QUEUE;
+    case MNS_LIST_QUEUE: return SMQ_OP_LIST_QUEUES;
+    case MNS_SEND_MESSAGE:
+    case MNS_BATCH_SEND_MESSAGE: return SMQ_OP_SEND;
+    case MNS_RECEIVE_MESSAGE:
+    case MNS_BATCH_RECEIVE_MESSAGE: return SMQ_OP_RECEIVE;
+    case MNS_PEEK_MESSAGE:
+    case MNS_BATCH_PEEK_MESSAGE: return SMQ_OP_PEEK;
+    case MNS_DELETE_MESSAGE:
+    case MNS_BATCH_DELETE_MESSAGE: return SMQ_OP_DELETE_MSG;
+    case MNS_CHANGE_MESSAGE_VISIBILITY: return SMQ_OP_CHANGE_VISIBILITY;
     default: fuzz_fail(__FILE__, __LINE__, "an accepted request without an action");
     }
     return SMQ_OP_GET_QUEUE;
 }
 
-static bool is_batch(enum api_action a)
+static bool is_batch(enum mns_action a)
 {
-    return a == API_BATCH_SEND_MESSAGE || a == API_BATCH_RECEIVE_MESSAGE
-           || a == API_BATCH_PEEK_MESSAGE || a == API_BATCH_DELETE_MESSAGE;
+    return a == MNS_BATCH_SEND_MESSAGE || a == MNS_BATCH_RECEIVE_MESSAGE
+           || a == MNS_BATCH_PEEK_MESSAGE || a == MNS_BATCH_DELETE_MESSAGE;
 }
 
 /* ---- refused requests ------------------------------------------------------ */
@@ -111,12 +111,12 @@ static void check_send(const struct api_call *call)
     const struct smq_op *op = &call->op;
     size_t total = 0;
 
-    FUZZ_CHECK(op->n_send >= 1 && op->n_send <= SMQ_BATCH_MAX);
-    FUZZ_CHECK(op->n_send == call->send.n);
-    if (call->action == API_SEND_MESSAGE)
-        FUZZ_CHECK(op->n_send == 1);
-    for (size_t i = 0; i < op->n_send; i++) {
-        const struct smq_send_item *s = &op->send[i];
+    FUZZ_CHECK(op->send.n >= 1 && op->send.n <= SMQ_BATCH_MAX);
+    FUZZ_CHECK(op->send.n == call->send.n);
+    if (call->action == MNS_SEND_MESSAGE)
+        FUZZ_CHECK(op->send.n == 1);
+    for (size_t i = 0; i < op->send.n; i++) {
+        const struct smq_send_item *s = &op->send.items[i];
         unsigned char md5[CRYPTO_MD5_LEN];
 
         FUZZ_CHECK(s->body == call->send.items[i].body && s->body != NULL);
@@ -135,29 +135,33 @@ static void check_handles(const struct api_call *call)
 {
     const struct smq_op *op = &call->op;
 
-    FUZZ_CHECK(op->n_handles >= 1 && op->n_handles <= SMQ_BATCH_MAX);
-    if (call->action != API_BATCH_DELETE_MESSAGE) {
-        FUZZ_CHECK(op->n_handles == 1 && op->handles[0].err == 0);
+    if (call->action == MNS_CHANGE_MESSAGE_VISIBILITY) {
+        FUZZ_CHECK(op->vis.ref.err == 0);
         return;
     }
-    FUZZ_CHECK(op->n_handles == call->handles.n);
-    for (size_t i = 0; i < op->n_handles; i++) {
+    FUZZ_CHECK(op->del.n >= 1 && op->del.n <= SMQ_BATCH_MAX);
+    if (call->action != MNS_BATCH_DELETE_MESSAGE) {
+        FUZZ_CHECK(op->del.n == 1 && op->del.refs[0].err == 0);
+        return;
+    }
+    FUZZ_CHECK(op->del.n == call->handles.n);
+    for (size_t i = 0; i < op->del.n; i++) {
         const char *text = call->handles.handles[i];
         char again[HANDLE_TEXT_LEN + 1];
 
-        if (op->handles[i].err != 0) {
-            FUZZ_CHECK(op->handles[i].err == SMQ_E_RECEIPT_HANDLE_ERROR);
+        if (op->del.refs[i].err != 0) {
+            FUZZ_CHECK(op->del.refs[i].err == SMQ_E_RECEIPT_HANDLE_ERROR);
             continue;
         }
-        handle_encode(ctx.handle_keys, op->handles[i].seq, op->handles[i].gen, again);
+        handle_encode(ctx.handle_keys, op->del.refs[i].seq, op->del.refs[i].gen, again);
         FUZZ_CHECK(strcmp(again, text) == 0);
     }
 }
 
 static void check_attrs(const struct smq_op *op)
 {
-    const struct smq_queue_attrs *a = &op->attrs;
-    unsigned p = op->attrs_present;
+    const struct smq_queue_attrs *a = &op->attrs.values;
+    unsigned p = op->attrs.present;
 
     FUZZ_CHECK(!(p & SMQ_ATTR_DELAY) || (a->delay_s >= 0 && a->delay_s <= SMQ_DELAY_MAX_S));
     FUZZ_CHECK(!(p & SMQ_ATTR_MAX_MSG_SIZE)
@@ -175,10 +179,10 @@ static void check_accepted(const struct api_call *call)
 {
     const struct smq_op *op = &call->op;
 
-    FUZZ_CHECK(call->action > API_UNKNOWN && call->action < API__COUNT);
-    FUZZ_CHECK(strcmp(api_action_name(call->action), "-") != 0);
+    FUZZ_CHECK(call->action > MNS_UNKNOWN && call->action < MNS__ACTION_COUNT);
+    FUZZ_CHECK(strcmp(mns_action_name(call->action), "-") != 0);
     FUZZ_CHECK(op->kind == kind_of(call->action));
-    if (call->action != API_LIST_QUEUE)
+    if (call->action != MNS_LIST_QUEUE)
         FUZZ_CHECK(api_check_queue_name(op->queue, strlen(op->queue), NULL) == 0);
     switch (op->kind) {
     case SMQ_OP_CREATE_QUEUE:
@@ -193,15 +197,15 @@ static void check_accepted(const struct api_call *call)
         break;
     case SMQ_OP_RECEIVE:
     case SMQ_OP_PEEK:
-        FUZZ_CHECK(op->max_msgs >= 1 && op->max_msgs <= SMQ_BATCH_MAX);
-        FUZZ_CHECK(is_batch(call->action) || op->max_msgs == 1);
-        FUZZ_CHECK(op->wait_s >= -1 && op->wait_s <= SMQ_POLLING_WAIT_MAX_S);
+        FUZZ_CHECK(op->recv.max_msgs >= 1 && op->recv.max_msgs <= SMQ_BATCH_MAX);
+        FUZZ_CHECK(is_batch(call->action) || op->recv.max_msgs == 1);
+        FUZZ_CHECK(op->recv.wait_s >= -1 && op->recv.wait_s <= SMQ_POLLING_WAIT_MAX_S);
         break;
     case SMQ_OP_DELETE_MSG:
         check_handles(call);
         break;
     case SMQ_OP_CHANGE_VISIBILITY:
-        FUZZ_CHECK(op->visibility_s >= 0 && op->visibility_s <= SMQ_VISIBILITY_MAX_S);
+        FUZZ_CHECK(op->vis.visibility_s >= 0 && op->vis.visibility_s <= SMQ_VISIBILITY_MAX_S);
         check_handles(call);
         break;
     default:
@@ -216,34 +220,34 @@ static void finish_ok(const struct api_request *req, struct api_call *call)
 
     switch (op->kind) {
     case SMQ_OP_CREATE_QUEUE:
-        op->created = req->body_len % 2 == 0;
+        op->attrs.created = req->body_len % 2 == 0;
         break;
     case SMQ_OP_GET_QUEUE:
         memcpy(op->info.name, op->queue, sizeof op->info.name);
-        engine_default_attrs(&op->info.attrs);
+        mns_default_attrs(&op->info.attrs);
         break;
     case SMQ_OP_LIST_QUEUES:
         /* Names come from the prefix and marker the client sent (any bytes). */
-        op->listed = calloc(2, sizeof *op->listed);
-        FUZZ_CHECK(op->listed != NULL);
-        op->n_listed = 2;
-        memcpy(op->listed[0].name, op->list.prefix, sizeof op->listed[0].name);
-        memcpy(op->listed[1].name, op->list.marker, sizeof op->listed[1].name);
-        memcpy(op->next_marker, op->list.marker, sizeof op->next_marker);
+        op->list.queues = calloc(2, sizeof *op->list.queues);
+        FUZZ_CHECK(op->list.queues != NULL);
+        op->list.n_queues = 2;
+        memcpy(op->list.queues[0].name, op->list.prefix, sizeof op->list.queues[0].name);
+        memcpy(op->list.queues[1].name, op->list.marker, sizeof op->list.queues[1].name);
+        memcpy(op->list.next_marker, op->list.marker, sizeof op->list.next_marker);
         break;
     case SMQ_OP_SEND:
-        for (size_t i = 0; i < op->n_send; i++)
-            op->sent_seq[i] = i + 1;
+        for (size_t i = 0; i < op->send.n; i++)
+            op->send.seq[i] = i + 1;
         break;
     case SMQ_OP_RECEIVE:
     case SMQ_OP_PEEK:
         /* Bodies are whatever the request carried: not necessarily valid XML
          * text.  One block for all of them, as the engine lays them out. */
-        op->body_block = malloc(req->body_len * (size_t)op->max_msgs + 1);
-        FUZZ_CHECK(op->body_block != NULL);
-        for (int i = 0; i < op->max_msgs; i++) {
-            struct smq_msg_view *v = &op->msgs[i];
-            v->body = op->body_block + req->body_len * (size_t)i;
+        op->recv.body_block = malloc(req->body_len * (size_t)op->recv.max_msgs + 1);
+        FUZZ_CHECK(op->recv.body_block != NULL);
+        for (int i = 0; i < op->recv.max_msgs; i++) {
+            struct smq_msg_view *v = &op->recv.msgs[i];
+            v->body = op->recv.body_block + req->body_len * (size_t)i;
             memcpy(v->body, req->body, req->body_len);
             v->body_len = req->body_len;
             v->seq = (uint64_t)i + 1;
@@ -252,12 +256,12 @@ static void finish_ok(const struct api_request *req, struct api_call *call)
             v->enqueue_ms = v->first_dequeue_ms = FUZZ_NOW_MS;
             v->next_visible_ms = FUZZ_NOW_MS + 30000;
             v->dequeue_count = 1;
-            op->n_msgs++;
+            op->recv.n_msgs++;
         }
         break;
     case SMQ_OP_CHANGE_VISIBILITY:
-        op->new_gen = op->handles[0].gen + 1;
-        op->next_visible_ms = FUZZ_NOW_MS + op->visibility_s * 1000;
+        op->vis.new_gen = op->vis.ref.gen + 1;
+        op->vis.next_visible_ms = FUZZ_NOW_MS + op->vis.visibility_s * 1000;
         break;
     default:
         break;
@@ -297,7 +301,7 @@ static void check_render(const struct api_request *req, struct api_call *call, b
     } else {
         root = expected_root(call, resp.status);
         FUZZ_CHECK((resp.status >= 200 && resp.status < 300)
-                   || (call->action == API_BATCH_DELETE_MESSAGE && resp.status == 404));
+                   || (call->action == MNS_BATCH_DELETE_MESSAGE && resp.status == 404));
         if (root != NULL)
             FUZZ_CHECK(fuzz_xml_root_is(resp.body.data, resp.body.len, root));
         else

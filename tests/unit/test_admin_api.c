@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,9 +80,9 @@ static void test_admin_api_routes(void **state)
     assert_int_equal(prepare(f, "GET", "/v1/queues/q%2Dx/messages", "n=3"), 0);
     assert_string_equal(f->job.ops[0].queue, "q-x");
     assert_int_equal(f->job.ops[0].kind, SMQ_OP_PEEK);
-    assert_int_equal(f->job.ops[0].max_msgs, 3);
+    assert_int_equal(f->job.ops[0].recv.max_msgs, 3);
     assert_int_equal(prepare(f, "GET", "/v1/queues/q/messages", NULL), 0);
-    assert_int_equal(f->job.ops[0].max_msgs, 16);
+    assert_int_equal(f->job.ops[0].recv.max_msgs, 16);
     assert_int_equal(prepare(f, "POST", "/v1/queues/q/purge", "type=both"), 0);
     assert_true(f->job.ops[0].purge.main && f->job.ops[0].purge.dlq);
     assert_int_equal(prepare(f, "POST", "/v1/queues/q/purge", NULL), 0);
@@ -132,23 +133,23 @@ static void test_admin_api_set(void **state)
     assert_int_equal(f->job.n_ops, 2);
     set = &f->job.ops[0];
     assert_int_equal(set->kind, SMQ_OP_SET_QUEUE);
-    assert_int_equal(set->attrs_present, SMQ_ATTR_VISIBILITY | SMQ_ATTR_LOGGING | SMQ_ATTR_DELAY);
-    assert_int_equal(set->attrs.visibility_s, 60);
-    assert_int_equal(set->attrs.logging, 1);
+    assert_int_equal(set->attrs.present, SMQ_ATTR_VISIBILITY | SMQ_ATTR_LOGGING | SMQ_ATTR_DELAY);
+    assert_int_equal(set->attrs.values.visibility_s, 60);
+    assert_int_equal(set->attrs.values.logging, 1);
     assert_int_equal(f->job.ops[1].kind, SMQ_OP_STATS);
     assert_string_equal(f->job.ops[1].queue, "q");
 
     assert_int_equal(prepare(f, "PUT", "/v1/queues/q/attributes",
                              "DlqTargetQueue=q-dlq&DlqMaxReceiveCount=5"), 0);
     set = &f->job.ops[0];
-    assert_int_equal(set->attrs_present, SMQ_ATTR_DLQ);
-    assert_int_equal(set->attrs.dlq.enabled, 1);
-    assert_string_equal(set->attrs.dlq.target, "q-dlq");
-    assert_int_equal(set->attrs.dlq.max_receive, 5);
+    assert_int_equal(set->attrs.present, SMQ_ATTR_DLQ);
+    assert_int_equal(set->attrs.values.dlq.enabled, 1);
+    assert_string_equal(set->attrs.values.dlq.target, "q-dlq");
+    assert_int_equal(set->attrs.values.dlq.max_receive, 5);
     assert_int_equal(prepare(f, "PUT", "/v1/queues/q/attributes", "DlqEnabled=false"), 0);
-    assert_int_equal(f->job.ops[0].attrs_present, SMQ_ATTR_DLQ);
-    assert_int_equal(f->job.ops[0].attrs.dlq.enabled, 0);
-    assert_string_equal(f->job.ops[0].attrs.dlq.target, "");
+    assert_int_equal(f->job.ops[0].attrs.present, SMQ_ATTR_DLQ);
+    assert_int_equal(f->job.ops[0].attrs.values.dlq.enabled, 0);
+    assert_string_equal(f->job.ops[0].attrs.values.dlq.target, "");
 
     expect_refused(f, "PUT", "/v1/queues/q/attributes", NULL, 400, "InvalidArgument");
     expect_refused(f, "PUT", "/v1/queues/q/attributes", "MaximumMessageSize=1023", 400,
@@ -168,19 +169,19 @@ static void test_admin_api_set(void **state)
 /* A STATS result as the engine would leave it: one queue, a few counts. */
 static void fake_stats(struct smq_op *op)
 {
-    engine_op_init(op, SMQ_OP_STATS);
-    op->stats = calloc(1, sizeof *op->stats);
-    assert_non_null(op->stats);
-    op->n_stats = 1;
-    snprintf(op->stats[0].info.name, sizeof op->stats[0].info.name, "orders");
-    engine_default_attrs(&op->stats[0].info.attrs);
-    op->stats[0].info.n_active = 3;
-    op->stats[0].info.n_inactive = 1;
-    op->stats[0].oldest_enqueue_ms = 1000000;
-    op->stats[0].sent = 10;
-    op->totals.queues = 1;
-    op->totals.page_size = 4096;
-    op->totals.free_pages = 2;
+    op_init(op, SMQ_OP_STATS);
+    op->stats.queues = calloc(1, sizeof *op->stats.queues);
+    assert_non_null(op->stats.queues);
+    op->stats.n_queues = 1;
+    snprintf(op->stats.queues[0].info.name, sizeof op->stats.queues[0].info.name, "orders");
+    mns_default_attrs(&op->stats.queues[0].info.attrs);
+    op->stats.queues[0].info.n_active = 3;
+    op->stats.queues[0].info.n_inactive = 1;
+    op->stats.queues[0].oldest_enqueue_ms = 1000000;
+    op->stats.queues[0].sent = 10;
+    op->stats.totals.queues = 1;
+    op->stats.totals.page_size = 4096;
+    op->stats.totals.free_pages = 2;
 }
 
 static void test_admin_api_render_queue(void **state)
@@ -211,7 +212,7 @@ static void test_admin_metrics_exposition(void **state)
 
     (void)state;
     fake_stats(&op);
-    snprintf(op.stats[0].info.name, sizeof op.stats[0].info.name, "a\"b\\c");
+    snprintf(op.stats.queues[0].info.name, sizeof op.stats.queues[0].info.name, "a\"b\\c");
     in.version = "1.2.3";
     in.start_time_ms = 1500;
     in.ready = true;
@@ -238,7 +239,7 @@ static void test_admin_metrics_exposition(void **state)
     assert_non_null(strstr(b.data, "smqd_engine_up 0\n"));
     assert_null(strstr(b.data, "smqd_queues"));
     buf_free(&b);
-    engine_op_release(&op);
+    op_release(&op);
 }
 
 static void test_json_escaping(void **state)

@@ -155,7 +155,7 @@ static int run(struct api_call *call, struct smq_errinfo *ei, const char *method
 
 /* Expects success and the given action and op kind; the caller frees call. */
 static void run_ok(struct api_call *call, const char *method, const char *target,
-                   const char *body, enum api_action action, enum smq_op_kind kind)
+                   const char *body, enum mns_action action, enum smq_op_kind kind)
 {
     struct smq_errinfo ei;
     int rc = run(call, &ei, method, target, body);
@@ -429,23 +429,23 @@ static void test_api_queue_name_embedded_nul(void **state)
 static void test_api_action_names(void **state)
 {
     (void)state;
-    assert_string_equal(api_action_name(API_UNKNOWN), "-");
-    assert_string_equal(api_action_name(API_CREATE_QUEUE), "CreateQueue");
-    assert_string_equal(api_action_name(API_SET_QUEUE_ATTRIBUTES), "SetQueueAttributes");
-    assert_string_equal(api_action_name(API_GET_QUEUE_ATTRIBUTES), "GetQueueAttributes");
-    assert_string_equal(api_action_name(API_DELETE_QUEUE), "DeleteQueue");
-    assert_string_equal(api_action_name(API_LIST_QUEUE), "ListQueue");
-    assert_string_equal(api_action_name(API_SEND_MESSAGE), "SendMessage");
-    assert_string_equal(api_action_name(API_BATCH_SEND_MESSAGE), "BatchSendMessage");
-    assert_string_equal(api_action_name(API_RECEIVE_MESSAGE), "ReceiveMessage");
-    assert_string_equal(api_action_name(API_BATCH_RECEIVE_MESSAGE), "BatchReceiveMessage");
-    assert_string_equal(api_action_name(API_PEEK_MESSAGE), "PeekMessage");
-    assert_string_equal(api_action_name(API_BATCH_PEEK_MESSAGE), "BatchPeekMessage");
-    assert_string_equal(api_action_name(API_DELETE_MESSAGE), "DeleteMessage");
-    assert_string_equal(api_action_name(API_BATCH_DELETE_MESSAGE), "BatchDeleteMessage");
-    assert_string_equal(api_action_name(API_CHANGE_MESSAGE_VISIBILITY), "ChangeMessageVisibility");
-    assert_string_equal(api_action_name(API__COUNT), "-");
-    assert_string_equal(api_action_name((enum api_action)-1), "-");
+    assert_string_equal(mns_action_name(MNS_UNKNOWN), "-");
+    assert_string_equal(mns_action_name(MNS_CREATE_QUEUE), "CreateQueue");
+    assert_string_equal(mns_action_name(MNS_SET_QUEUE_ATTRIBUTES), "SetQueueAttributes");
+    assert_string_equal(mns_action_name(MNS_GET_QUEUE_ATTRIBUTES), "GetQueueAttributes");
+    assert_string_equal(mns_action_name(MNS_DELETE_QUEUE), "DeleteQueue");
+    assert_string_equal(mns_action_name(MNS_LIST_QUEUE), "ListQueue");
+    assert_string_equal(mns_action_name(MNS_SEND_MESSAGE), "SendMessage");
+    assert_string_equal(mns_action_name(MNS_BATCH_SEND_MESSAGE), "BatchSendMessage");
+    assert_string_equal(mns_action_name(MNS_RECEIVE_MESSAGE), "ReceiveMessage");
+    assert_string_equal(mns_action_name(MNS_BATCH_RECEIVE_MESSAGE), "BatchReceiveMessage");
+    assert_string_equal(mns_action_name(MNS_PEEK_MESSAGE), "PeekMessage");
+    assert_string_equal(mns_action_name(MNS_BATCH_PEEK_MESSAGE), "BatchPeekMessage");
+    assert_string_equal(mns_action_name(MNS_DELETE_MESSAGE), "DeleteMessage");
+    assert_string_equal(mns_action_name(MNS_BATCH_DELETE_MESSAGE), "BatchDeleteMessage");
+    assert_string_equal(mns_action_name(MNS_CHANGE_MESSAGE_VISIBILITY), "ChangeMessageVisibility");
+    assert_string_equal(mns_action_name(MNS__ACTION_COUNT), "-");
+    assert_string_equal(mns_action_name((enum mns_action)-1), "-");
 }
 
 static void test_api_prepare_create_queue(void **state)
@@ -455,25 +455,25 @@ static void test_api_prepare_create_queue(void **state)
 
     (void)state;
     queue_body(body, sizeof body, "VisibilityTimeout", 60);
-    run_ok(&call, "PUT", "/queues/q1", body, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    run_ok(&call, "PUT", "/queues/q1", body, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
     assert_string_equal(call.op.queue, "q1");
-    assert_int_equal(call.op.attrs_present, SMQ_ATTR_VISIBILITY);
-    assert_int_equal(call.op.attrs.visibility_s, 60);
+    assert_int_equal(call.op.attrs.present, SMQ_ATTR_VISIBILITY);
+    assert_int_equal(call.op.attrs.values.visibility_s, 60);
     api_call_free(&call);
 
     /* No body: create with defaults. */
-    run_ok(&call, "PUT", "/queues/q1", NULL, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
-    assert_int_equal(call.op.attrs_present, 0);
+    run_ok(&call, "PUT", "/queues/q1", NULL, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs.present, 0);
     api_call_free(&call);
 
     /* Python's empty body. */
-    run_ok(&call, "PUT", "/queues/q1", "<Queue " REQ_NS "></Queue>", API_CREATE_QUEUE,
+    run_ok(&call, "PUT", "/queues/q1", "<Queue " REQ_NS "></Queue>", MNS_CREATE_QUEUE,
            SMQ_OP_CREATE_QUEUE);
-    assert_int_equal(call.op.attrs_present, 0);
+    assert_int_equal(call.op.attrs.present, 0);
     api_call_free(&call);
 
     /* metaoverride=false is still a create. */
-    run_ok(&call, "PUT", "/queues/q1?metaoverride=false", NULL, API_CREATE_QUEUE,
+    run_ok(&call, "PUT", "/queues/q1?metaoverride=false", NULL, MNS_CREATE_QUEUE,
            SMQ_OP_CREATE_QUEUE);
     api_call_free(&call);
 }
@@ -489,23 +489,23 @@ static void test_api_prepare_create_queue_all_attributes(void **state)
                        "<LoggingEnabled>True</LoggingEnabled></Queue>";
 
     (void)state;
-    run_ok(&call, "PUT", "/queues/q", body, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
-    assert_int_equal(call.op.attrs_present,
+    run_ok(&call, "PUT", "/queues/q", body, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs.present,
                      SMQ_ATTR_DELAY | SMQ_ATTR_MAX_MSG_SIZE | SMQ_ATTR_RETENTION
                          | SMQ_ATTR_VISIBILITY | SMQ_ATTR_POLLING_WAIT | SMQ_ATTR_LOGGING);
-    assert_int_equal(call.op.attrs.delay_s, 5);
-    assert_int_equal(call.op.attrs.max_msg_size, 2048);
-    assert_int_equal(call.op.attrs.retention_s, 3600);
-    assert_int_equal(call.op.attrs.visibility_s, 45);
-    assert_int_equal(call.op.attrs.polling_wait_s, 10);
-    assert_int_equal(call.op.attrs.logging, 1);
+    assert_int_equal(call.op.attrs.values.delay_s, 5);
+    assert_int_equal(call.op.attrs.values.max_msg_size, 2048);
+    assert_int_equal(call.op.attrs.values.retention_s, 3600);
+    assert_int_equal(call.op.attrs.values.visibility_s, 45);
+    assert_int_equal(call.op.attrs.values.polling_wait_s, 10);
+    assert_int_equal(call.op.attrs.values.logging, 1);
     api_call_free(&call);
 
     run_ok(&call, "PUT", "/queues/q?metaoverride=true",
-           "<Queue><LoggingEnabled>false</LoggingEnabled></Queue>", API_SET_QUEUE_ATTRIBUTES,
+           "<Queue><LoggingEnabled>false</LoggingEnabled></Queue>", MNS_SET_QUEUE_ATTRIBUTES,
            SMQ_OP_SET_QUEUE);
-    assert_int_equal(call.op.attrs_present, SMQ_ATTR_LOGGING);
-    assert_int_equal(call.op.attrs.logging, 0);
+    assert_int_equal(call.op.attrs.present, SMQ_ATTR_LOGGING);
+    assert_int_equal(call.op.attrs.values.logging, 0);
     api_call_free(&call);
 }
 
@@ -521,29 +521,29 @@ static void test_api_prepare_dlq_policy(void **state)
                        "<DlqMaxReceiveCount>1000</DlqMaxReceiveCount></Queue>";
 
     (void)state;
-    run_ok(&call, "PUT", "/queues/orders", nested, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
-    assert_int_equal(call.op.attrs_present, SMQ_ATTR_DLQ);
-    assert_int_equal(call.op.attrs.dlq.enabled, 1);
-    assert_string_equal(call.op.attrs.dlq.target, "orders-dlq");
-    assert_int_equal(call.op.attrs.dlq.max_receive, 5);
+    run_ok(&call, "PUT", "/queues/orders", nested, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs.present, SMQ_ATTR_DLQ);
+    assert_int_equal(call.op.attrs.values.dlq.enabled, 1);
+    assert_string_equal(call.op.attrs.values.dlq.target, "orders-dlq");
+    assert_int_equal(call.op.attrs.values.dlq.max_receive, 5);
     api_call_free(&call);
-    run_ok(&call, "PUT", "/queues/q?metaoverride=true", flat, API_SET_QUEUE_ATTRIBUTES,
+    run_ok(&call, "PUT", "/queues/q?metaoverride=true", flat, MNS_SET_QUEUE_ATTRIBUTES,
            SMQ_OP_SET_QUEUE);
-    assert_int_equal(call.op.attrs.dlq.max_receive, 1000);
-    assert_string_equal(call.op.attrs.dlq.target, "d");
+    assert_int_equal(call.op.attrs.values.dlq.max_receive, 1000);
+    assert_string_equal(call.op.attrs.values.dlq.target, "d");
     api_call_free(&call);
     /* Enabled=false clears the policy whatever else is named. */
     run_ok(&call, "PUT", "/queues/q?metaoverride=true",
            "<Queue><DlqPolicy><Enabled>false</Enabled><MaxReceiveCount>0</MaxReceiveCount>"
-           "</DlqPolicy></Queue>", API_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
-    assert_int_equal(call.op.attrs_present, SMQ_ATTR_DLQ);
-    assert_int_equal(call.op.attrs.dlq.enabled, 0);
-    assert_string_equal(call.op.attrs.dlq.target, "");
+           "</DlqPolicy></Queue>", MNS_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
+    assert_int_equal(call.op.attrs.present, SMQ_ATTR_DLQ);
+    assert_int_equal(call.op.attrs.values.dlq.enabled, 0);
+    assert_string_equal(call.op.attrs.values.dlq.target, "");
     api_call_free(&call);
     /* Without a policy element nothing about it is set. */
     run_ok(&call, "PUT", "/queues/q", "<Queue><DelaySeconds>1</DelaySeconds></Queue>",
-           API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
-    assert_int_equal(call.op.attrs_present & SMQ_ATTR_DLQ, 0);
+           MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    assert_int_equal(call.op.attrs.present & SMQ_ATTR_DLQ, 0);
     api_call_free(&call);
 
     run_err("PUT", "/queues/q", "<Queue><DlqPolicy><Enabled>true</Enabled>"
@@ -584,10 +584,10 @@ static void test_api_prepare_set_queue_attributes(void **state)
     (void)state;
     queue_body(body, sizeof body, "DelaySeconds", 7);
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
-        run_ok(&call, "PUT", targets[i], body, API_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
+        run_ok(&call, "PUT", targets[i], body, MNS_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
         assert_string_equal(call.op.queue, "q");
-        assert_int_equal(call.op.attrs_present, SMQ_ATTR_DELAY);
-        assert_int_equal(call.op.attrs.delay_s, 7);
+        assert_int_equal(call.op.attrs.present, SMQ_ATTR_DELAY);
+        assert_int_equal(call.op.attrs.values.delay_s, 7);
         api_call_free(&call);
     }
 }
@@ -607,10 +607,10 @@ static void test_api_prepare_get_and_delete_queue(void **state)
     struct api_call call;
 
     (void)state;
-    run_ok(&call, "GET", "/queues/Abc-9", NULL, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    run_ok(&call, "GET", "/queues/Abc-9", NULL, MNS_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
     assert_string_equal(call.op.queue, "Abc-9");
     api_call_free(&call);
-    run_ok(&call, "DELETE", "/queues/Abc-9", NULL, API_DELETE_QUEUE, SMQ_OP_DELETE_QUEUE);
+    run_ok(&call, "DELETE", "/queues/Abc-9", NULL, MNS_DELETE_QUEUE, SMQ_OP_DELETE_QUEUE);
     assert_string_equal(call.op.queue, "Abc-9");
     api_call_free(&call);
 }
@@ -622,13 +622,13 @@ static void test_api_prepare_list_queue(void **state)
     struct rq r;
 
     (void)state;
-    run_ok(&call, "GET", "/queues", NULL, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    run_ok(&call, "GET", "/queues", NULL, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     assert_string_equal(call.op.list.prefix, "");
     assert_string_equal(call.op.list.marker, "");
     assert_int_equal(call.op.list.ret_number, 1000);
     api_call_free(&call);
 
-    run_ok(&call, "GET", "/queues/", NULL, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    run_ok(&call, "GET", "/queues/", NULL, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     api_call_free(&call);
 
     rq_init(&r, "GET", "/queues", NULL);
@@ -638,7 +638,7 @@ static void test_api_prepare_list_queue(void **state)
     rq_add(&r, "x-mns-with-meta", "true");
     rq_sign(&r);
     assert_int_equal(prepare(&r, &call, &ei), 0);
-    assert_int_equal(call.action, API_LIST_QUEUE);
+    assert_int_equal(call.action, MNS_LIST_QUEUE);
     assert_string_equal(call.op.list.prefix, "abc");
     assert_string_equal(call.op.list.marker, "abd");
     assert_int_equal(call.op.list.ret_number, 7);
@@ -680,7 +680,7 @@ static void assert_sent_md5(const struct api_call *call, size_t i, const char *w
 
     crypto_md5_to_hex(call->send_md5[i], true, hex);
     assert_string_equal(hex, want_hex);
-    assert_ptr_equal(call->op.send[i].body_md5, call->send_md5[i]);
+    assert_ptr_equal(call->op.send.items[i].body_md5, call->send_md5[i]);
 }
 
 static void test_api_prepare_send_message(void **state)
@@ -690,13 +690,13 @@ static void test_api_prepare_send_message(void **state)
 
     (void)state;
     message_body(body, sizeof body, CN_BODY, "");
-    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_SEND_MESSAGE, SMQ_OP_SEND);
     assert_string_equal(call.op.queue, "q");
-    assert_int_equal(call.op.n_send, 1);
-    assert_int_equal(call.op.send[0].body_len, strlen(CN_BODY));
-    assert_memory_equal(call.op.send[0].body, CN_BODY, strlen(CN_BODY));
-    assert_int_equal(call.op.send[0].delay_s, 0);
-    assert_int_equal(call.op.send[0].priority, SMQ_PRIORITY_DEFAULT);
+    assert_int_equal(call.op.send.n, 1);
+    assert_int_equal(call.op.send.items[0].body_len, strlen(CN_BODY));
+    assert_memory_equal(call.op.send.items[0].body, CN_BODY, strlen(CN_BODY));
+    assert_int_equal(call.op.send.items[0].delay_s, 0);
+    assert_int_equal(call.op.send.items[0].priority, SMQ_PRIORITY_DEFAULT);
     assert_sent_md5(&call, 0, CN_MD5);
     api_call_free(&call);
 }
@@ -708,14 +708,14 @@ static void test_api_prepare_send_md5_of_text_after_unescaping(void **state)
 
     (void)state;
     message_body(body, sizeof body, "SSBhbSDmtYvor5XlrZfnrKbkuLIu", "");
-    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_SEND_MESSAGE, SMQ_OP_SEND);
     assert_sent_md5(&call, 0, "A9B134C465C384F49EB89A6E3870D996");
     api_call_free(&call);
 
     message_body(body, sizeof body, "a&amp;b&lt;c&gt;", "");
-    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
-    assert_int_equal(call.op.send[0].body_len, 6);
-    assert_memory_equal(call.op.send[0].body, "a&b<c>", 6);
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_int_equal(call.op.send.items[0].body_len, 6);
+    assert_memory_equal(call.op.send.items[0].body, "a&b<c>", 6);
     assert_sent_md5(&call, 0, "2C972F2D55C613B960178EA72493B0B7");
     api_call_free(&call);
 }
@@ -732,8 +732,8 @@ static void send_with(const char *extra, int want_rc, int want_priority, int64_t
     if (rc != want_rc)
         fail_msg("%s: got %d (%s), want %d", extra, rc, rc ? errors_message(&ei) : "ok", want_rc);
     if (rc == 0) {
-        assert_int_equal(call.op.send[0].priority, want_priority);
-        assert_int_equal(call.op.send[0].delay_s, want_delay);
+        assert_int_equal(call.op.send.items[0].priority, want_priority);
+        assert_int_equal(call.op.send.items[0].delay_s, want_delay);
         assert_sent_md5(&call, 0, "5D41402ABC4B2A76B9719D911017C592");
     }
     api_call_free(&call);
@@ -793,22 +793,22 @@ static void test_api_prepare_batch_send(void **state)
     char *body = batch_body(16, 10);
 
     (void)state;
-    run_ok(&call, "POST", "/queues/q/messages", body, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
-    assert_int_equal(call.op.n_send, 16);
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_int_equal(call.op.send.n, 16);
     for (size_t i = 0; i < 16; i++) {
-        assert_int_equal(call.op.send[i].body_len, 10);
-        assert_memory_equal(call.op.send[i].body, "xxxxxxxxxx", 10);
-        assert_int_equal(call.op.send[i].priority, (int)(i % 16 + 1));
+        assert_int_equal(call.op.send.items[i].body_len, 10);
+        assert_memory_equal(call.op.send.items[i].body, "xxxxxxxxxx", 10);
+        assert_int_equal(call.op.send.items[i].priority, (int)(i % 16 + 1));
         assert_memory_equal(call.send_md5[i], call.send_md5[0], CRYPTO_MD5_LEN);
-        assert_ptr_equal(call.op.send[i].body_md5, call.send_md5[i]);
+        assert_ptr_equal(call.op.send.items[i].body_md5, call.send_md5[i]);
     }
     api_call_free(&call);
     free(body);
 
     /* One item is still the batch shape. */
     body = batch_body(1, 3);
-    run_ok(&call, "POST", "/queues/q/messages", body, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
-    assert_int_equal(call.op.n_send, 1);
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    assert_int_equal(call.op.send.n, 1);
     api_call_free(&call);
     free(body);
 }
@@ -825,7 +825,7 @@ static void test_api_prepare_batch_send_limits(void **state)
 
     /* Exactly 64 KiB in total is allowed, one byte more is not. */
     body = batch_body(16, 4096);
-    run_ok(&call, "POST", "/queues/q/messages", body, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
     api_call_free(&call);
     free(body);
     body = batch_body_ex(16, 4096, 1);
@@ -851,23 +851,23 @@ static void test_api_prepare_receive(void **state)
     struct api_call call;
 
     (void)state;
-    run_ok(&call, "GET", "/queues/q/messages", NULL, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    run_ok(&call, "GET", "/queues/q/messages", NULL, MNS_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     assert_string_equal(call.op.queue, "q");
-    assert_int_equal(call.op.max_msgs, 1);
-    assert_int_equal(call.op.wait_s, -1);          /* the queue's PollingWaitSeconds */
+    assert_int_equal(call.op.recv.max_msgs, 1);
+    assert_int_equal(call.op.recv.wait_s, -1);          /* the queue's PollingWaitSeconds */
     api_call_free(&call);
 
-    run_ok(&call, "GET", "/queues/q/messages?waitseconds=0", NULL, API_RECEIVE_MESSAGE,
+    run_ok(&call, "GET", "/queues/q/messages?waitseconds=0", NULL, MNS_RECEIVE_MESSAGE,
            SMQ_OP_RECEIVE);
-    assert_int_equal(call.op.wait_s, 0);
+    assert_int_equal(call.op.recv.wait_s, 0);
     api_call_free(&call);
 
-    run_ok(&call, "GET", "/queues/q/messages?waitseconds=30", NULL, API_RECEIVE_MESSAGE,
+    run_ok(&call, "GET", "/queues/q/messages?waitseconds=30", NULL, MNS_RECEIVE_MESSAGE,
            SMQ_OP_RECEIVE);
-    assert_int_equal(call.op.wait_s, 30);
+    assert_int_equal(call.op.recv.wait_s, 30);
     api_call_free(&call);
 
-    run_ok(&call, "GET", "/queues/q/messages?peekonly=false", NULL, API_RECEIVE_MESSAGE,
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=false", NULL, MNS_RECEIVE_MESSAGE,
            SMQ_OP_RECEIVE);
     api_call_free(&call);
 }
@@ -894,21 +894,21 @@ static void test_api_prepare_batch_receive(void **state)
     struct api_call call;
 
     (void)state;
-    run_ok(&call, "GET", "/queues/q/messages?numOfMessages=1", NULL, API_BATCH_RECEIVE_MESSAGE,
+    run_ok(&call, "GET", "/queues/q/messages?numOfMessages=1", NULL, MNS_BATCH_RECEIVE_MESSAGE,
            SMQ_OP_RECEIVE);
-    assert_int_equal(call.op.max_msgs, 1);
-    assert_int_equal(call.op.wait_s, -1);
+    assert_int_equal(call.op.recv.max_msgs, 1);
+    assert_int_equal(call.op.recv.wait_s, -1);
     api_call_free(&call);
 
     run_ok(&call, "GET", "/queues/q/messages?numOfMessages=16&waitseconds=3", NULL,
-           API_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
-    assert_int_equal(call.op.max_msgs, 16);
-    assert_int_equal(call.op.wait_s, 3);
+           MNS_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    assert_int_equal(call.op.recv.max_msgs, 16);
+    assert_int_equal(call.op.recv.wait_s, 3);
     api_call_free(&call);
 
-    run_ok(&call, "GET", "/queues/q/messages?numofmessages=5", NULL, API_BATCH_RECEIVE_MESSAGE,
+    run_ok(&call, "GET", "/queues/q/messages?numofmessages=5", NULL, MNS_BATCH_RECEIVE_MESSAGE,
            SMQ_OP_RECEIVE);
-    assert_int_equal(call.op.max_msgs, 5);
+    assert_int_equal(call.op.recv.max_msgs, 5);
     api_call_free(&call);
 
     run_err("GET", "/queues/q/messages?numOfMessages=0", NULL, SMQ_E_INVALID_ARGUMENT);
@@ -921,26 +921,26 @@ static void test_api_prepare_peek(void **state)
     struct api_call call;
 
     (void)state;
-    run_ok(&call, "GET", "/queues/q/messages?peekonly=true", NULL, API_PEEK_MESSAGE, SMQ_OP_PEEK);
-    assert_int_equal(call.op.max_msgs, 1);
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=true", NULL, MNS_PEEK_MESSAGE, SMQ_OP_PEEK);
+    assert_int_equal(call.op.recv.max_msgs, 1);
     api_call_free(&call);
 
-    run_ok(&call, "GET", "/queues/q/messages?peekonly=True", NULL, API_PEEK_MESSAGE, SMQ_OP_PEEK);
+    run_ok(&call, "GET", "/queues/q/messages?peekonly=True", NULL, MNS_PEEK_MESSAGE, SMQ_OP_PEEK);
     api_call_free(&call);
 
     run_ok(&call, "GET", "/queues/q/messages?peekonly=true&numOfMessages=4", NULL,
-           API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
-    assert_int_equal(call.op.max_msgs, 4);
+           MNS_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    assert_int_equal(call.op.recv.max_msgs, 4);
     api_call_free(&call);
 
     /* Go's parameter order. */
     run_ok(&call, "GET", "/queues/q/messages?numOfMessages=16&peekonly=true", NULL,
-           API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
-    assert_int_equal(call.op.max_msgs, 16);
+           MNS_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    assert_int_equal(call.op.recv.max_msgs, 16);
     api_call_free(&call);
 
     run_ok(&call, "GET", "/queues/q/messages?peekonly=true&numOfMessages=1", NULL,
-           API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+           MNS_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
     api_call_free(&call);
 
     run_err("GET", "/queues/q/messages?peekonly=true&numOfMessages=17", NULL,
@@ -957,19 +957,19 @@ static void test_api_prepare_delete_message(void **state)
     valid_handle(42, 3, h);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(target, sizeof target, "/queues/q/messages?%s=%s", names[i], h);
-        run_ok(&call, "DELETE", target, NULL, API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
-        assert_int_equal(call.op.n_handles, 1);
-        assert_int_equal(call.op.handles[0].err, 0);
-        assert_int_equal(call.op.handles[0].seq, 42);
-        assert_int_equal(call.op.handles[0].gen, 3);
+        run_ok(&call, "DELETE", target, NULL, MNS_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+        assert_int_equal(call.op.del.n, 1);
+        assert_int_equal(call.op.del.refs[0].err, 0);
+        assert_int_equal(call.op.del.refs[0].seq, 42);
+        assert_int_equal(call.op.del.refs[0].gen, 3);
         api_call_free(&call);
     }
 
     /* Go percent-escapes the handle: %41 is 'A', %2D is '-'. */
     valid_handle(7, 0, h);
     snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%%%02X%s", (unsigned)h[0], h + 1);
-    run_ok(&call, "DELETE", target, NULL, API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
-    assert_int_equal(call.op.handles[0].seq, 7);
+    run_ok(&call, "DELETE", target, NULL, MNS_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    assert_int_equal(call.op.del.refs[0].seq, 7);
     api_call_free(&call);
 }
 
@@ -982,9 +982,9 @@ static void test_api_prepare_delete_query_handle_wins_over_body(void **state)
     valid_handle(5, 1, h);
     snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s", h);
     run_ok(&call, "DELETE", target, "<ReceiptHandles><ReceiptHandle>x</ReceiptHandle></ReceiptHandles>",
-           API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
-    assert_int_equal(call.op.n_handles, 1);
-    assert_int_equal(call.op.handles[0].seq, 5);
+           MNS_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    assert_int_equal(call.op.del.n, 1);
+    assert_int_equal(call.op.del.refs[0].seq, 5);
     api_call_free(&call);
 }
 
@@ -1018,18 +1018,18 @@ static void test_api_prepare_batch_delete(void **state)
              "<ReceiptHandle> %s\n</ReceiptHandle><ReceiptHandle>a+b/c=</ReceiptHandle>"
              "</ReceiptHandles>",
              h1, h2);
-    run_ok(&call, "DELETE", "/queues/q/messages", body, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
-    assert_int_equal(call.op.n_handles, 5);
+    run_ok(&call, "DELETE", "/queues/q/messages", body, MNS_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    assert_int_equal(call.op.del.n, 5);
     assert_int_equal(call.handles.n, 5);
-    assert_int_equal(call.op.handles[0].err, 0);
-    assert_int_equal(call.op.handles[0].seq, 10);
-    assert_int_equal(call.op.handles[0].gen, 1);
-    assert_int_equal(call.op.handles[1].err, SMQ_E_RECEIPT_HANDLE_ERROR);
-    assert_int_equal(call.op.handles[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);
-    assert_int_equal(call.op.handles[3].err, 0);           /* trimmed */
-    assert_int_equal(call.op.handles[3].seq, 11);
-    assert_int_equal(call.op.handles[3].gen, 2);
-    assert_int_equal(call.op.handles[4].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_int_equal(call.op.del.refs[0].err, 0);
+    assert_int_equal(call.op.del.refs[0].seq, 10);
+    assert_int_equal(call.op.del.refs[0].gen, 1);
+    assert_int_equal(call.op.del.refs[1].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_int_equal(call.op.del.refs[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_int_equal(call.op.del.refs[3].err, 0);           /* trimmed */
+    assert_int_equal(call.op.del.refs[3].seq, 11);
+    assert_int_equal(call.op.del.refs[3].gen, 2);
+    assert_int_equal(call.op.del.refs[4].err, SMQ_E_RECEIPT_HANDLE_ERROR);
     assert_string_equal(call.handles.handles[1], "garbage");
     assert_string_equal(call.handles.handles[2], "");
     assert_string_equal(call.handles.handles[3], h2);
@@ -1062,24 +1062,23 @@ static void test_api_prepare_change_visibility(void **state)
     (void)state;
     valid_handle(99, 4, h);
     snprintf(target, sizeof target, "/queues/q/messages?ReceiptHandle=%s&VisibilityTimeout=60", h);
-    run_ok(&call, "PUT", target, NULL, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
-    assert_int_equal(call.op.n_handles, 1);
-    assert_int_equal(call.op.handles[0].err, 0);
-    assert_int_equal(call.op.handles[0].seq, 99);
-    assert_int_equal(call.op.handles[0].gen, 4);
-    assert_int_equal(call.op.visibility_s, 60);
+    run_ok(&call, "PUT", target, NULL, MNS_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    assert_int_equal(call.op.vis.ref.err, 0);
+    assert_int_equal(call.op.vis.ref.seq, 99);
+    assert_int_equal(call.op.vis.ref.gen, 4);
+    assert_int_equal(call.op.vis.visibility_s, 60);
     api_call_free(&call);
 
     /* Node and the docs: lower-case first letters. */
     snprintf(target, sizeof target, "/queues/q/messages?receiptHandle=%s&visibilityTimeout=43200", h);
-    run_ok(&call, "PUT", target, NULL, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
-    assert_int_equal(call.op.visibility_s, 43200);
+    run_ok(&call, "PUT", target, NULL, MNS_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    assert_int_equal(call.op.vis.visibility_s, 43200);
     api_call_free(&call);
 
     /* 0 = "visible now" is accepted. */
     snprintf(target, sizeof target, "/queues/q/messages?VisibilityTimeout=0&ReceiptHandle=%s", h);
-    run_ok(&call, "PUT", target, NULL, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
-    assert_int_equal(call.op.visibility_s, 0);
+    run_ok(&call, "PUT", target, NULL, MNS_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    assert_int_equal(call.op.vis.visibility_s, 0);
     api_call_free(&call);
 }
 
@@ -1136,7 +1135,7 @@ static void test_api_prepare_percent_encoded_name_decoded(void **state)
     struct api_call call;
 
     (void)state;
-    run_ok(&call, "GET", "/queues/%41bc", NULL, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    run_ok(&call, "GET", "/queues/%41bc", NULL, MNS_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
     assert_string_equal(call.op.queue, "Abc");
     api_call_free(&call);
 }
@@ -1202,8 +1201,8 @@ static void attr_accepted(const char *target, const struct attr_case *c, long lo
     rc = run(&call, &ei, "PUT", target, body);
     if (rc != 0)
         fail_msg("%s=%lld: %s", c->name, v, errors_message(&ei));
-    assert_int_equal(call.op.attrs_present, c->bit);
-    assert_int_equal(*(const int64_t *)(const void *)((const char *)&call.op.attrs + c->field), v);
+    assert_int_equal(call.op.attrs.present, c->bit);
+    assert_int_equal(*(const int64_t *)(const void *)((const char *)&call.op.attrs.values + c->field), v);
     api_call_free(&call);
 }
 
@@ -1248,7 +1247,7 @@ static void test_api_prepare_content_md5(void **state)
     rq_add_md5_of(&r, body);
     rq_sign(&r);
     assert_int_equal(prepare(&r, &call, &ei), 0);
-    assert_int_equal(call.action, API_SEND_MESSAGE);
+    assert_int_equal(call.action, MNS_SEND_MESSAGE);
     api_call_free(&call);
 
     /* Signed correctly, but the digest is of other bytes. */
@@ -1264,7 +1263,7 @@ static void test_api_prepare_content_md5(void **state)
     rq_add_md5_of(&r, "");
     rq_sign(&r);
     assert_int_equal(prepare(&r, &call, &ei), 0);
-    assert_int_equal(call.action, API_DELETE_QUEUE);
+    assert_int_equal(call.action, MNS_DELETE_QUEUE);
     api_call_free(&call);
 }
 
@@ -1332,12 +1331,12 @@ struct render {
     struct api_response resp;
 };
 
-static void render_init(struct render *x, enum api_action action, enum smq_op_kind kind)
+static void render_init(struct render *x, enum mns_action action, enum smq_op_kind kind)
 {
     rq_init(&x->r, "GET", "/queues/q", NULL);
     api_call_init(&x->call);
     x->call.action = action;
-    x->call.op.kind = kind;
+    op_set_kind(&x->call.op, kind);
     snprintf(x->call.op.queue, sizeof x->call.op.queue, "q");
     buf_init(&x->resp.body);
     x->resp.status = 0;
@@ -1379,7 +1378,7 @@ static void fill_info(struct smq_queue_info *i, const char *name)
 {
     memset(i, 0, sizeof *i);
     snprintf(i->name, sizeof i->name, "%s", name);
-    engine_default_attrs(&i->attrs);
+    mns_default_attrs(&i->attrs);
     i->create_s = 1704164645;
     i->modify_s = 1704164700;
     i->n_active = 3;
@@ -1401,16 +1400,16 @@ static void test_api_render_create_queue(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
-    x.call.op.created = true;
+    render_init(&x, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    x.call.op.attrs.created = true;
     render_run(&x);
     assert_int_equal(x.resp.status, 201);
     assert_string_equal(x.resp.location, "http://" HOST "/queues/q");
     assert_no_body(&x.resp);
     render_free(&x);
 
-    render_init(&x, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
-    x.call.op.created = false;                  /* same attributes: 204, still Location */
+    render_init(&x, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    x.call.op.attrs.created = false;                  /* same attributes: 204, still Location */
     render_run(&x);
     assert_int_equal(x.resp.status, 204);
     assert_string_equal(x.resp.location, "http://" HOST "/queues/q");
@@ -1423,14 +1422,14 @@ static void test_api_render_set_and_delete_queue(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
+    render_init(&x, MNS_SET_QUEUE_ATTRIBUTES, SMQ_OP_SET_QUEUE);
     render_run(&x);
     assert_int_equal(x.resp.status, 204);
     assert_no_body(&x.resp);
     assert_string_equal(x.resp.location, "");
     render_free(&x);
 
-    render_init(&x, API_DELETE_QUEUE, SMQ_OP_DELETE_QUEUE);
+    render_init(&x, MNS_DELETE_QUEUE, SMQ_OP_DELETE_QUEUE);
     render_run(&x);
     assert_int_equal(x.resp.status, 204);
     assert_no_body(&x.resp);
@@ -1442,7 +1441,7 @@ static void test_api_render_get_queue_attributes(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    render_init(&x, MNS_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
     fill_info(&x.call.op.info, "q");
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
@@ -1450,7 +1449,7 @@ static void test_api_render_get_queue_attributes(void **state)
     render_free(&x);
 
     /* Set values and LoggingEnabled True. */
-    render_init(&x, API_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
+    render_init(&x, MNS_GET_QUEUE_ATTRIBUTES, SMQ_OP_GET_QUEUE);
     fill_info(&x.call.op.info, "Q-2");
     x.call.op.info.attrs.delay_s = 604800;
     x.call.op.info.attrs.max_msg_size = 1024;
@@ -1475,11 +1474,11 @@ static void fill_list(struct smq_op *op, size_t n)
 {
     static const char *const names[] = {"a", "b", "c"};
 
-    op->listed = calloc(n ? n : 1, sizeof *op->listed);
-    assert_non_null(op->listed);
+    op->list.queues = calloc(n ? n : 1, sizeof *op->list.queues);
+    assert_non_null(op->list.queues);
     for (size_t i = 0; i < n; i++)
-        fill_info(&op->listed[i], names[i]);
-    op->n_listed = n;
+        fill_info(&op->list.queues[i], names[i]);
+    op->list.n_queues = n;
 }
 
 static void test_api_render_list_queue(void **state)
@@ -1487,7 +1486,7 @@ static void test_api_render_list_queue(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    render_init(&x, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     fill_list(&x.call.op, 2);
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
@@ -1496,16 +1495,16 @@ static void test_api_render_list_queue(void **state)
                          "</Queues>");
     render_free(&x);
 
-    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    render_init(&x, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     fill_list(&x.call.op, 2);
-    snprintf(x.call.op.next_marker, sizeof x.call.op.next_marker, "b");
+    snprintf(x.call.op.list.next_marker, sizeof x.call.op.list.next_marker, "b");
     render_run(&x);
     assert_body(&x.resp, DECL "<Queues " NS "><Queue><QueueURL>http://" HOST "/queues/a</QueueURL>"
                          "</Queue><Queue><QueueURL>http://" HOST "/queues/b</QueueURL></Queue>"
                          "<NextMarker>b</NextMarker></Queues>");
     render_free(&x);
 
-    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    render_init(&x, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     fill_list(&x.call.op, 0);
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
@@ -1518,10 +1517,10 @@ static void test_api_render_list_queue_with_meta(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    render_init(&x, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     rq_add(&x.r, "x-mns-with-meta", "true");
     fill_list(&x.call.op, 2);
-    snprintf(x.call.op.next_marker, sizeof x.call.op.next_marker, "c");
+    snprintf(x.call.op.list.next_marker, sizeof x.call.op.list.next_marker, "c");
     render_run(&x);
     assert_body(&x.resp, DECL "<Queues " NS "><Queue><QueueURL>http://" HOST "/queues/a</QueueURL>"
                          ATTRS_XML("a") "</Queue><Queue><QueueURL>http://" HOST
@@ -1530,7 +1529,7 @@ static void test_api_render_list_queue_with_meta(void **state)
     render_free(&x);
 
     /* x-mns-with-meta: false is the plain shape. */
-    render_init(&x, API_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
+    render_init(&x, MNS_LIST_QUEUE, SMQ_OP_LIST_QUEUES);
     rq_add(&x.r, "x-mns-with-meta", "false");
     fill_list(&x.call.op, 1);
     render_run(&x);
@@ -1554,9 +1553,9 @@ static void test_api_render_send_message(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_SEND_MESSAGE, SMQ_OP_SEND);
-    x.call.op.n_send = 1;
-    x.call.op.sent_seq[0] = 5;
+    render_init(&x, MNS_SEND_MESSAGE, SMQ_OP_SEND);
+    x.call.op.send.n = 1;
+    x.call.op.send.seq[0] = 5;
     md5_from_hex(x.call.send_md5[0], CN_MD5);
     render_run(&x);
     assert_int_equal(x.resp.status, 201);
@@ -1570,10 +1569,10 @@ static void test_api_render_batch_send_message(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
-    x.call.op.n_send = 2;
-    x.call.op.sent_seq[0] = 0x10;
-    x.call.op.sent_seq[1] = 0xABCDEF;
+    render_init(&x, MNS_BATCH_SEND_MESSAGE, SMQ_OP_SEND);
+    x.call.op.send.n = 2;
+    x.call.op.send.seq[0] = 0x10;
+    x.call.op.send.seq[1] = 0xABCDEF;
     md5_from_hex(x.call.send_md5[0], CN_MD5);
     md5_from_hex(x.call.send_md5[1], "5D41402ABC4B2A76B9719D911017C592");
     render_run(&x);
@@ -1595,8 +1594,8 @@ static void test_api_render_prepared_send_round_trip(void **state)
 
     (void)state;
     message_body(body, sizeof body, CN_BODY, "<Priority>10</Priority>");
-    run_ok(&call, "POST", "/queues/q/messages", body, API_SEND_MESSAGE, SMQ_OP_SEND);
-    call.op.sent_seq[0] = 1;
+    run_ok(&call, "POST", "/queues/q/messages", body, MNS_SEND_MESSAGE, SMQ_OP_SEND);
+    call.op.send.seq[0] = 1;
     rq_init(&r, "POST", "/queues/q/messages", body);
     buf_init(&resp.body);
     resp.location[0] = '\0';
@@ -1608,23 +1607,23 @@ static void test_api_render_prepared_send_round_trip(void **state)
     api_call_free(&call);
 }
 
-/* Message i of op (0, 1, ... in order), its body appended to op->body_block
- * the way the engine lays bodies out: one block, freed by engine_op_release. */
+/* Message i of op (0, 1, ... in order), its body appended to op->recv.body_block
+ * the way the engine lays bodies out: one block, freed by op_release. */
 static void fill_msg(struct smq_op *op, size_t i, uint64_t seq, const char *body)
 {
-    struct smq_msg_view *v = &op->msgs[i];
+    struct smq_msg_view *v = &op->recv.msgs[i];
     size_t at = 0, len = strlen(body);
     char *block;
 
     for (size_t k = 0; k < i; k++)
-        at += op->msgs[k].body_len;
-    block = realloc(op->body_block, at + len + 1);
+        at += op->recv.msgs[k].body_len;
+    block = realloc(op->recv.body_block, at + len + 1);
     assert_non_null(block);
-    op->body_block = block;
+    op->recv.body_block = block;
     memcpy(block + at, body, len + 1);
     v->body_len = len;
-    for (size_t k = 0, off = 0; k <= i; off += op->msgs[k].body_len, k++)
-        op->msgs[k].body = block + off;
+    for (size_t k = 0, off = 0; k <= i; off += op->recv.msgs[k].body_len, k++)
+        op->recv.msgs[k].body = block + off;
     v->seq = seq;
     v->handle_gen = 2;
     v->enqueue_ms = INT64_C(1716809414944);
@@ -1675,9 +1674,9 @@ static void test_api_render_receive_message(void **state)
     char item[1024], want[1200];
 
     (void)state;
-    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    render_init(&x, MNS_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     fill_msg(&x.call.op, 0, 0x0A, CN_BODY);
-    x.call.op.n_msgs = 1;
+    x.call.op.recv.n_msgs = 1;
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
     received_xml(item, sizeof item, 0x0A, 2, CN_MD5, CN_BODY);
@@ -1694,12 +1693,12 @@ static void test_api_render_receive_uses_stored_md5(void **state)
     char item[1024], want[1200];
 
     (void)state;
-    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    render_init(&x, MNS_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     fill_msg(&x.call.op, 0, 0x0A, CN_BODY);
     /* Deliberately not CN_BODY's MD5, to see which one is rendered. */
-    md5_from_hex(x.call.op.msgs[0].body_md5.bytes, "5D41402ABC4B2A76B9719D911017C592");
-    x.call.op.msgs[0].body_md5.present = true;
-    x.call.op.n_msgs = 1;
+    md5_from_hex(x.call.op.recv.msgs[0].body_md5.bytes, "5D41402ABC4B2A76B9719D911017C592");
+    x.call.op.recv.msgs[0].body_md5.present = true;
+    x.call.op.recv.n_msgs = 1;
     render_run(&x);
     received_xml(item, sizeof item, 0x0A, 2, "5D41402ABC4B2A76B9719D911017C592", CN_BODY);
     doc_single(want, sizeof want, item);
@@ -1713,9 +1712,9 @@ static void test_api_render_receive_escapes_body(void **state)
     char item[1024], want[1200];
 
     (void)state;
-    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    render_init(&x, MNS_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     fill_msg(&x.call.op, 0, 1, "a&b<c>");
-    x.call.op.n_msgs = 1;
+    x.call.op.recv.n_msgs = 1;
     render_run(&x);
     received_xml(item, sizeof item, 1, 2, "2C972F2D55C613B960178EA72493B0B7", "a&amp;b&lt;c&gt;");
     doc_single(want, sizeof want, item);
@@ -1729,9 +1728,9 @@ static void test_api_render_batch_receive_one_message(void **state)
     char item[1024], want[1200];
 
     (void)state;
-    render_init(&x, API_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    render_init(&x, MNS_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     fill_msg(&x.call.op, 0, 3, CN_BODY);
-    x.call.op.n_msgs = 1;
+    x.call.op.recv.n_msgs = 1;
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
     received_xml(item, sizeof item, 3, 2, CN_MD5, CN_BODY);
@@ -1746,11 +1745,11 @@ static void test_api_render_batch_receive_two_messages(void **state)
     char a[1024], b[1024], want[2400];
 
     (void)state;
-    render_init(&x, API_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    render_init(&x, MNS_BATCH_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     fill_msg(&x.call.op, 0, 3, CN_BODY);
     fill_msg(&x.call.op, 1, 4, "hello");
-    x.call.op.msgs[1].handle_gen = 9;
-    x.call.op.n_msgs = 2;
+    x.call.op.recv.msgs[1].handle_gen = 9;
+    x.call.op.recv.n_msgs = 2;
     render_run(&x);
     received_xml(a, sizeof a, 3, 2, CN_MD5, CN_BODY);
     received_xml(b, sizeof b, 4, 9, "5D41402ABC4B2A76B9719D911017C592", "hello");
@@ -1765,9 +1764,9 @@ static void test_api_render_peek_message(void **state)
     char item[1024], want[1200];
 
     (void)state;
-    render_init(&x, API_PEEK_MESSAGE, SMQ_OP_PEEK);
+    render_init(&x, MNS_PEEK_MESSAGE, SMQ_OP_PEEK);
     fill_msg(&x.call.op, 0, 0x0B, CN_BODY);
-    x.call.op.n_msgs = 1;
+    x.call.op.recv.n_msgs = 1;
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
     peeked_xml(item, sizeof item, 0x0B, CN_MD5, CN_BODY);
@@ -1784,10 +1783,10 @@ static void test_api_render_batch_peek(void **state)
     char a[1024], b[1024], want[2400];
 
     (void)state;
-    render_init(&x, API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    render_init(&x, MNS_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
     fill_msg(&x.call.op, 0, 1, "hello");
     fill_msg(&x.call.op, 1, 2, CN_BODY);
-    x.call.op.n_msgs = 2;
+    x.call.op.recv.n_msgs = 2;
     render_run(&x);
     peeked_xml(a, sizeof a, 1, "5D41402ABC4B2A76B9719D911017C592", "hello");
     peeked_xml(b, sizeof b, 2, CN_MD5, CN_BODY);
@@ -1796,9 +1795,9 @@ static void test_api_render_batch_peek(void **state)
     render_free(&x);
 
     /* One peeked message asked for with numOfMessages: still <Messages>. */
-    render_init(&x, API_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
+    render_init(&x, MNS_BATCH_PEEK_MESSAGE, SMQ_OP_PEEK);
     fill_msg(&x.call.op, 0, 1, "hello");
-    x.call.op.n_msgs = 1;
+    x.call.op.recv.n_msgs = 1;
     render_run(&x);
     snprintf(want, sizeof want, DECL "<Messages " NS ">%s</Messages>", a);
     assert_body(&x.resp, want);
@@ -1810,8 +1809,8 @@ static void test_api_render_delete_message(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
-    x.call.op.n_handles = 1;
+    render_init(&x, MNS_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    x.call.op.del.n = 1;
     render_run(&x);
     assert_int_equal(x.resp.status, 204);
     assert_no_body(&x.resp);
@@ -1823,8 +1822,8 @@ static void add_batch_handle(struct render *x, const char *text, int err)
     size_t i = x->call.handles.n++;
 
     x->call.handles.handles[i] = copy_str(text);
-    x->call.op.handles[i].err = err;
-    x->call.op.n_handles = x->call.handles.n;
+    x->call.op.del.refs[i].err = err;
+    x->call.op.del.n = x->call.handles.n;
 }
 
 static void test_api_render_batch_delete_partial(void **state)
@@ -1832,7 +1831,7 @@ static void test_api_render_batch_delete_partial(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    render_init(&x, MNS_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
     add_batch_handle(&x, "okhandle", 0);
     add_batch_handle(&x, "stale-handle", SMQ_E_MESSAGE_NOT_EXIST);
     add_batch_handle(&x, "garbage", SMQ_E_RECEIPT_HANDLE_ERROR);
@@ -1853,7 +1852,7 @@ static void test_api_render_batch_delete_all_failed_and_empty_text(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    render_init(&x, MNS_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
     add_batch_handle(&x, "", SMQ_E_RECEIPT_HANDLE_ERROR);
     add_batch_handle(&x, "a<b", SMQ_E_RECEIPT_HANDLE_ERROR);
     render_run(&x);
@@ -1873,7 +1872,7 @@ static void test_api_render_batch_delete_all_ok(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    render_init(&x, MNS_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
     add_batch_handle(&x, "h1", 0);
     add_batch_handle(&x, "h2", 0);
     render_run(&x);
@@ -1887,7 +1886,7 @@ static void test_api_render_batch_delete_request_error(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
+    render_init(&x, MNS_BATCH_DELETE_MESSAGE, SMQ_OP_DELETE_MSG);
     add_batch_handle(&x, "h1", SMQ_E_MESSAGE_NOT_EXIST);
     errors_set(&x.call.op.result, SMQ_E_QUEUE_NOT_EXIST, NULL);
     render_run(&x);
@@ -1904,12 +1903,11 @@ static void test_api_render_change_visibility(void **state)
     char h[HANDLE_TEXT_LEN + 1], want[512];
 
     (void)state;
-    render_init(&x, API_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
-    x.call.op.n_handles = 1;
-    x.call.op.handles[0].seq = 77;
-    x.call.op.handles[0].gen = 3;
-    x.call.op.new_gen = 4;
-    x.call.op.next_visible_ms = INT64_C(1704164705000);
+    render_init(&x, MNS_CHANGE_MESSAGE_VISIBILITY, SMQ_OP_CHANGE_VISIBILITY);
+    x.call.op.vis.ref.seq = 77;
+    x.call.op.vis.ref.gen = 3;
+    x.call.op.vis.new_gen = 4;
+    x.call.op.vis.next_visible_ms = INT64_C(1704164705000);
     render_run(&x);
     assert_int_equal(x.resp.status, 200);
     valid_handle(77, 4, h);                    /* the new generation, not the old */
@@ -1925,7 +1923,7 @@ static void test_api_render_op_error(void **state)
     struct render x;
 
     (void)state;
-    render_init(&x, API_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
+    render_init(&x, MNS_RECEIVE_MESSAGE, SMQ_OP_RECEIVE);
     errors_set(&x.call.op.result, SMQ_E_MESSAGE_NOT_EXIST, NULL);
     render_run(&x);
     assert_int_equal(x.resp.status, 404);
@@ -1934,7 +1932,7 @@ static void test_api_render_op_error(void **state)
                          "<RequestId>" RID "</RequestId><HostId>http://" HOST "</HostId></Error>");
     render_free(&x);
 
-    render_init(&x, API_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
+    render_init(&x, MNS_CREATE_QUEUE, SMQ_OP_CREATE_QUEUE);
     errors_set(&x.call.op.result, SMQ_E_QUEUE_ALREADY_EXIST, "The queue %s differs.", "q");
     render_run(&x);
     assert_int_equal(x.resp.status, 409);

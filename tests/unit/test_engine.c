@@ -147,7 +147,7 @@ static int teardown(void **state)
 
     engine_close(f->e);
     for (size_t i = 0; i < N_PARK; i++)
-        engine_op_release(&f->park[i]);
+        op_release(&f->park[i]);
     for (size_t i = 0; i < sizeof f->scratch / sizeof f->scratch[0]; i++)
         free(f->scratch[i]);
     store_close(f->store);
@@ -167,9 +167,9 @@ static int teardown(void **state)
 
 /* ---- running ops ---------------------------------------------------------- */
 
-static void op_init(struct fixture *f, struct smq_op *op, enum smq_op_kind kind, const char *queue)
+static void prep_op(struct fixture *f, struct smq_op *op, enum smq_op_kind kind, const char *queue)
 {
-    engine_op_init(op, kind);
+    op_init(op, kind);
     snprintf(op->queue, sizeof op->queue, "%s", queue);
     op->done = on_done;
     op->done_arg = f;
@@ -227,9 +227,9 @@ static int64_t now_ms(const struct fixture *f)
     return f->clock.epoch_ms;
 }
 
-static struct engine_stats stats(const struct fixture *f)
+static struct smq_engine_stats stats(const struct fixture *f)
 {
-    struct engine_stats st;
+    struct smq_engine_stats st;
 
     engine_stats(f->e, &st);
     return st;
@@ -243,14 +243,14 @@ static int create_queue(struct fixture *f, const char *name, const struct smq_qu
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_CREATE_QUEUE, name);
+    prep_op(f, &op, SMQ_OP_CREATE_QUEUE, name);
     if (attrs != NULL)
-        op.attrs = *attrs;
-    op.attrs_present = present;
+        op.attrs.values = *attrs;
+    op.attrs.present = present;
     err = run_one(f, &op);
     if (created != NULL)
-        *created = op.created;
-    engine_op_release(&op);
+        *created = op.attrs.created;
+    op_release(&op);
     return err;
 }
 
@@ -259,7 +259,7 @@ static int create_queue_vis_rc(struct fixture *f, const char *name, int64_t visi
 {
     struct smq_queue_attrs a;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.visibility_s = visibility_s;
     return create_queue(f, name, &a, SMQ_ATTR_VISIBILITY, NULL);
 }
@@ -269,7 +269,7 @@ static void create_queue_vis(struct fixture *f, const char *name, int64_t visibi
 {
     struct smq_queue_attrs a;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.visibility_s = visibility_s;
     assert_int_equal(create_queue(f, name, &a, SMQ_ATTR_VISIBILITY, NULL), 0);
 }
@@ -279,10 +279,10 @@ static int get_info(struct fixture *f, const char *name, struct smq_queue_info *
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_GET_QUEUE, name);
+    prep_op(f, &op, SMQ_OP_GET_QUEUE, name);
     err = run_one(f, &op);
     *info = op.info;
-    engine_op_release(&op);
+    op_release(&op);
     return err;
 }
 
@@ -291,9 +291,9 @@ static int delete_queue(struct fixture *f, const char *name)
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_DELETE_QUEUE, name);
+    prep_op(f, &op, SMQ_OP_DELETE_QUEUE, name);
     err = run_one(f, &op);
-    engine_op_release(&op);
+    op_release(&op);
     return err;
 }
 
@@ -323,13 +323,13 @@ static int send_msg(struct fixture *f, const char *queue, const void *body, size
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_SEND, queue);
-    op.send[0] = (struct smq_send_item){.body = body, .body_len = len, .delay_s = delay_s, .priority = priority};
-    op.n_send = 1;
+    prep_op(f, &op, SMQ_OP_SEND, queue);
+    op.send.items[0] = (struct smq_send_item){.body = body, .body_len = len, .delay_s = delay_s, .priority = priority};
+    op.send.n = 1;
     err = run_one(f, &op);
     if (seq != NULL)
-        *seq = op.sent_seq[0];
-    engine_op_release(&op);
+        *seq = op.send.seq[0];
+    op_release(&op);
     return err;
 }
 
@@ -344,12 +344,12 @@ static uint64_t send_text(struct fixture *f, const char *queue, const char *text
 }
 
 /* One ReceiveMessage (or batch receive) run to completion; the caller
- * reads op's outputs and calls engine_op_release. */
+ * reads op's outputs and calls op_release. */
 static int receive(struct fixture *f, struct smq_op *op, const char *queue, int n, int64_t wait_s)
 {
-    op_init(f, op, SMQ_OP_RECEIVE, queue);
-    op->max_msgs = n;
-    op->wait_s = wait_s;
+    prep_op(f, op, SMQ_OP_RECEIVE, queue);
+    op->recv.max_msgs = n;
+    op->recv.wait_s = wait_s;
     return run_one(f, op);
 }
 
@@ -361,13 +361,13 @@ static int receive_one(struct fixture *f, const char *queue, struct smq_msg_view
 
     memset(out, 0, sizeof *out);
     if (err == 0) {
-        assert_int_equal(op.n_msgs, 1);
-        *out = op.msgs[0];
+        assert_int_equal(op.recv.n_msgs, 1);
+        *out = op.recv.msgs[0];
         out->body = NULL;
     } else {
-        assert_int_equal(op.n_msgs, 0);
+        assert_int_equal(op.recv.n_msgs, 0);
     }
-    engine_op_release(&op);
+    op_release(&op);
     return err;
 }
 
@@ -377,9 +377,9 @@ static void park_probed(struct fixture *f, struct smq_op *op, const char *queue,
 {
     struct smq_op *list[1] = {op};
 
-    engine_op_release(op);
-    op_init(f, op, SMQ_OP_RECEIVE, queue);
-    op->wait_s = wait_s;
+    op_release(op);
+    prep_op(f, op, SMQ_OP_RECEIVE, queue);
+    op->recv.wait_s = wait_s;
     op->client_gone = client_gone;
     run_ops(f, list, 1);
     assert_int_equal(f->n_done, 0);
@@ -408,11 +408,11 @@ static int delete_msg(struct fixture *f, const char *queue, uint64_t seq, uint32
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_DELETE_MSG, queue);
-    make_ref(f, seq, gen, &op.handles[0]);
-    op.n_handles = 1;
+    prep_op(f, &op, SMQ_OP_DELETE_MSG, queue);
+    make_ref(f, seq, gen, &op.del.refs[0]);
+    op.del.n = 1;
     err = run_one(f, &op);
-    engine_op_release(&op);
+    op_release(&op);
     return err;
 }
 
@@ -422,16 +422,16 @@ static int change_vis(struct fixture *f, const char *queue, uint64_t seq, uint32
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_CHANGE_VISIBILITY, queue);
-    make_ref(f, seq, gen, &op.handles[0]);
-    op.n_handles = 1;
-    op.visibility_s = visibility_s;
+    prep_op(f, &op, SMQ_OP_CHANGE_VISIBILITY, queue);
+    make_ref(f, seq, gen, &op.vis.ref);
+    op.del.n = 1;
+    op.vis.visibility_s = visibility_s;
     err = run_one(f, &op);
     if (new_gen != NULL)
-        *new_gen = op.new_gen;
+        *new_gen = op.vis.new_gen;
     if (next_visible_ms != NULL)
-        *next_visible_ms = op.next_visible_ms;
-    engine_op_release(&op);
+        *next_visible_ms = op.vis.next_visible_ms;
+    op_release(&op);
     return err;
 }
 
@@ -452,7 +452,7 @@ static void test_engine_create_queue_created_then_idempotent(void **state)
     struct smq_queue_info info;
     bool created = false;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.visibility_s = 10;
     assert_int_equal(create_queue(f, "q1", &a, SMQ_ATTR_VISIBILITY, &created), 0);
     assert_true(created);
@@ -554,12 +554,12 @@ static void test_engine_set_queue_partial_update(void **state)
     assert_int_equal(create_queue(f, "q", NULL, 0, NULL), 0);
     clock_fake_advance(&f->clock, 5000);
 
-    op_init(f, &op, SMQ_OP_SET_QUEUE, "q");
+    prep_op(f, &op, SMQ_OP_SET_QUEUE, "q");
     /* Only the fields flagged present may change; the others hold junk. */
-    op.attrs = (struct smq_queue_attrs){99, 1024, 99, 20, 9, 1, {1, "junk", 7}};
-    op.attrs_present = SMQ_ATTR_VISIBILITY | SMQ_ATTR_LOGGING;
+    op.attrs.values = (struct smq_queue_attrs){99, 1024, 99, 20, 9, 1, {1, "junk", 7}};
+    op.attrs.present = SMQ_ATTR_VISIBILITY | SMQ_ATTR_LOGGING;
     assert_int_equal(run_one(f, &op), 0);
-    engine_op_release(&op);
+    op_release(&op);
 
     assert_int_equal(get_info(f, "q", &info), 0);
     assert_int_equal(info.attrs.visibility_s, 20);
@@ -571,11 +571,11 @@ static void test_engine_set_queue_partial_update(void **state)
     assert_int_equal(info.create_s, EPOCH0_S);
     assert_int_equal(info.modify_s, EPOCH0_S + 5);
 
-    op_init(f, &op, SMQ_OP_SET_QUEUE, "missing");
-    op.attrs_present = SMQ_ATTR_VISIBILITY;
-    op.attrs.visibility_s = 5;
+    prep_op(f, &op, SMQ_OP_SET_QUEUE, "missing");
+    op.attrs.present = SMQ_ATTR_VISIBILITY;
+    op.attrs.values.visibility_s = 5;
     assert_int_equal(run_one(f, &op), SMQ_E_QUEUE_NOT_EXIST);
-    engine_op_release(&op);
+    op_release(&op);
 
     /* The update is on disk. */
     reopen_engine(f, MAX_QUEUES_DEFAULT);
@@ -643,17 +643,17 @@ static size_t list_page(struct fixture *f, const char *prefix, const char *marke
     struct smq_op op;
     size_t n;
 
-    op_init(f, &op, SMQ_OP_LIST_QUEUES, "");
+    prep_op(f, &op, SMQ_OP_LIST_QUEUES, "");
     snprintf(op.list.prefix, sizeof op.list.prefix, "%s", prefix);
     snprintf(op.list.marker, sizeof op.list.marker, "%s", marker);
     op.list.ret_number = ret_number;
     assert_int_equal(run_one(f, &op), 0);
     names[0] = '\0';
-    for (size_t i = 0; i < op.n_listed; i++)
-        append_csv(names, names_size, op.listed[i].name);
-    snprintf(next_marker, SMQ_QUEUE_NAME_MAX + 1, "%s", op.next_marker);
-    n = op.n_listed;
-    engine_op_release(&op);
+    for (size_t i = 0; i < op.list.n_queues; i++)
+        append_csv(names, names_size, op.list.queues[i].name);
+    snprintf(next_marker, SMQ_QUEUE_NAME_MAX + 1, "%s", op.list.next_marker);
+    n = op.list.n_queues;
+    op_release(&op);
     return n;
 }
 
@@ -707,15 +707,15 @@ static void test_engine_list_queues_paging(void **state)
     assert_string_equal(next, "");
 
     /* Listed entries carry the attributes and counters. */
-    op_init(f, &op, SMQ_OP_LIST_QUEUES, "");
+    prep_op(f, &op, SMQ_OP_LIST_QUEUES, "");
     snprintf(op.list.prefix, sizeof op.list.prefix, "a2");
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_listed, 1);
-    assert_string_equal(op.listed[0].name, "a2");
-    assert_int_equal(op.listed[0].n_active, 1);
-    assert_int_equal(op.listed[0].attrs.visibility_s, 30);
-    assert_int_equal(op.listed[0].create_s, EPOCH0_S);
-    engine_op_release(&op);
+    assert_int_equal(op.list.n_queues, 1);
+    assert_string_equal(op.list.queues[0].name, "a2");
+    assert_int_equal(op.list.queues[0].n_active, 1);
+    assert_int_equal(op.list.queues[0].attrs.visibility_s, 30);
+    assert_int_equal(op.list.queues[0].create_s, EPOCH0_S);
+    op_release(&op);
 }
 
 /* ---- send / receive --------------------------------------------------------- */
@@ -749,19 +749,19 @@ static void test_engine_send_receive_round_trip(void **state)
     assert_counts(f, "q", 3, 0, 0);
 
     assert_int_equal(receive(f, &op, "q", 16, 0), 0);
-    assert_int_equal(op.n_msgs, 3);
-    assert_true(op.msgs[0].seq == s1);
-    assert_body(&op.msgs[0], utf8);
-    assert_int_equal(op.msgs[0].priority, 8);
-    assert_int_equal(op.msgs[0].enqueue_ms, EPOCH0);
-    assert_true(op.msgs[1].seq == s2);
-    assert_int_equal(op.msgs[1].body_len, SMQ_MSG_SIZE_MAX);
-    assert_memory_equal(op.msgs[1].body, big, SMQ_MSG_SIZE_MAX);
-    assert_true(op.msgs[2].seq == s3);
-    assert_int_equal(op.msgs[2].body_len, 3);
-    assert_memory_equal(op.msgs[2].body, "a\0b", 3);
-    engine_op_release(&op);
-    assert_null(op.msgs[0].body);
+    assert_int_equal(op.recv.n_msgs, 3);
+    assert_true(op.recv.msgs[0].seq == s1);
+    assert_body(&op.recv.msgs[0], utf8);
+    assert_int_equal(op.recv.msgs[0].priority, 8);
+    assert_int_equal(op.recv.msgs[0].enqueue_ms, EPOCH0);
+    assert_true(op.recv.msgs[1].seq == s2);
+    assert_int_equal(op.recv.msgs[1].body_len, SMQ_MSG_SIZE_MAX);
+    assert_memory_equal(op.recv.msgs[1].body, big, SMQ_MSG_SIZE_MAX);
+    assert_true(op.recv.msgs[2].seq == s3);
+    assert_int_equal(op.recv.msgs[2].body_len, 3);
+    assert_memory_equal(op.recv.msgs[2].body, "a\0b", 3);
+    op_release(&op);
+    assert_null(op.recv.msgs[0].body);
 }
 
 static void test_engine_send_rejects_bad_bodies(void **state)
@@ -772,7 +772,7 @@ static void test_engine_send_rejects_bad_bodies(void **state)
     struct smq_op op;
 
     memset(body, 'x', sizeof body);
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.max_msg_size = 1024;
     assert_int_equal(create_queue(f, "small", &a, SMQ_ATTR_MAX_MSG_SIZE, NULL), 0);
 
@@ -781,12 +781,12 @@ static void test_engine_send_rejects_bad_bodies(void **state)
     /* Empty body. */
     assert_int_equal(send_msg(f, "small", "", 0, 0, 8, NULL), SMQ_E_INVALID_ARGUMENT);
     /* A batch with one bad item stores nothing at all. */
-    op_init(f, &op, SMQ_OP_SEND, "small");
-    op.send[0] = (struct smq_send_item){.body = "fine", .body_len = 4, .delay_s = 0, .priority = 8};
-    op.send[1] = (struct smq_send_item){.body = body, .body_len = 1025, .delay_s = 0, .priority = 8};
-    op.n_send = 2;
+    prep_op(f, &op, SMQ_OP_SEND, "small");
+    op.send.items[0] = (struct smq_send_item){.body = "fine", .body_len = 4, .delay_s = 0, .priority = 8};
+    op.send.items[1] = (struct smq_send_item){.body = body, .body_len = 1025, .delay_s = 0, .priority = 8};
+    op.send.n = 2;
     assert_int_equal(run_one(f, &op), SMQ_E_INVALID_ARGUMENT);
-    engine_op_release(&op);
+    op_release(&op);
 
     assert_counts(f, "small", 0, 0, 0);
     assert_int_equal(stats(f).messages, 0);
@@ -810,8 +810,8 @@ static void test_engine_receive_sets_dequeue_fields(void **state)
     clock_fake_advance(&f->clock, 1234);
 
     assert_int_equal(receive(f, &op, "q", 1, 0), 0);
-    assert_int_equal(op.n_msgs, 1);
-    v = op.msgs[0];
+    assert_int_equal(op.recv.n_msgs, 1);
+    v = op.recv.msgs[0];
     assert_true(v.seq == seq);
     assert_body(&v, "hello");
     assert_int_equal(v.dequeue_count, 1);
@@ -819,13 +819,13 @@ static void test_engine_receive_sets_dequeue_fields(void **state)
     assert_int_equal(v.first_dequeue_ms, EPOCH0 + 1234);
     assert_int_equal(v.next_visible_ms, EPOCH0 + 1234 + 10000);
     assert_true(v.handle_gen >= 1);
-    engine_op_release(&op);
+    op_release(&op);
     assert_counts(f, "q", 0, 1, 0);
 
     /* Inactive: a second receive without a wait finds nothing. */
     assert_int_equal(receive(f, &op, "q", 1, 0), SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(op.n_msgs, 0);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 0);
+    op_release(&op);
     assert_int_equal(delete_msg(f, "q", v.seq, v.handle_gen), 0);
     assert_counts(f, "q", 0, 0, 0);
 }
@@ -840,7 +840,7 @@ static void test_engine_counters_exact_through_scenario(void **state)
     struct smq_op op;
     uint64_t sa, sb;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.visibility_s = 10;
     a.retention_s = 60;
     assert_int_equal(create_queue(f, "c", &a, ALL_ATTRS, NULL), 0);
@@ -863,12 +863,12 @@ static void test_engine_counters_exact_through_scenario(void **state)
     assert_counts(f, "c", 2, 0, 1);
 
     assert_int_equal(receive(f, &op, "c", 16, 0), 0);       /* A and B until +20 s */
-    assert_int_equal(op.n_msgs, 2);
-    assert_true(op.msgs[0].seq == sa);
-    assert_true(op.msgs[1].seq == sb);
-    va = op.msgs[0];
-    vb = op.msgs[1];
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 2);
+    assert_true(op.recv.msgs[0].seq == sa);
+    assert_true(op.recv.msgs[1].seq == sb);
+    va = op.recv.msgs[0];
+    vb = op.recv.msgs[1];
+    op_release(&op);
     assert_counts(f, "c", 0, 2, 1);
 
     assert_int_equal(delete_msg(f, "c", va.seq, va.handle_gen), 0);
@@ -934,7 +934,7 @@ static void test_engine_delay_precedence(void **state)
     struct smq_msg_view v;
     uint64_t s_msg, s_queue;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.delay_s = 10;
     assert_int_equal(create_queue(f, "d", &a, SMQ_ATTR_DELAY, NULL), 0);
     assert_int_equal(create_queue(f, "nodelay", NULL, 0, NULL), 0);
@@ -975,16 +975,16 @@ static void test_engine_priority_order(void **state)
     assert_int_equal(create_queue(f, "p", NULL, 0, NULL), 0);
     /* 18 messages: five in one batch, the rest one at a time; priorities
      * cycle 16, 8, 1 so every priority has several, oldest first. */
-    op_init(f, &batch, SMQ_OP_SEND, "p");
+    prep_op(f, &batch, SMQ_OP_SEND, "p");
     for (int i = 0; i < 5; i++) {
         prio[i] = prio_cycle[i % 3];
-        batch.send[i] = (struct smq_send_item){.body = "batch", .body_len = 5, .delay_s = 0, .priority = prio[i]};
+        batch.send.items[i] = (struct smq_send_item){.body = "batch", .body_len = 5, .delay_s = 0, .priority = prio[i]};
     }
-    batch.n_send = 5;
+    batch.send.n = 5;
     assert_int_equal(run_one(f, &batch), 0);
     for (int i = 0; i < 5; i++)
-        seq[i] = batch.sent_seq[i];
-    engine_op_release(&batch);
+        seq[i] = batch.send.seq[i];
+    op_release(&batch);
     for (int i = 5; i < 18; i++) {
         prio[i] = prio_cycle[i % 3];
         seq[i] = send_text(f, "p", "single", 0, prio[i]);
@@ -999,18 +999,18 @@ static void test_engine_priority_order(void **state)
     assert_int_equal(k, 18);
 
     assert_int_equal(receive(f, &op, "p", 16, 0), 0);
-    assert_int_equal(op.n_msgs, 16);
+    assert_int_equal(op.recv.n_msgs, 16);
     for (size_t i = 0; i < 16; i++)
-        assert_true(op.msgs[i].seq == expect[i]);
-    assert_int_equal(op.msgs[0].priority, 1);
-    assert_int_equal(op.msgs[15].priority, 16);
-    engine_op_release(&op);
+        assert_true(op.recv.msgs[i].seq == expect[i]);
+    assert_int_equal(op.recv.msgs[0].priority, 1);
+    assert_int_equal(op.recv.msgs[15].priority, 16);
+    op_release(&op);
 
     assert_int_equal(receive(f, &op, "p", 16, 0), 0);
-    assert_int_equal(op.n_msgs, 2);
-    assert_true(op.msgs[0].seq == expect[16]);
-    assert_true(op.msgs[1].seq == expect[17]);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 2);
+    assert_true(op.recv.msgs[0].seq == expect[16]);
+    assert_true(op.recv.msgs[1].seq == expect[17]);
+    op_release(&op);
 }
 
 static void test_engine_retention_expiry_any_state(void **state)
@@ -1019,7 +1019,7 @@ static void test_engine_retention_expiry_any_state(void **state)
     struct smq_queue_attrs a;
     struct smq_msg_view inactive;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.retention_s = 60;
     a.visibility_s = 100;                 /* still Inactive when it expires */
     assert_int_equal(create_queue(f, "r", &a, ALL_ATTRS, NULL), 0);
@@ -1082,44 +1082,44 @@ static void test_engine_peek_changes_nothing(void **state)
     sb = send_text(f, "pk", "second", 0, 8);
     clock_fake_advance(&f->clock, 1000);
 
-    op_init(f, &op, SMQ_OP_PEEK, "pk");
+    prep_op(f, &op, SMQ_OP_PEEK, "pk");
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_msgs, 1);
-    assert_true(op.msgs[0].seq == sa);
-    assert_body(&op.msgs[0], "first");
-    assert_int_equal(op.msgs[0].dequeue_count, 0);
-    assert_int_equal(op.msgs[0].enqueue_ms, EPOCH0);
-    assert_int_equal(op.msgs[0].first_dequeue_ms, op.msgs[0].enqueue_ms);
-    assert_int_equal(op.msgs[0].next_visible_ms, EPOCH0);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 1);
+    assert_true(op.recv.msgs[0].seq == sa);
+    assert_body(&op.recv.msgs[0], "first");
+    assert_int_equal(op.recv.msgs[0].dequeue_count, 0);
+    assert_int_equal(op.recv.msgs[0].enqueue_ms, EPOCH0);
+    assert_int_equal(op.recv.msgs[0].first_dequeue_ms, op.recv.msgs[0].enqueue_ms);
+    assert_int_equal(op.recv.msgs[0].next_visible_ms, EPOCH0);
+    op_release(&op);
     assert_counts(f, "pk", 2, 0, 0);
 
-    op_init(f, &op, SMQ_OP_PEEK, "pk");
-    op.max_msgs = 16;
+    prep_op(f, &op, SMQ_OP_PEEK, "pk");
+    op.recv.max_msgs = 16;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_msgs, 2);
-    assert_true(op.msgs[0].seq == sa);
-    assert_true(op.msgs[1].seq == sb);
-    assert_body(&op.msgs[1], "second");
-    assert_int_equal(op.msgs[1].dequeue_count, 0);
-    assert_int_equal(op.msgs[1].first_dequeue_ms, EPOCH0 + 1000);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 2);
+    assert_true(op.recv.msgs[0].seq == sa);
+    assert_true(op.recv.msgs[1].seq == sb);
+    assert_body(&op.recv.msgs[1], "second");
+    assert_int_equal(op.recv.msgs[1].dequeue_count, 0);
+    assert_int_equal(op.recv.msgs[1].first_dequeue_ms, EPOCH0 + 1000);
+    op_release(&op);
     assert_counts(f, "pk", 2, 0, 0);
 
     /* A receive still gets the first one first, as a first delivery. */
     assert_int_equal(receive(f, &op, "pk", 1, 0), 0);
-    assert_true(op.msgs[0].seq == sa);
-    assert_int_equal(op.msgs[0].dequeue_count, 1);
-    assert_int_equal(op.msgs[0].first_dequeue_ms, EPOCH0 + 2000);
-    engine_op_release(&op);
+    assert_true(op.recv.msgs[0].seq == sa);
+    assert_int_equal(op.recv.msgs[0].dequeue_count, 1);
+    assert_int_equal(op.recv.msgs[0].first_dequeue_ms, EPOCH0 + 2000);
+    op_release(&op);
     assert_counts(f, "pk", 1, 1, 0);
 
     /* Peek on an empty queue. */
     assert_int_equal(create_queue(f, "empty", NULL, 0, NULL), 0);
-    op_init(f, &op, SMQ_OP_PEEK, "empty");
+    prep_op(f, &op, SMQ_OP_PEEK, "empty");
     assert_int_equal(run_one(f, &op), SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(op.n_msgs, 0);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 0);
+    op_release(&op);
 }
 
 static void test_engine_delete_single_handles(void **state)
@@ -1181,23 +1181,23 @@ static void test_engine_delete_batch_mixed(void **state)
     assert_int_equal(v[1].handle_gen, stale.handle_gen + 1);
     assert_counts(f, "b", 0, 3, 0);
 
-    op_init(f, &op, SMQ_OP_DELETE_MSG, "b");
-    make_ref(f, stale.seq, stale.handle_gen, &op.handles[0]);        /* stale */
-    make_ref(f, v[0].seq, v[0].handle_gen, &op.handles[1]);          /* valid */
-    op.handles[2].err = handle_decode(engine_keys(f->e), "not-a-handle", 12, &seq, &gen);
-    assert_int_equal(op.handles[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);  /* malformed */
-    make_ref(f, v[2].seq, v[2].handle_gen, &op.handles[3]);          /* valid */
-    make_ref(f, v[2].seq, v[2].handle_gen, &op.handles[4]);          /* same again */
-    op.n_handles = 5;
-    op.batch_delete = true;
+    prep_op(f, &op, SMQ_OP_DELETE_MSG, "b");
+    make_ref(f, stale.seq, stale.handle_gen, &op.del.refs[0]);        /* stale */
+    make_ref(f, v[0].seq, v[0].handle_gen, &op.del.refs[1]);          /* valid */
+    op.del.refs[2].err = handle_decode(engine_keys(f->e), "not-a-handle", 12, &seq, &gen);
+    assert_int_equal(op.del.refs[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);  /* malformed */
+    make_ref(f, v[2].seq, v[2].handle_gen, &op.del.refs[3]);          /* valid */
+    make_ref(f, v[2].seq, v[2].handle_gen, &op.del.refs[4]);          /* same again */
+    op.del.n = 5;
+    op.del.batch = true;
     /* A batch succeeds as a whole; the failures are per item. */
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.handles[0].err, SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(op.handles[1].err, 0);
-    assert_int_equal(op.handles[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);
-    assert_int_equal(op.handles[3].err, 0);
-    assert_int_equal(op.handles[4].err, SMQ_E_MESSAGE_NOT_EXIST);
-    engine_op_release(&op);
+    assert_int_equal(op.del.refs[0].err, SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(op.del.refs[1].err, 0);
+    assert_int_equal(op.del.refs[2].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    assert_int_equal(op.del.refs[3].err, 0);
+    assert_int_equal(op.del.refs[4].err, SMQ_E_MESSAGE_NOT_EXIST);
+    op_release(&op);
 
     /* Only v[1] is left, still Inactive and deletable with its current handle. */
     assert_counts(f, "b", 0, 1, 0);
@@ -1207,19 +1207,19 @@ static void test_engine_delete_batch_mixed(void **state)
     assert_counts(f, "b", 0, 0, 0);
 
     /* A single DeleteMessage reports its handle's error as the op result... */
-    op_init(f, &op, SMQ_OP_DELETE_MSG, "b");
-    op.handles[0].err = SMQ_E_RECEIPT_HANDLE_ERROR;
-    op.n_handles = 1;
+    prep_op(f, &op, SMQ_OP_DELETE_MSG, "b");
+    op.del.refs[0].err = SMQ_E_RECEIPT_HANDLE_ERROR;
+    op.del.n = 1;
     assert_int_equal(run_one(f, &op), SMQ_E_RECEIPT_HANDLE_ERROR);
-    engine_op_release(&op);
+    op_release(&op);
     /* ...a BatchDeleteMessage of one handle reports it per item (§7.12). */
-    op_init(f, &op, SMQ_OP_DELETE_MSG, "b");
-    op.handles[0].err = SMQ_E_RECEIPT_HANDLE_ERROR;
-    op.n_handles = 1;
-    op.batch_delete = true;
+    prep_op(f, &op, SMQ_OP_DELETE_MSG, "b");
+    op.del.refs[0].err = SMQ_E_RECEIPT_HANDLE_ERROR;
+    op.del.n = 1;
+    op.del.batch = true;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.handles[0].err, SMQ_E_RECEIPT_HANDLE_ERROR);
-    engine_op_release(&op);
+    assert_int_equal(op.del.refs[0].err, SMQ_E_RECEIPT_HANDLE_ERROR);
+    op_release(&op);
 }
 
 static void test_engine_change_visibility(void **state)
@@ -1275,21 +1275,21 @@ static void test_engine_change_visibility_zero_wakes_waiter(void **state)
     tick(f, 1000);
     assert_int_equal(f->n_done, 0);
 
-    op_init(f, &cv, SMQ_OP_CHANGE_VISIBILITY, "cw");
-    make_ref(f, v.seq, v.handle_gen, &cv.handles[0]);
-    cv.n_handles = 1;
-    cv.visibility_s = 0;
+    prep_op(f, &cv, SMQ_OP_CHANGE_VISIBILITY, "cw");
+    make_ref(f, v.seq, v.handle_gen, &cv.vis.ref);
+    cv.del.n = 1;
+    cv.vis.visibility_s = 0;
     assert_int_equal(run_one(f, &cv), 0);
     /* Same run: the change, then the woken waiter with the message. */
     assert_int_equal(f->n_done, 2);
     assert_int_equal(done_pos(f, &cv), 0);
     assert_int_equal(done_pos(f, w), 1);
     assert_int_equal(w->result.err, 0);
-    assert_int_equal(w->n_msgs, 1);
-    assert_true(w->msgs[0].seq == v.seq);
-    assert_int_equal(w->msgs[0].dequeue_count, 2);
-    assert_int_equal(w->msgs[0].handle_gen, cv.new_gen + 1);
-    engine_op_release(&cv);
+    assert_int_equal(w->recv.n_msgs, 1);
+    assert_true(w->recv.msgs[0].seq == v.seq);
+    assert_int_equal(w->recv.msgs[0].dequeue_count, 2);
+    assert_int_equal(w->recv.msgs[0].handle_gen, cv.vis.new_gen + 1);
+    op_release(&cv);
     assert_counts(f, "cw", 0, 1, 0);
     assert_int_equal(stats(f).waiters, 0);
 }
@@ -1309,21 +1309,21 @@ static void test_engine_long_poll_send_wakes_parked(void **state)
     tick(f, 1000);
     assert_int_equal(f->n_done, 0);
 
-    op_init(f, &send, SMQ_OP_SEND, "lp");
-    send.send[0] = (struct smq_send_item){.body = "wake", .body_len = 4, .delay_s = 0, .priority = 8};
-    send.n_send = 1;
+    prep_op(f, &send, SMQ_OP_SEND, "lp");
+    send.send.items[0] = (struct smq_send_item){.body = "wake", .body_len = 4, .delay_s = 0, .priority = 8};
+    send.send.n = 1;
     run_ops(f, list, 1);
     assert_int_equal(f->n_done, 2);
     assert_int_equal(done_pos(f, &send), 0);
     assert_int_equal(done_pos(f, w), 1);
     assert_int_equal(send.result.err, 0);
     assert_int_equal(w->result.err, 0);
-    assert_int_equal(w->n_msgs, 1);
-    assert_true(w->msgs[0].seq == send.sent_seq[0]);
-    assert_body(&w->msgs[0], "wake");
-    assert_int_equal(w->msgs[0].dequeue_count, 1);
-    assert_int_equal(w->msgs[0].first_dequeue_ms, EPOCH0 + 1000);
-    engine_op_release(&send);
+    assert_int_equal(w->recv.n_msgs, 1);
+    assert_true(w->recv.msgs[0].seq == send.send.seq[0]);
+    assert_body(&w->recv.msgs[0], "wake");
+    assert_int_equal(w->recv.msgs[0].dequeue_count, 1);
+    assert_int_equal(w->recv.msgs[0].first_dequeue_ms, EPOCH0 + 1000);
+    op_release(&send);
     assert_int_equal(stats(f).waiters, 0);
     assert_counts(f, "lp", 0, 1, 0);
 
@@ -1349,14 +1349,14 @@ static void test_engine_long_poll_one_message_wakes_first_waiter(void **state)
     assert_int_equal(done_pos(f, w1), 1);
     assert_int_equal(done_pos(f, w2), -1);
     assert_int_equal(w1->result.err, 0);
-    assert_true(w1->msgs[0].seq == s1);
+    assert_true(w1->recv.msgs[0].seq == s1);
     assert_int_equal(stats(f).waiters, 1);
 
     s2 = send_text(f, "fifo", "two", 0, 8);
     assert_int_equal(done_pos(f, w2), 1);
     assert_int_equal(w2->result.err, 0);
-    assert_int_equal(w2->n_msgs, 1);
-    assert_true(w2->msgs[0].seq == s2);
+    assert_int_equal(w2->recv.n_msgs, 1);
+    assert_true(w2->recv.msgs[0].seq == s2);
     assert_int_equal(stats(f).waiters, 0);
 
     /* A batch of three wakes both waiters, one message each, oldest first;
@@ -1365,17 +1365,17 @@ static void test_engine_long_poll_one_message_wakes_first_waiter(void **state)
     park(f, w2, "fifo", 5);
     {
         struct smq_op batch;
-        op_init(f, &batch, SMQ_OP_SEND, "fifo");
+        prep_op(f, &batch, SMQ_OP_SEND, "fifo");
         for (int i = 0; i < 3; i++)
-            batch.send[i] = (struct smq_send_item){.body = "batch", .body_len = 5, .delay_s = 0, .priority = 8};
-        batch.n_send = 3;
+            batch.send.items[i] = (struct smq_send_item){.body = "batch", .body_len = 5, .delay_s = 0, .priority = 8};
+        batch.send.n = 3;
         assert_int_equal(run_one(f, &batch), 0);
         assert_int_equal(f->n_done, 3);
         assert_int_equal(done_pos(f, w1), 1);
         assert_int_equal(done_pos(f, w2), 2);
-        assert_true(w1->msgs[0].seq == batch.sent_seq[0]);
-        assert_true(w2->msgs[0].seq == batch.sent_seq[1]);
-        engine_op_release(&batch);
+        assert_true(w1->recv.msgs[0].seq == batch.send.seq[0]);
+        assert_true(w2->recv.msgs[0].seq == batch.send.seq[1]);
+        op_release(&batch);
     }
     assert_counts(f, "fifo", 1, 4, 0);
     assert_int_equal(receive_one(f, "fifo", &v), 0);
@@ -1386,7 +1386,7 @@ static void test_engine_long_poll_one_message_wakes_first_waiter(void **state)
     park(f, w2, "fifo", 5);
     s1 = send_text(f, "fifo", "three", 0, 8);
     assert_int_equal(done_pos(f, w1), 1);
-    assert_true(w1->msgs[0].seq == s1);
+    assert_true(w1->recv.msgs[0].seq == s1);
     assert_int_equal(done_pos(f, w2), -1);
     tick(f, 5000);
     assert_int_equal(done_pos(f, w2), 0);
@@ -1414,7 +1414,7 @@ static void test_engine_long_poll_deadline_exact(void **state)
     assert_int_equal(f->n_done, 1);
     assert_int_equal(done_pos(f, w), 0);
     assert_int_equal(w->result.err, SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(w->n_msgs, 0);
+    assert_int_equal(w->recv.n_msgs, 0);
     assert_int_equal(stats(f).waiters, 0);
     assert_int_equal(engine_next_timeout_ms(f->e), UINT64_MAX);
 
@@ -1435,7 +1435,7 @@ static void test_engine_long_poll_deadline_exact(void **state)
     /* wait_s = -1 takes the queue's PollingWaitSeconds. */
     {
         struct smq_queue_attrs a;
-        engine_default_attrs(&a);
+        mns_default_attrs(&a);
         a.polling_wait_s = 2;
         assert_int_equal(create_queue(f, "pw", &a, SMQ_ATTR_POLLING_WAIT, NULL), 0);
         park(f, w, "pw", -1);
@@ -1461,8 +1461,8 @@ static void test_engine_long_poll_delay_and_visibility_wake(void **state)
     tick(f, 1);                                  /* delay over: the waiter gets it */
     assert_int_equal(f->n_done, 1);
     assert_int_equal(w1->result.err, 0);
-    assert_true(w1->msgs[0].seq == seq);
-    assert_int_equal(w1->msgs[0].dequeue_count, 1);
+    assert_true(w1->recv.msgs[0].seq == seq);
+    assert_int_equal(w1->recv.msgs[0].dequeue_count, 1);
     assert_counts(f, "dv", 0, 1, 0);
 
     park(f, w2, "dv", 10);
@@ -1471,9 +1471,9 @@ static void test_engine_long_poll_delay_and_visibility_wake(void **state)
     tick(f, 1);                                  /* visibility over: redelivered */
     assert_int_equal(f->n_done, 1);
     assert_int_equal(w2->result.err, 0);
-    assert_true(w2->msgs[0].seq == seq);
-    assert_int_equal(w2->msgs[0].dequeue_count, 2);
-    assert_int_equal(w2->msgs[0].handle_gen, w1->msgs[0].handle_gen + 1);
+    assert_true(w2->recv.msgs[0].seq == seq);
+    assert_int_equal(w2->recv.msgs[0].dequeue_count, 2);
+    assert_int_equal(w2->recv.msgs[0].handle_gen, w1->recv.msgs[0].handle_gen + 1);
     assert_int_equal(stats(f).waiters, 0);
 }
 
@@ -1489,7 +1489,7 @@ static void test_engine_long_poll_delete_queue_fails_waiters(void **state)
     park(f, w2, "doomed", 10);
     park(f, w3, "other", 10);
 
-    op_init(f, &del, SMQ_OP_DELETE_QUEUE, "doomed");
+    prep_op(f, &del, SMQ_OP_DELETE_QUEUE, "doomed");
     assert_int_equal(run_one(f, &del), 0);
     assert_int_equal(f->n_done, 3);
     assert_true(done_pos(f, w1) >= 0);
@@ -1497,7 +1497,7 @@ static void test_engine_long_poll_delete_queue_fails_waiters(void **state)
     assert_int_equal(done_pos(f, w3), -1);
     assert_int_equal(w1->result.err, SMQ_E_QUEUE_NOT_EXIST);
     assert_int_equal(w2->result.err, SMQ_E_QUEUE_NOT_EXIST);
-    engine_op_release(&del);
+    op_release(&del);
     assert_int_equal(stats(f).waiters, 1);
 
     /* Their timers went with them. */
@@ -1541,19 +1541,19 @@ static void test_engine_group_commit_sees_effects_in_order(void **state)
     struct smq_op create, s1, s2, recv, get, empty;
     struct smq_op *list[6] = {&create, &s1, &s2, &recv, &get, &empty};
 
-    op_init(f, &create, SMQ_OP_CREATE_QUEUE, "g");
-    op_init(f, &s1, SMQ_OP_SEND, "g");
-    s1.send[0] = (struct smq_send_item){.body = "low", .body_len = 3, .delay_s = 0, .priority = 8};
-    s1.n_send = 1;
-    op_init(f, &s2, SMQ_OP_SEND, "g");
-    s2.send[0] = (struct smq_send_item){.body = "high", .body_len = 4, .delay_s = 0, .priority = 1};
-    s2.n_send = 1;
-    op_init(f, &recv, SMQ_OP_RECEIVE, "g");
-    recv.max_msgs = 16;
-    recv.wait_s = 0;
-    op_init(f, &get, SMQ_OP_GET_QUEUE, "g");
-    op_init(f, &empty, SMQ_OP_RECEIVE, "g");
-    empty.wait_s = 0;
+    prep_op(f, &create, SMQ_OP_CREATE_QUEUE, "g");
+    prep_op(f, &s1, SMQ_OP_SEND, "g");
+    s1.send.items[0] = (struct smq_send_item){.body = "low", .body_len = 3, .delay_s = 0, .priority = 8};
+    s1.send.n = 1;
+    prep_op(f, &s2, SMQ_OP_SEND, "g");
+    s2.send.items[0] = (struct smq_send_item){.body = "high", .body_len = 4, .delay_s = 0, .priority = 1};
+    s2.send.n = 1;
+    prep_op(f, &recv, SMQ_OP_RECEIVE, "g");
+    recv.recv.max_msgs = 16;
+    recv.recv.wait_s = 0;
+    prep_op(f, &get, SMQ_OP_GET_QUEUE, "g");
+    prep_op(f, &empty, SMQ_OP_RECEIVE, "g");
+    empty.recv.wait_s = 0;
 
     run_ops(f, list, 6);
     assert_int_equal(f->n_done, 6);
@@ -1562,15 +1562,15 @@ static void test_engine_group_commit_sees_effects_in_order(void **state)
         assert_null(list[i]->next);
     }
     assert_int_equal(create.result.err, 0);
-    assert_true(create.created);
+    assert_true(create.attrs.created);
     assert_int_equal(s1.result.err, 0);
     assert_int_equal(s2.result.err, 0);
     assert_int_equal(recv.result.err, 0);
-    assert_int_equal(recv.n_msgs, 2);
-    assert_true(recv.msgs[0].seq == s2.sent_seq[0]);
-    assert_body(&recv.msgs[0], "high");
-    assert_true(recv.msgs[1].seq == s1.sent_seq[0]);
-    assert_body(&recv.msgs[1], "low");
+    assert_int_equal(recv.recv.n_msgs, 2);
+    assert_true(recv.recv.msgs[0].seq == s2.send.seq[0]);
+    assert_body(&recv.recv.msgs[0], "high");
+    assert_true(recv.recv.msgs[1].seq == s1.send.seq[0]);
+    assert_body(&recv.recv.msgs[1], "low");
     assert_int_equal(get.result.err, 0);
     assert_int_equal(get.info.n_active, 0);
     assert_int_equal(get.info.n_inactive, 2);
@@ -1579,7 +1579,7 @@ static void test_engine_group_commit_sees_effects_in_order(void **state)
     /* All of it is durable. */
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg WHERE dequeue_count = 1"), 2);
     for (int i = 0; i < 6; i++)
-        engine_op_release(list[i]);
+        op_release(list[i]);
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_counts(f, "g", 0, 2, 0);
 }
@@ -1622,25 +1622,25 @@ static void test_engine_recovery_restores_states(void **state)
     /* H's delay ran out while the engine was down: Active at start. */
     assert_int_equal(stats(f).messages, 5);
     assert_counts(f, "rec", 2, 2, 1);
-    op_init(f, &op, SMQ_OP_PEEK, "rec");
-    op.max_msgs = 16;
+    prep_op(f, &op, SMQ_OP_PEEK, "rec");
+    op.recv.max_msgs = 16;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_msgs, 2);
-    assert_true(op.msgs[0].seq == sa);
-    assert_int_equal(op.msgs[0].dequeue_count, 0);
-    assert_body(&op.msgs[0], "A active");
-    assert_true(op.msgs[1].seq == sh);
-    assert_int_equal(op.msgs[1].next_visible_ms, EPOCH0 + 3000);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 2);
+    assert_true(op.recv.msgs[0].seq == sa);
+    assert_int_equal(op.recv.msgs[0].dequeue_count, 0);
+    assert_body(&op.recv.msgs[0], "A active");
+    assert_true(op.recv.msgs[1].seq == sh);
+    assert_int_equal(op.recv.msgs[1].next_visible_ms, EPOCH0 + 3000);
+    op_release(&op);
 
     /* The handle issued before the restart still deletes C. */
-    op_init(f, &op, SMQ_OP_DELETE_MSG, "rec");
+    prep_op(f, &op, SMQ_OP_DELETE_MSG, "rec");
     assert_int_equal(handle_decode(engine_keys(f->e), h_c, strlen(h_c), &ref.seq, &ref.gen), 0);
     ref.err = 0;
-    op.handles[0] = ref;
-    op.n_handles = 1;
+    op.del.refs[0] = ref;
+    op.del.n = 1;
     assert_int_equal(run_one(f, &op), 0);
-    engine_op_release(&op);
+    op_release(&op);
     assert_counts(f, "rec", 2, 1, 1);
     /* The deleted ones never come back. */
     assert_int_equal(delete_msg(f, "rec", vd.seq, vd.handle_gen), SMQ_E_MESSAGE_NOT_EXIST);
@@ -1657,17 +1657,17 @@ static void test_engine_recovery_restores_states(void **state)
     assert_counts(f, "rec", 4, 0, 0);
 
     assert_int_equal(receive(f, &op, "rec", 16, 0), 0);
-    assert_int_equal(op.n_msgs, 4);
-    assert_true(op.msgs[0].seq == sg);
-    assert_int_equal(op.msgs[0].dequeue_count, 2);
-    assert_int_equal(op.msgs[0].first_dequeue_ms, EPOCH0);
-    assert_int_equal(op.msgs[0].enqueue_ms, EPOCH0);
-    assert_body(&op.msgs[0], "G inactive, visible again at +60 s");
-    assert_true(op.msgs[1].seq == sa);
-    assert_true(op.msgs[2].seq == sb);
-    assert_int_equal(op.msgs[2].dequeue_count, 1);
-    assert_true(op.msgs[3].seq == sh);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 4);
+    assert_true(op.recv.msgs[0].seq == sg);
+    assert_int_equal(op.recv.msgs[0].dequeue_count, 2);
+    assert_int_equal(op.recv.msgs[0].first_dequeue_ms, EPOCH0);
+    assert_int_equal(op.recv.msgs[0].enqueue_ms, EPOCH0);
+    assert_body(&op.recv.msgs[0], "G inactive, visible again at +60 s");
+    assert_true(op.recv.msgs[1].seq == sa);
+    assert_true(op.recv.msgs[2].seq == sb);
+    assert_int_equal(op.recv.msgs[2].dequeue_count, 1);
+    assert_true(op.recv.msgs[3].seq == sh);
+    op_release(&op);
 
     /* Ids are never reused, even though the highest (E) was deleted. */
     fresh = send_text(f, "rec", "after restart", 0, 8);
@@ -1687,13 +1687,13 @@ static void test_engine_write_fault_fails_only_that_send(void **state)
     warm = send_text(f, "wf", "before", 0, 8);     /* the id reservation is done */
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1);
 
-    op_init(f, &bad, SMQ_OP_SEND, "wf");
+    prep_op(f, &bad, SMQ_OP_SEND, "wf");
     for (int i = 0; i < 3; i++)
-        bad.send[i] = (struct smq_send_item){.body = "lost", .body_len = 4, .delay_s = 0, .priority = 8};
-    bad.n_send = 3;
-    op_init(f, &good, SMQ_OP_SEND, "wf");
-    good.send[0] = (struct smq_send_item){.body = "kept", .body_len = 4, .delay_s = 0, .priority = 8};
-    good.n_send = 1;
+        bad.send.items[i] = (struct smq_send_item){.body = "lost", .body_len = 4, .delay_s = 0, .priority = 8};
+    bad.send.n = 3;
+    prep_op(f, &good, SMQ_OP_SEND, "wf");
+    good.send.items[0] = (struct smq_send_item){.body = "kept", .body_len = 4, .delay_s = 0, .priority = 8};
+    good.send.n = 1;
     /* Two writes per message: the 4th write is the second message's body. */
     store_fault_inject(f->store, 3, 0);
     run_ops(f, list, 2);
@@ -1708,13 +1708,13 @@ static void test_engine_write_fault_fails_only_that_send(void **state)
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 2);
 
     assert_int_equal(receive(f, &recv, "wf", 16, 0), 0);
-    assert_int_equal(recv.n_msgs, 2);
-    assert_true(recv.msgs[0].seq == warm);
-    assert_true(recv.msgs[1].seq == good.sent_seq[0]);
-    assert_body(&recv.msgs[1], "kept");
-    engine_op_release(&recv);
-    engine_op_release(&bad);
-    engine_op_release(&good);
+    assert_int_equal(recv.recv.n_msgs, 2);
+    assert_true(recv.recv.msgs[0].seq == warm);
+    assert_true(recv.recv.msgs[1].seq == good.send.seq[0]);
+    assert_body(&recv.recv.msgs[1], "kept");
+    op_release(&recv);
+    op_release(&bad);
+    op_release(&good);
 
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_counts(f, "wf", 0, 2, 0);
@@ -1752,7 +1752,7 @@ static void test_engine_storage_full_refuses_sends_keeps_deletes(void **state)
     /* Refused without a write: an injected fault would otherwise fire. */
     store_fault_inject(f->store, 0, 0);
     assert_int_equal(send_msg(f, "full", "refused", 7, 0, 8, NULL), SMQ_E_STORAGE_FULL);
-    op_init(f, &create, SMQ_OP_CREATE_QUEUE, "other");
+    prep_op(f, &create, SMQ_OP_CREATE_QUEUE, "other");
     assert_int_equal(run_one(f, &create), SMQ_E_STORAGE_FULL);
     store_fault_inject(f->store, STORE_FAULT_OFF, 0);
 
@@ -1899,8 +1899,8 @@ static void test_engine_gone_client_skipped_and_released(void **state)
     assert_int_equal(w1->result.err, SMQ_E_MESSAGE_NOT_EXIST);
     assert_int_equal(f->park_done[1], 1);
     assert_int_equal(w2->result.err, 0);
-    assert_body(&w2->msgs[0], "for-the-living");
-    assert_int_equal(w2->msgs[0].dequeue_count, 1);
+    assert_body(&w2->recv.msgs[0], "for-the-living");
+    assert_int_equal(w2->recv.msgs[0].dequeue_count, 1);
 
     park_probed(f, w3, "gone", 20, gone_flag);
     f->gone[2] = true;
@@ -1959,23 +1959,23 @@ static void test_engine_commit_fault_rolls_back_whole_run(void **state)
     assert_counts(f, "cf", 1, 1, 0);
     assert_int_equal(stats(f).reloads, 0);
 
-    op_init(f, &send, SMQ_OP_SEND, "cf");
-    send.send[0] = (struct smq_send_item){.body = "C", .body_len = 1, .delay_s = 0, .priority = 8};
-    send.n_send = 1;
-    op_init(f, &recv, SMQ_OP_RECEIVE, "cf");
-    recv.wait_s = 0;
-    op_init(f, &del, SMQ_OP_DELETE_MSG, "cf");
-    make_ref(f, va.seq, va.handle_gen, &del.handles[0]);
-    del.n_handles = 1;
-    op_init(f, &get, SMQ_OP_GET_QUEUE, "cf");
+    prep_op(f, &send, SMQ_OP_SEND, "cf");
+    send.send.items[0] = (struct smq_send_item){.body = "C", .body_len = 1, .delay_s = 0, .priority = 8};
+    send.send.n = 1;
+    prep_op(f, &recv, SMQ_OP_RECEIVE, "cf");
+    recv.recv.wait_s = 0;
+    prep_op(f, &del, SMQ_OP_DELETE_MSG, "cf");
+    make_ref(f, va.seq, va.handle_gen, &del.del.refs[0]);
+    del.del.n = 1;
+    prep_op(f, &get, SMQ_OP_GET_QUEUE, "cf");
 
     store_fault_inject(f->store, STORE_FAULT_OFF, 1);
     run_ops(f, list, 4);
     assert_int_equal(f->n_done, 4);
     for (int i = 0; i < 4; i++)
         assert_int_equal(list[i]->result.err, SMQ_E_INTERNAL);
-    assert_int_equal(recv.n_msgs, 0);                          /* bodies released */
-    assert_null(recv.msgs[0].body);
+    assert_int_equal(recv.recv.n_msgs, 0);                          /* bodies released */
+    assert_null(recv.recv.msgs[0].body);
     assert_int_equal(stats(f).reloads, 1);
 
     /* Exactly the state before the run. */
@@ -1990,7 +1990,7 @@ static void test_engine_commit_fault_rolls_back_whole_run(void **state)
     assert_counts(f, "cf", 0, 1, 0);
 
     for (int i = 0; i < 4; i++)
-        engine_op_release(list[i]);
+        op_release(list[i]);
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_counts(f, "cf", 0, 1, 0);
 }
@@ -2102,9 +2102,9 @@ static void test_engine_reload_serves_reparked_waiter(void **state)
         print_error("regression engine.c reload: waiter left parked next to an Active message\n");
     assert_int_equal(f->park_done[1], 1);
     assert_int_equal(w2->result.err, 0);
-    assert_int_equal(w2->n_msgs, 1);
-    assert_true(w2->msgs[0].seq == v.seq);
-    assert_int_equal(w2->msgs[0].dequeue_count, 2);
+    assert_int_equal(w2->recv.n_msgs, 1);
+    assert_true(w2->recv.msgs[0].seq == v.seq);
+    assert_int_equal(w2->recv.msgs[0].dequeue_count, 2);
     assert_int_equal(get_info(f, "q", &info), 0);
     assert_int_equal(info.n_active, 0);
     assert_int_equal(info.n_inactive, 1);
@@ -2171,20 +2171,20 @@ static void test_engine_ten_thousand_messages(void **state)
     assert_int_equal(create_queue(f, "big", NULL, 0, NULL), 0);
 
     for (int base = 0; base < BIG_N; base += SMQ_BATCH_MAX) {
-        op_init(f, &op, SMQ_OP_SEND, "big");
+        prep_op(f, &op, SMQ_OP_SEND, "big");
         for (int i = 0; i < SMQ_BATCH_MAX && base + i < BIG_N; i++) {
             int k = base + i;
             int n = snprintf(bodies[k], sizeof bodies[k], "m%d", k);
-            op.send[i] = (struct smq_send_item){.body = bodies[k], .body_len = (size_t)n, .delay_s = 0, .priority = k % 16 + 1};
-            op.n_send++;
+            op.send.items[i] = (struct smq_send_item){.body = bodies[k], .body_len = (size_t)n, .delay_s = 0, .priority = k % 16 + 1};
+            op.send.n++;
         }
         assert_int_equal(run_one(f, &op), 0);
-        for (size_t i = 0; i < op.n_send; i++) {
-            seqs[base + (int)i] = op.sent_seq[i];
+        for (size_t i = 0; i < op.send.n; i++) {
+            seqs[base + (int)i] = op.send.seq[i];
             if (base + (int)i > 0)
                 assert_true(seqs[base + (int)i] > seqs[base + (int)i - 1]);
         }
-        engine_op_release(&op);
+        op_release(&op);
     }
     assert_counts(f, "big", BIG_N, 0, 0);
     assert_int_equal(stats(f).messages, BIG_N);
@@ -2198,9 +2198,9 @@ static void test_engine_ten_thousand_messages(void **state)
         if (err == SMQ_E_MESSAGE_NOT_EXIST)
             break;
         assert_int_equal(err, 0);
-        op_init(f, &del, SMQ_OP_DELETE_MSG, "big");
-        for (size_t i = 0; i < op.n_msgs; i++) {
-            const struct smq_msg_view *v = &op.msgs[i];
+        prep_op(f, &del, SMQ_OP_DELETE_MSG, "big");
+        for (size_t i = 0; i < op.recv.n_msgs; i++) {
+            const struct smq_msg_view *v = &op.recv.msgs[i];
             int k = find_seq(seqs, BIG_N, v->seq);
 
             assert_true(k >= 0);
@@ -2213,18 +2213,18 @@ static void test_engine_ten_thousand_messages(void **state)
                         || (v->priority == last_prio && v->seq > last_seq));
             last_prio = v->priority;
             last_seq = v->seq;
-            make_ref(f, v->seq, v->handle_gen, &del.handles[i]);
+            make_ref(f, v->seq, v->handle_gen, &del.del.refs[i]);
             received++;
         }
-        del.n_handles = op.n_msgs;
-        del.batch_delete = true;
-        engine_op_release(&op);
+        del.del.n = op.recv.n_msgs;
+        del.del.batch = true;
+        op_release(&op);
         assert_int_equal(run_one(f, &del), 0);
-        for (size_t i = 0; i < del.n_handles; i++)
-            assert_int_equal(del.handles[i].err, 0);
-        engine_op_release(&del);
+        for (size_t i = 0; i < del.del.n; i++)
+            assert_int_equal(del.del.refs[i].err, 0);
+        op_release(&del);
     }
-    engine_op_release(&op);
+    op_release(&op);
     assert_int_equal(received, BIG_N);
     assert_counts(f, "big", 0, 0, 0);
     assert_int_equal(stats(f).messages, 0);
@@ -2240,7 +2240,7 @@ static int create_with_dlq(struct fixture *f, const char *name, const char *targ
 {
     struct smq_queue_attrs a;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.visibility_s = visibility_s;
     if (target != NULL) {
         a.dlq.enabled = 1;
@@ -2256,11 +2256,11 @@ static struct smq_queue_stats queue_stats(struct fixture *f, const char *name)
     struct smq_op op;
     struct smq_queue_stats st;
 
-    op_init(f, &op, SMQ_OP_STATS, name);
+    prep_op(f, &op, SMQ_OP_STATS, name);
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_stats, 1);
-    st = op.stats[0];
-    engine_op_release(&op);
+    assert_int_equal(op.stats.n_queues, 1);
+    st = op.stats.queues[0];
+    op_release(&op);
     return st;
 }
 
@@ -2295,16 +2295,16 @@ static void test_engine_dlq_policy_validated(void **state)
     assert_int_equal(create_with_dlq(f, "src", "dlq", 3, 30), 0);
     assert_int_equal(create_with_dlq(f, "src", "dlq", 4, 30), SMQ_E_QUEUE_ALREADY_EXIST);
     /* SetQueueAttributes onto itself is refused and changes nothing. */
-    op_init(f, &op, SMQ_OP_SET_QUEUE, "src");
-    op.attrs.dlq = (struct smq_dlq_policy){1, "src", 2};
-    op.attrs_present = SMQ_ATTR_DLQ;
+    prep_op(f, &op, SMQ_OP_SET_QUEUE, "src");
+    op.attrs.values.dlq = (struct smq_dlq_policy){1, "src", 2};
+    op.attrs.present = SMQ_ATTR_DLQ;
     assert_int_equal(run_one(f, &op), SMQ_E_INVALID_ARGUMENT);
     assert_int_equal(get_info(f, "src", &info), 0);
     assert_string_equal(info.attrs.dlq.target, "dlq");
     /* Disabling clears the whole policy, and it survives a restart. */
-    op_init(f, &op, SMQ_OP_SET_QUEUE, "src");
-    op.attrs.dlq = (struct smq_dlq_policy){0, "junk", 9};
-    op.attrs_present = SMQ_ATTR_DLQ;
+    prep_op(f, &op, SMQ_OP_SET_QUEUE, "src");
+    op.attrs.values.dlq = (struct smq_dlq_policy){0, "junk", 9};
+    op.attrs.present = SMQ_ATTR_DLQ;
     assert_int_equal(run_one(f, &op), 0);
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_int_equal(get_info(f, "src", &info), 0);
@@ -2334,12 +2334,12 @@ static void test_engine_dead_letter_after_max_receives(void **state)
     /* Same id, body, priority and EnqueueTime; receives counted afresh. */
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_int_equal(receive(f, &op, "dlq", 1, 0), 0);
-    assert_true(op.msgs[0].seq == seq);
-    assert_body(&op.msgs[0], "poison");
-    assert_int_equal(op.msgs[0].priority, 3);
-    assert_int_equal(op.msgs[0].enqueue_ms, enqueued);
-    assert_int_equal(op.msgs[0].dequeue_count, 1);
-    engine_op_release(&op);
+    assert_true(op.recv.msgs[0].seq == seq);
+    assert_body(&op.recv.msgs[0], "poison");
+    assert_int_equal(op.recv.msgs[0].priority, 3);
+    assert_int_equal(op.recv.msgs[0].enqueue_ms, enqueued);
+    assert_int_equal(op.recv.msgs[0].dequeue_count, 1);
+    op_release(&op);
     st = queue_stats(f, "src");
     assert_int_equal(st.dead_lettered, 0);          /* counters count since start-up */
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1);
@@ -2365,8 +2365,8 @@ static void test_engine_dead_letter_counts_and_wakes_dlq_poller(void **state)
     assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
     assert_int_equal(f->park_done[0], 1);
     assert_int_equal(poll->result.err, 0);
-    assert_true(poll->msgs[0].seq == seq);
-    engine_op_release(poll);
+    assert_true(poll->recv.msgs[0].seq == seq);
+    op_release(poll);
     assert_int_equal(queue_stats(f, "src").dead_lettered, 1);
     assert_int_equal(queue_stats(f, "src").received, 1);
     assert_int_equal(queue_stats(f, "dlq").received, 1);
@@ -2396,7 +2396,7 @@ static void create_short_lived_dlq(struct fixture *f, int64_t vis_s)
 {
     struct smq_queue_attrs a;
 
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.retention_s = 60;
     assert_int_equal(create_queue(f, "dlq", &a, SMQ_ATTR_RETENTION, NULL), 0);
     assert_int_equal(create_with_dlq(f, "src", "dlq", 1, vis_s), 0);
@@ -2450,7 +2450,7 @@ static void test_engine_dead_letter_past_dlq_retention_expires(void **state)
     tick(f, 11000);                             /* the parked poll ends empty */
     assert_int_equal(f->park_done[0], 1);
     assert_int_equal(poll->result.err, SMQ_E_MESSAGE_NOT_EXIST);
-    engine_op_release(poll);
+    op_release(poll);
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 0);
 }
 
@@ -2467,7 +2467,7 @@ static void test_engine_redrive_past_source_retention_expires(void **state)
     uint64_t seq;
 
     assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
-    engine_default_attrs(&a);
+    mns_default_attrs(&a);
     a.retention_s = 60;
     a.visibility_s = 1;
     a.dlq.enabled = 1;
@@ -2483,10 +2483,10 @@ static void test_engine_redrive_past_source_retention_expires(void **state)
     tick(f, 60000);                             /* past src's retention, not the DLQ's */
     assert_counts(f, "dlq", 1, 0, 0);
     park(f, poll, "src", 10);
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 100;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_redrive, 1);
+    assert_int_equal(op.redrive.n_scheduled, 1);
     tick(f, 100);
     tick(f, 100);
     assert_int_equal(queue_stats(f, "dlq").redriven, 1);
@@ -2497,7 +2497,7 @@ static void test_engine_redrive_past_source_retention_expires(void **state)
     tick(f, 10000);                             /* the parked poll ends empty */
     assert_int_equal(f->park_done[0], 1);
     assert_int_equal(poll->result.err, SMQ_E_MESSAGE_NOT_EXIST);
-    engine_op_release(poll);
+    op_release(poll);
     assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);
     assert_int_equal(stats(f).messages, 0);
 }
@@ -2508,13 +2508,13 @@ static int purge(struct fixture *f, const char *queue, bool main_q, bool dlq, ui
     struct smq_op op;
     int err;
 
-    op_init(f, &op, SMQ_OP_PURGE, queue);
+    prep_op(f, &op, SMQ_OP_PURGE, queue);
     op.purge.main = main_q;
     op.purge.dlq = dlq;
     err = run_one(f, &op);
-    *n = op.n_purged;
-    *n_dlq = op.n_purged_dlq;
-    engine_op_release(&op);
+    *n = op.purge.n_main;
+    *n_dlq = op.purge.n_dlq;
+    op_release(&op);
     return err;
 }
 
@@ -2561,11 +2561,11 @@ static void fill_dlq(struct fixture *f, int n)
         send_text(f, "src", "m", 0, 8);
     for (int done = 0; done < n; done += 16) {
         assert_int_equal(receive(f, &op, "src", 16, 0), 0);
-        engine_op_release(&op);
+        op_release(&op);
     }
     tick(f, 1001);
     assert_int_equal(receive(f, &op, "src", 1, 0), SMQ_E_MESSAGE_NOT_EXIST);
-    engine_op_release(&op);
+    op_release(&op);
     assert_counts(f, "dlq", (uint64_t)n, 0, 0);
 }
 
@@ -2580,10 +2580,10 @@ static void test_engine_redrive_is_rate_limited(void **state)
     assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
     fill_dlq(f, 20);
     send_text(f, "dlq", "no source", 0, 16);     /* sent there directly: stays */
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 20;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_redrive, 20);          /* those that know their source */
+    assert_int_equal(op.redrive.n_scheduled, 20);          /* those that know their source */
     assert_true(engine_next_timeout_ms(f->e) <= 100);
     /* 20 per second: 2 per 100 ms tick. */
     tick(f, 100);
@@ -2617,11 +2617,11 @@ static void test_engine_redrive_max_and_restart(void **state)
     fill_dlq(f, 5);
     /* Sources survive a restart (src_queue_id on disk). */
     reopen_engine(f, MAX_QUEUES_DEFAULT);
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 100000;
     op.redrive.max = 3;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_redrive, 3);
+    assert_int_equal(op.redrive.n_scheduled, 3);
     tick(f, 100);
     tick(f, 100);
     assert_counts(f, "src", 3, 0, 0);
@@ -2635,18 +2635,18 @@ static void test_engine_redrive_max_and_restart(void **state)
 static void test_engine_body_md5_stored_at_send(void **state)
 {
     struct fixture *f = *state;
-    static const unsigned char md5[STORE_BODY_MD5_LEN] = {1, 2, 3, 4, 5, 6, 7, 8,
+    static const unsigned char md5[MNS_MD5_LEN] = {1, 2, 3, 4, 5, 6, 7, 8,
                                                            9, 10, 11, 12, 13, 14, 15, 16};
     struct smq_msg_view v;
     struct smq_op op;
 
     create_queue_vis(f, "q", 1);
-    op_init(f, &op, SMQ_OP_SEND, "q");
-    op.send[0] = (struct smq_send_item){.body = "with", .body_len = 4, .body_md5 = md5, .priority = 8};
-    op.send[1] = (struct smq_send_item){.body = "without", .body_len = 7, .priority = 8};
-    op.n_send = 2;
+    prep_op(f, &op, SMQ_OP_SEND, "q");
+    op.send.items[0] = (struct smq_send_item){.body = "with", .body_len = 4, .body_md5 = md5, .priority = 8};
+    op.send.items[1] = (struct smq_send_item){.body = "without", .body_len = 7, .priority = 8};
+    op.send.n = 2;
     assert_int_equal(run_one(f, &op), 0);
-    engine_op_release(&op);
+    op_release(&op);
     reopen_engine(f, MAX_QUEUES_DEFAULT);
     assert_int_equal(receive_one(f, "q", &v), 0);
     assert_true(v.body_md5.present);
@@ -2679,28 +2679,28 @@ static void test_engine_stats_counters_and_oldest(void **state)
     assert_int_equal(st.info.n_delayed, 1);
     assert_int_equal(st.oldest_enqueue_ms, first + 500);
     /* Every queue, sorted by name; an empty queue has no oldest message. */
-    op_init(f, &op, SMQ_OP_STATS, "");
+    prep_op(f, &op, SMQ_OP_STATS, "");
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_stats, 2);
-    assert_string_equal(op.stats[0].info.name, "a");
-    assert_int_equal(op.stats[0].oldest_enqueue_ms, 0);
-    assert_string_equal(op.stats[1].info.name, "b");
-    assert_int_equal(op.totals.queues, 2);
-    assert_int_equal(op.totals.messages, 2);
-    assert_true(op.totals.page_size >= 512);
-    assert_true(op.totals.db_pages > 0);
-    engine_op_release(&op);
-    op_init(f, &op, SMQ_OP_STATS, "missing");
+    assert_int_equal(op.stats.n_queues, 2);
+    assert_string_equal(op.stats.queues[0].info.name, "a");
+    assert_int_equal(op.stats.queues[0].oldest_enqueue_ms, 0);
+    assert_string_equal(op.stats.queues[1].info.name, "b");
+    assert_int_equal(op.stats.totals.queues, 2);
+    assert_int_equal(op.stats.totals.messages, 2);
+    assert_true(op.stats.totals.page_size >= 512);
+    assert_true(op.stats.totals.db_pages > 0);
+    op_release(&op);
+    prep_op(f, &op, SMQ_OP_STATS, "missing");
     assert_int_equal(run_one(f, &op), SMQ_E_QUEUE_NOT_EXIST);
-    engine_op_release(&op);
+    op_release(&op);
     /* A health probe: the totals and nothing per queue. */
-    op_init(f, &op, SMQ_OP_STATS, "");
-    op.totals_only = true;
+    prep_op(f, &op, SMQ_OP_STATS, "");
+    op.stats.totals_only = true;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_stats, 0);
-    assert_null(op.stats);
-    assert_int_equal(op.totals.queues, 2);
-    engine_op_release(&op);
+    assert_int_equal(op.stats.n_queues, 0);
+    assert_null(op.stats.queues);
+    assert_int_equal(op.stats.totals.queues, 2);
+    op_release(&op);
 }
 
 /* The oldest EnqueueTime follows a message when it is dead-lettered and
@@ -2726,10 +2726,10 @@ static void test_engine_oldest_follows_moves_and_purge(void **state)
     assert_int_equal(receive_one(f, "src", &v), SMQ_E_MESSAGE_NOT_EXIST);   /* moved */
     assert_int_equal(queue_stats(f, "src").oldest_enqueue_ms, 0);
     assert_int_equal(queue_stats(f, "dlq").oldest_enqueue_ms, t0);
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 100000;
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_redrive, 1);              /* "newer" has no source */
+    assert_int_equal(op.redrive.n_scheduled, 1);              /* "newer" has no source */
     tick(f, 100);
     assert_counts(f, "src", 1, 0, 0);
     assert_int_equal(queue_stats(f, "src").oldest_enqueue_ms, t0);
@@ -2755,20 +2755,20 @@ static void fill_pages(struct fixture *f, const char *queue)
 
     memset(body, 'x', sizeof body);
     for (int batch = 0; batch < 80; batch++) {
-        op_init(f, &op, SMQ_OP_SEND, queue);
+        prep_op(f, &op, SMQ_OP_SEND, queue);
         for (int i = 0; i < 16; i++)
-            op.send[i] = (struct smq_send_item){.body = body, .body_len = sizeof body,
+            op.send.items[i] = (struct smq_send_item){.body = body, .body_len = sizeof body,
                                                 .delay_s = 0, .priority = 8};
-        op.n_send = 16;
+        op.send.n = 16;
         assert_int_equal(run_one(f, &op), 0);
-        engine_op_release(&op);
+        op_release(&op);
     }
 }
 
 static void test_engine_reclaims_space_after_purge(void **state)
 {
     struct fixture *f = *state;
-    struct engine_stats st;
+    struct smq_engine_stats st;
     uint64_t n = 0, n_dlq = 0, pages_full;
 
     create_queue_vis(f, "big", 30);
@@ -2802,9 +2802,9 @@ static void delete_16_and_maintain(struct fixture *f, const char *queue)
     struct smq_op recv;
 
     assert_int_equal(receive(f, &recv, queue, 16, 0), 0);
-    for (size_t i = 0; i < recv.n_msgs; i++)
-        assert_int_equal(delete_msg(f, queue, recv.msgs[i].seq, recv.msgs[i].handle_gen), 0);
-    engine_op_release(&recv);
+    for (size_t i = 0; i < recv.recv.n_msgs; i++)
+        assert_int_equal(delete_msg(f, queue, recv.recv.msgs[i].seq, recv.recv.msgs[i].handle_gen), 0);
+    op_release(&recv);
     run_maintenance(f);
 }
 
@@ -2888,9 +2888,9 @@ static void test_engine_batch_receive_dead_letters_behind_head(void **state)
     receive_and_lapse(f, "src", poison, 1);
     fresh = send_text(f, "src", "fresh", 0, 1);        /* higher priority: the head */
     assert_int_equal(receive(f, &op, "src", 16, 0), 0);
-    assert_int_equal(op.n_msgs, 1);
-    assert_true(op.msgs[0].seq == fresh);
-    engine_op_release(&op);
+    assert_int_equal(op.recv.n_msgs, 1);
+    assert_true(op.recv.msgs[0].seq == fresh);
+    op_release(&op);
     assert_counts(f, "dlq", 1, 0, 0);
 }
 
@@ -2914,8 +2914,8 @@ static void test_engine_parked_poll_not_answered_by_dead_letter(void **state)
     later = send_text(f, "src", "next", 0, 8);
     assert_int_equal(f->park_done[0], 1);
     assert_int_equal(poll->result.err, 0);
-    assert_true(poll->msgs[0].seq == later);
-    engine_op_release(poll);
+    assert_true(poll->recv.msgs[0].seq == later);
+    op_release(poll);
 }
 
 /* What every SDK sends (no policy element) stays idempotent on a queue
@@ -2942,10 +2942,10 @@ static void test_engine_redrive_passes_over_sourceless_head(void **state)
     assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
     fill_dlq(f, 5);
     send_text(f, "dlq", "no source", 0, 1);     /* highest priority: the heap's head */
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 10;                  /* 1 per 100 ms tick */
     assert_int_equal(run_one(f, &op), 0);
-    assert_int_equal(op.n_redrive, 5);           /* only those with a source */
+    assert_int_equal(op.redrive.n_scheduled, 5);           /* only those with a source */
     for (int i = 0; i < 5; i++)
         tick(f, 100);
     assert_counts(f, "src", 5, 0, 0);
@@ -2965,7 +2965,7 @@ static void test_engine_lost_txn_keeps_redrive_and_counters(void **state)
     assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
     create_queue_vis(f, "other", 30);
     fill_dlq(f, 10);
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 10;
     assert_int_equal(run_one(f, &op), 0);
     tick(f, 100);
@@ -2991,7 +2991,7 @@ static void test_engine_purge_and_delete_during_redrive(void **state)
     assert_int_equal(create_with_dlq(f, "dlq", NULL, 0, 30), 0);
     assert_int_equal(create_with_dlq(f, "src", "dlq", 1, 1), 0);
     fill_dlq(f, 4);
-    op_init(f, &op, SMQ_OP_REDRIVE, "dlq");
+    prep_op(f, &op, SMQ_OP_REDRIVE, "dlq");
     op.redrive.rate_per_s = 10;
     assert_int_equal(run_one(f, &op), 0);
     park(f, &f->park[0], "src", 10);
@@ -3033,10 +3033,10 @@ static void test_engine_broken_does_not_spin(void **state)
     store_fault_inject_load(f->store, 0);
     {
         struct smq_op probe;
-        op_init(f, &probe, SMQ_OP_STATS, "");
-        probe.totals_only = true;
+        prep_op(f, &probe, SMQ_OP_STATS, "");
+        probe.stats.totals_only = true;
         assert_int_equal(run_one(f, &probe), SMQ_E_INTERNAL);
-        engine_op_release(&probe);
+        op_release(&probe);
     }
 }
 

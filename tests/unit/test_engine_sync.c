@@ -118,7 +118,7 @@ static struct smq_op *op_of(struct fixture *f, int i, enum smq_op_kind kind)
 {
     struct smq_op *op = &f->ops[i];
 
-    engine_op_init(op, kind);
+    op_init(op, kind);
     snprintf(op->queue, sizeof op->queue, "q");
     op->done = on_done;
     op->done_arg = f;
@@ -135,8 +135,8 @@ static struct smq_op *op_send(struct fixture *f, int i)
     static const char body[] = "hello";
     struct smq_op *op = op_of(f, i, SMQ_OP_SEND);
 
-    op->send[0] = (struct smq_send_item){.body = body, .body_len = sizeof body - 1, .delay_s = 0, .priority = 8};
-    op->n_send = 1;
+    op->send.items[0] = (struct smq_send_item){.body = body, .body_len = sizeof body - 1, .delay_s = 0, .priority = 8};
+    op->send.n = 1;
     return op;
 }
 
@@ -218,7 +218,7 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
 {
     struct fixture *f = *state;
     struct smq_op *recv;
-    struct engine_stats st;
+    struct smq_engine_stats st;
 
     allow_flushes(1);
     engine_run(f->e, op_create(f, 0));
@@ -227,10 +227,10 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
     assert_true(wait_for(&flushes_started, 2));
     engine_run(f->e, op_send(f, 2));                /* deferred ... */
     recv = op_of(f, 3, SMQ_OP_RECEIVE);             /* ... and joined by a second run */
-    recv->max_msgs = 16;
+    recv->recv.max_msgs = 16;
     engine_run(f->e, recv);
     assert_true(store_in_txn(f->store));
-    assert_int_equal(recv->n_msgs, 2);              /* taken, in the open transaction */
+    assert_int_equal(recv->recv.n_msgs, 2);              /* taken, in the open transaction */
     store_fault_inject(f->store, STORE_FAULT_OFF, 1);
     allow_flushes(1);
     assert_true(wait_for(&f->answered, 2));         /* the first send, flushed */
@@ -239,8 +239,8 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
     assert_true(wait_for(&f->answered, 4));
     assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
     assert_int_equal(recv->result.err, SMQ_E_INTERNAL);
-    assert_int_equal(recv->n_msgs, 0);              /* its bodies released */
-    assert_null(recv->body_block);
+    assert_int_equal(recv->recv.n_msgs, 0);              /* its bodies released */
+    assert_null(recv->recv.body_block);
     assert_false(store_in_txn(f->store));
     assert_int_equal(msgs_on_disk(f), 1);
     engine_stats(f->e, &st);
@@ -248,15 +248,15 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
 
     allow_flushes(10);
     recv = op_of(f, 2, SMQ_OP_RECEIVE);             /* the engine serves what it reloaded */
-    recv->max_msgs = 16;
+    recv->recv.max_msgs = 16;
     engine_run(f->e, recv);
     assert_true(wait_for(&f->answered, 5));
     assert_int_equal(recv->result.err, 0);
-    assert_int_equal(recv->n_msgs, 1);
-    assert_int_equal(recv->msgs[0].seq, f->ops[1].sent_seq[0]);
-    assert_int_equal(recv->msgs[0].dequeue_count, 1);   /* the failed receive did not count */
-    assert_memory_equal(recv->msgs[0].body, "hello", 5);
-    engine_op_release(recv);
+    assert_int_equal(recv->recv.n_msgs, 1);
+    assert_int_equal(recv->recv.msgs[0].seq, f->ops[1].send.seq[0]);
+    assert_int_equal(recv->recv.msgs[0].dequeue_count, 1);   /* the failed receive did not count */
+    assert_memory_equal(recv->recv.msgs[0].body, "hello", 5);
+    op_release(recv);
     engine_run(f->e, op_send(f, 3));                /* and commits again */
     assert_true(wait_for(&f->answered, 6));
     assert_int_equal(f->ops[3].result.err, 0);
@@ -323,12 +323,12 @@ static void test_a_failed_flush_answers_parked_polls_and_does_not_spin(void **st
     engine_run(f->e, op_create(f, 0));
     assert_true(wait_for(&f->answered, 1));
     poll = op_of(f, 1, SMQ_OP_RECEIVE);
-    poll->max_msgs = 1;
-    poll->wait_s = 30;
+    poll->recv.max_msgs = 1;
+    poll->recv.wait_s = 30;
     engine_run(f->e, poll);
     assert_int_equal(answered(f), 1);               /* parked */
     delayed = op_send(f, 2);
-    delayed->send[0].delay_s = 1;                   /* a message timer, due in 1 s */
+    delayed->send.items[0].delay_s = 1;                   /* a message timer, due in 1 s */
     set_flush_result(-1);
     engine_run(f->e, delayed);
     allow_flushes(1);
@@ -358,11 +358,11 @@ static void test_after_a_failed_flush_every_op_is_refused(void **state)
     assert_int_equal(f->ops[0].result.err, SMQ_E_INTERNAL);
     assert_true(syncer_failed(f->syncer));
 
-    op_of(f, 2, SMQ_OP_STATS)->totals_only = true;
+    op_of(f, 2, SMQ_OP_STATS)->stats.totals_only = true;
     engine_run(f->e, &f->ops[2]);
     assert_int_equal(answered(f), 2);              /* at once: nothing left to flush */
     assert_int_equal(f->ops[2].result.err, SMQ_E_INTERNAL);
-    engine_op_release(&f->ops[2]);
+    op_release(&f->ops[2]);
 }
 
 int main(void)

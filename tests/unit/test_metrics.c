@@ -84,10 +84,10 @@ static void test_metrics_known_requests(void **state)
     (void)state;
     for (int i = 0; i < 5; i++)
         metrics_request_started(m);
-    metrics_request_done(m, API_SEND_MESSAGE, 201, 300);
-    metrics_request_done(m, API_SEND_MESSAGE, 201, 1500);
-    metrics_request_done(m, API_RECEIVE_MESSAGE, 404, 30000001);   /* above 30 s */
-    metrics_request_done(m, API_UNKNOWN, 403, 500);                /* le is inclusive */
+    metrics_request_done(m, MNS_SEND_MESSAGE, 201, 300);
+    metrics_request_done(m, MNS_SEND_MESSAGE, 201, 1500);
+    metrics_request_done(m, MNS_RECEIVE_MESSAGE, 404, 30000001);   /* above 30 s */
+    metrics_request_done(m, MNS_UNKNOWN, 403, 500);                /* le is inclusive */
     metrics_throttled(m, SMQ_LIMIT_QUEUE);
     metrics_throttled(m, SMQ_LIMIT_QUEUE);
     metrics_throttled(m, SMQ_LIMIT_NONE);                          /* not a scope: ignored */
@@ -127,10 +127,10 @@ static void test_metrics_other_status_and_bad_action(void **state)
     (void)state;
     for (int i = 0; i < 4; i++)
         metrics_request_started(m);
-    metrics_request_done(m, API_DELETE_MESSAGE, 0, 10);
-    metrics_request_done(m, API_DELETE_MESSAGE, 302, 10);
-    metrics_request_done(m, API_DELETE_MESSAGE, 429, 10);
-    metrics_request_done(m, (enum api_action)(API__COUNT + 3), 500, 10);
+    metrics_request_done(m, MNS_DELETE_MESSAGE, 0, 10);
+    metrics_request_done(m, MNS_DELETE_MESSAGE, 302, 10);
+    metrics_request_done(m, MNS_DELETE_MESSAGE, 429, 10);
+    metrics_request_done(m, (enum mns_action)(MNS__ACTION_COUNT + 3), 500, 10);
     buf_init(&out);
     assert_int_equal(metrics_render(m, &out), 0);
     assert_non_null(strstr(out.data,
@@ -146,7 +146,7 @@ static void test_metrics_null_is_ignored(void **state)
 {
     (void)state;
     metrics_request_started(NULL);
-    metrics_request_done(NULL, API_SEND_MESSAGE, 201, 1);
+    metrics_request_done(NULL, MNS_SEND_MESSAGE, 201, 1);
     metrics_throttled(NULL, SMQ_LIMIT_QUEUE);
     metrics_free(NULL);
 }
@@ -161,8 +161,8 @@ static void *worker(void *arg)
     for (int i = 0; i < PER_THREAD; i++) {
         metrics_request_started(m);
         metrics_request_started(m);
-        metrics_request_done(m, API_SEND_MESSAGE, 201, 1000);
-        metrics_request_done(m, API_DELETE_MESSAGE, 204, 7);
+        metrics_request_done(m, MNS_SEND_MESSAGE, 201, 1000);
+        metrics_request_done(m, MNS_DELETE_MESSAGE, 204, 7);
         metrics_throttled(m, SMQ_LIMIT_ACCESS_KEY);
     }
     return NULL;

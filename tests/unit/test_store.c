@@ -1061,7 +1061,7 @@ static void test_store_migrates_v1_to_v2(void **state)
 static void expect_body_md5(struct smq_store *s, uint64_t seq, const char *want_body,
                             const unsigned char *want_md5)
 {
-    struct store_body_md5 md5 = {.present = !want_md5};     /* must be overwritten */
+    struct mns_body_md5 md5 = {.present = !want_md5};     /* must be overwritten */
     struct smq_buf body;
 
     buf_init(&body);
@@ -1069,7 +1069,7 @@ static void expect_body_md5(struct smq_store *s, uint64_t seq, const char *want_
     assert_memory_equal(body.data, want_body, strlen(want_body));
     assert_int_equal(md5.present, want_md5 != NULL);
     if (want_md5 != NULL)
-        assert_memory_equal(md5.bytes, want_md5, STORE_BODY_MD5_LEN);
+        assert_memory_equal(md5.bytes, want_md5, MNS_MD5_LEN);
     buf_free(&body);
 }
 
@@ -1077,7 +1077,7 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
 {
     struct fixture *f = *state;
     struct store_msg_rec m = {.queue_id = 1, .priority = 8, .expire_ms = INT64_C(999999999999)};
-    unsigned char md5[STORE_BODY_MD5_LEN];
+    unsigned char md5[MNS_MD5_LEN];
     char v2_db[sizeof v1_db + 512], err[256];
     const char *v1_tail = "PRAGMA user_version = 1;";
 

@@ -49,7 +49,7 @@ static struct smq_op *new_op(int id)
     struct smq_op *op = malloc(sizeof *op);
 
     assert_non_null(op);
-    engine_op_init(op, SMQ_OP_SEND);
+    op_init(op, SMQ_OP_SEND);
     op->done = on_done;
     op->done_arg = (void *)(intptr_t)id;
     return op;

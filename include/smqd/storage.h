@@ -1,0 +1,14 @@
+/*
+ * storage.h — what the configuration decides about storage, for the
+ * configuration (which reads it) and the store (which obeys it) alike.
+ * A leaf: no code, no other smqd module.
+ */
+#ifndef SMQD_STORAGE_H
+#define SMQD_STORAGE_H
+
+enum smq_sync_mode {
+    SMQ_SYNC_FULL = 0,      /* an acknowledged write is on disk: survives power loss */
+    SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
+};
+
+#endif
