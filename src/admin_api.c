@@ -19,6 +19,7 @@
 
 #include "smqd/api.h"
 #include "smqd/json.h"
+#include "smqd/strnum.h"
 
 #define JSON_CT "application/json"
 
@@ -81,14 +82,9 @@ static int bad_argument(struct admin_reply *r, const char *fmt, ...)
 /* Digits only (no sign, no blanks), no overflow, min..max. */
 static bool parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
 {
-    char *end;
-    unsigned long long n;
+    uint64_t n;
 
-    if (v == NULL || v[0] < '0' || v[0] > '9')
-        return false;
-    errno = 0;
-    n = strtoull(v, &end, 10);
-    if (*end != '\0' || errno == ERANGE || n < min || n > max)
+    if (v == NULL || strnum_u64(v, strlen(v), &n) != 0 || n < min || n > max)
         return false;
     *out = n;
     return true;

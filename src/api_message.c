@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "smqd/crypto.h"
+#include "smqd/strnum.h"
 
 #define BATCH_SEND_MAX_BYTES 65536
 
@@ -20,15 +21,12 @@
 static int query_int(const char *text, const char *name, int64_t min, int64_t max,
                      int64_t *out, struct smq_errinfo *ei)
 {
-    char *end;
-    long long v;
+    int64_t v = 0;
 
-    if (*text == '\0' || !(text[0] == '-' || (text[0] >= '0' && text[0] <= '9')))
+    if (!strnum_is_integer(text, strlen(text)))
         return errors_set(ei, SMQ_E_INVALID_QUERY_STRING, "The value of %s is not a number.", name);
-    v = strtoll(text, &end, 10);
-    if (*end != '\0')
-        return errors_set(ei, SMQ_E_INVALID_QUERY_STRING, "The value of %s is not a number.", name);
-    if (v < min || v > max)
+    /* A number beyond 64 bits is out of range, like any other too large. */
+    if (strnum_i64(text, strlen(text), &v) != 0 || v < min || v > max)
         return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of %s should between %lld and %lld.",
                           name, (long long)min, (long long)max);
     *out = v;

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "smqd/strnum.h"
+
 struct attr_rule {
     const char *name;       /* element name, used in messages */
     unsigned bit;
@@ -129,13 +131,11 @@ int api_prepare_queue(const struct api_request *req, const struct api_query *que
 
 static int parse_ret_number(const char *text, int *out, struct smq_errinfo *ei)
 {
-    char *end;
-    long v;
+    int64_t v = 0;
 
     if (text == NULL || *text == '\0')
         return 0;                       /* keep the default */
-    v = strtol(text, &end, 10);
-    if (*end != '\0' || v < 1 || v > 1000)
+    if (strnum_i64(text, strlen(text), &v) != 0 || v < 1 || v > 1000)
         return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
                           "The value of x-mns-ret-number should between 1 and 1000.");
     *out = (int)v;

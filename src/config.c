@@ -35,6 +35,7 @@
 
 #include "smqd/engine.h"      /* the dead-letter policy's range */
 #include "smqd/netaddr.h"
+#include "smqd/strnum.h"
 
 enum opt_type {
     OPT_INT,        /* int field, min..max */
@@ -131,22 +132,15 @@ static const char *const known_sections = "server, storage, auth, limits, log, a
 
 /* ---- value parsers: each returns NULL or a short description of the problem */
 
-/* Strict decimal: digits only (an optional leading '-'), all consumed, no overflow. */
 static const char *parse_ll(const char *v, long long min, long long max, long long *out)
 {
-    char *end;
-    long long n;
+    int64_t n;
 
     if (v[0] == '\0')
         return "empty value";
-    /* strtoll alone would accept leading spaces and '+'. */
-    if (!(v[0] >= '0' && v[0] <= '9') && !(v[0] == '-' && v[1] >= '0' && v[1] <= '9'))
+    if (!strnum_is_integer(v, strlen(v)))
         return "not an integer";
-    errno = 0;
-    n = strtoll(v, &end, 10);
-    if (*end != '\0')
-        return "not an integer";
-    if (errno == ERANGE || n < min || n > max)
+    if (strnum_i64(v, strlen(v), &n) != 0 || n < min || n > max)
         return "out of range";
     *out = n;
     return NULL;

@@ -24,6 +24,7 @@
 #include "smqd/log.h"
 #include "smqd/netaddr.h"
 #include "smqd/reaper.h"
+#include "smqd/strnum.h"
 
 #define MAX_HEADERS 128
 
@@ -409,13 +410,18 @@ static enum MHD_Result start_request(struct http_req *r, struct MHD_Connection *
                                      const char *method)
 {
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    uint64_t announced = 0;
 
     r->started = true;
     metrics_request_started(r->http->opts.metrics);
     r->conn = conn;
     conn_reaper_phase(r->http->reaper, conn, PHASE_BODY);
     snprintf(r->method, sizeof r->method, "%s", method);
-    if (cl != NULL && strtoull(cl, NULL, 10) > r->http->opts.max_body_bytes) {
+    /* A malformed length is libmicrohttpd's to refuse (it frames the body);
+     * digits beyond 64 bits are just too large. */
+    if (cl != NULL && cl[0] != '-' && strnum_is_integer(cl, strlen(cl))
+        && (strnum_u64(cl, strlen(cl), &announced) != 0
+            || announced > r->http->opts.max_body_bytes)) {
         r->too_large = true;
         return process(r);              /* answered now; the body is never read */
     }

@@ -11,6 +11,7 @@
 
 #include "smqd/engine_internal.h"
 #include "smqd/log.h"
+#include "smqd/strnum.h"
 
 struct load_ctx {
     struct smq_engine *e;
@@ -83,8 +84,9 @@ static int read_mark(struct smq_engine *e, const char *key, uint64_t *mark)
     buf_init(&val);
     rc = store_meta_get(e->store, key, &val, &found);
     if (rc == 0 && found && val.data != NULL) {
-        unsigned long long v = strtoull(val.data, NULL, 10);
-        if (v > *mark)
+        uint64_t v = 0;
+        /* Written by write_mark as decimal text; anything else is no mark. */
+        if (strnum_u64(val.data, val.len, &v) == 0 && v > *mark)
             *mark = v;
     }
     buf_free(&val);

@@ -11,6 +11,7 @@
  * on HTTP threads share no state.
  */
 #include "smqd/xml.h"
+#include "smqd/strnum.h"
 #include "smqd/utf8.h"
 
 #include <limits.h>
@@ -404,32 +405,13 @@ static int invalid_integer(const char *name, struct smq_errinfo *ei)
     return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of %s is not a valid integer.", name);
 }
 
-/* Decimal int64 with optional '-' (ranges are the caller's business). */
+/* Decimal int64 with optional '-', blanks around it allowed as XML text
+ * may have them (ranges are the caller's business). */
 static int parse_i64(const char *name, const char *s, size_t len, int64_t *out,
                      struct smq_errinfo *ei)
 {
-    bool neg;
-    uint64_t acc = 0, limit;
-    size_t i;
-
     trim(&s, &len);
-    neg = len > 0 && s[0] == '-';
-    if (neg) {
-        s++;
-        len--;
-    }
-    if (len == 0)
-        return invalid_integer(name, ei);
-    limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (i = 0; i < len; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9 || acc > (limit - d) / 10)
-            return invalid_integer(name, ei);
-        acc = acc * 10 + d;
-    }
-    /* Written so that INT64_MIN never passes through a signed overflow. */
-    *out = neg && acc > 0 ? -(int64_t)(acc - 1) - 1 : (int64_t)acc;
-    return 0;
+    return strnum_i64(s, len, out) == 0 ? 0 : invalid_integer(name, ei);
 }
 
 /* true/false in any case (Python sends True, Java and Go send true). */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/strnum.h"
+
 struct parser {
     const char *s;
     size_t len, pos;
@@ -393,14 +395,9 @@ const char *cj_text(const struct cj_value *obj, const char *key, const char *fal
 bool cj_u64(const struct cj_value *obj, const char *key, uint64_t *out)
 {
     const struct cj_value *v = cj_get(obj, key);
-    char *end;
-    unsigned long long n;
+    uint64_t n;
 
-    if (v == NULL || v->type != CJ_NUMBER || v->text[0] == '-')
-        return false;
-    errno = 0;
-    n = strtoull(v->text, &end, 10);
-    if (*end != '\0' || errno == ERANGE)
+    if (v == NULL || v->type != CJ_NUMBER || strnum_u64(v->text, strlen(v->text), &n) != 0)
         return false;
     *out = n;
     return true;

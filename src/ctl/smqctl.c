@@ -18,6 +18,7 @@
 #include "ctl_json.h"
 #include "ctl_print.h"
 #include "smqd/config.h"
+#include "smqd/strnum.h"
 
 enum exit_code {
     EXIT_OK = 0,
@@ -147,13 +148,12 @@ static const char *resolve_db(struct ctl *c)
  * of zeros would have meant "all"). */
 static int parse_count(const char *s, unsigned long long *out)
 {
-    char *end;
+    uint64_t n;
+    int rc = strnum_u64(s, strlen(s), &n);
 
-    if (s[0] == '\0' || strspn(s, "0123456789") != strlen(s))
-        return -1;
-    errno = 0;
-    *out = strtoull(s, &end, 10);
-    return errno == 0 && *end == '\0' ? 0 : -1;
+    if (rc == 0)
+        *out = n;
+    return rc;
 }
 
 /* ---- talking to the admin listener ----------------------------------------------------- */

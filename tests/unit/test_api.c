@@ -670,6 +670,11 @@ static void test_api_prepare_list_ret_number_range(void **state)
     list_ret_number("-5", SMQ_E_INVALID_ARGUMENT, 0);
     list_ret_number("ten", SMQ_E_INVALID_ARGUMENT, 0);
     list_ret_number("5x", SMQ_E_INVALID_ARGUMENT, 0);
+    /* The strict rule of every other number: no sign, no blanks. */
+    list_ret_number("+5", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number(" 5", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number("0x10", SMQ_E_INVALID_ARGUMENT, 0);
+    list_ret_number("007", 0, 7);
 }
 
 /* The MD5 the API computed for sent item i, and that it hands it to the
