@@ -42,6 +42,14 @@ struct smq_queue *queue_registry_find(const struct queue_registry *r, const char
     return (i < r->n && strcmp(r->items[i]->name, name) == 0) ? r->items[i] : NULL;
 }
 
+struct smq_queue *queue_registry_find_id(const struct queue_registry *r, int64_t id)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->items[i]->id == id)
+            return r->items[i];
+    return NULL;
+}
+
 int queue_registry_reserve(struct queue_registry *r)
 {
     size_t cap;
@@ -125,6 +133,11 @@ void queue_redrive_free(struct queue_redrive *r)
     if (r != NULL)
         free(r->seqs);
     free(r);
+}
+
+uint64_t queue_redrive_pending(const struct smq_queue *q)
+{
+    return q->redrive != NULL ? q->redrive->n - q->redrive->next : 0;
 }
 
 void queue_free(struct smq_queue *q)

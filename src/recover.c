@@ -1,16 +1,18 @@
 /*
  * recover.c — owns rebuilding the engine's memory from the store: at
  * start-up and after a lost transaction.  Every stored row goes through the
- * same placement as live traffic (engine_msg_link), so Delayed stays delayed
+ * same placement as live traffic (msgs_link), so Delayed stays delayed
  * until its time, Inactive stays inactive until its NextVisibleTime, and a
  * row past its retention never comes back.
  */
+#include "smqd/recover.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "smqd/engine_internal.h"
 #include "smqd/log.h"
+#include "smqd/msgs.h"
 #include "smqd/strnum.h"
 
 struct load_ctx {
@@ -35,8 +37,8 @@ static int load_queue(void *arg, const struct store_queue_rec *r)
         || (q = queue_new(r->id, r->name, &attrs, r->create_s, r->modify_s)) == NULL)
         return ctx->rc = SMQ_E_NOMEM;
     queue_registry_insert(&e->queues, q);
-    if (r->id >= e->next_queue_id)
-        e->next_queue_id = r->id + 1;
+    if (r->id >= e->ids.next_queue_id)
+        e->ids.next_queue_id = r->id + 1;
     return 0;
 }
 
@@ -46,16 +48,13 @@ static int load_msg(void *arg, const struct store_msg_rec *r)
     struct smq_engine *e = ctx->e;
     struct smq_msg *m;
 
-    if (r->seq >= e->next_seq)
-        e->next_seq = r->seq + 1;
+    if (r->seq >= e->ids.next_seq)
+        e->ids.next_seq = r->seq + 1;
     if (ctx->cur == NULL || ctx->cur->id != r->queue_id)
-        ctx->cur = engine_queue_by_id(e, r->queue_id);
+        ctx->cur = queue_registry_find_id(&e->queues, r->queue_id);
     if (ctx->cur == NULL || r->expire_ms <= e->now_ms) {
         /* Orphan or expired: never comes back; delete the row if we can. */
-        if (e->n_expired < EXPIRED_FLUSH_AT) {
-            e->expired[e->n_expired].queue_id = r->queue_id;
-            e->expired[e->n_expired++].seq = r->seq;
-        }
+        msgs_forget_row(e, r->queue_id, r->seq);
         ctx->n_expired_rows++;
         return 0;
     }
@@ -71,7 +70,7 @@ static int load_msg(void *arg, const struct store_msg_rec *r)
     m->handle_gen = r->handle_gen;
     m->src_queue_id = r->src_queue_id > 0 && r->src_queue_id <= UINT32_MAX
                           ? (uint32_t)r->src_queue_id : 0;
-    engine_msg_link(e, ctx->cur, m);
+    msgs_link(e, ctx->cur, m);
     return 0;
 }
 
@@ -95,14 +94,15 @@ static int read_mark(struct smq_engine *e, const char *key, uint64_t *mark)
 
 static int load_marks(struct smq_engine *e)
 {
-    uint64_t queue_id = (uint64_t)e->next_queue_id;
-    int rc = read_mark(e, META_NEXT_SEQ, &e->next_seq);
+    struct engine_ids *ids = &e->ids;
+    uint64_t queue_id = (uint64_t)ids->next_queue_id;
+    int rc = read_mark(e, META_NEXT_SEQ, &ids->next_seq);
 
     if (rc == 0)
         rc = read_mark(e, META_NEXT_QUEUE_ID, &queue_id);
-    e->next_queue_id = (int64_t)queue_id;
-    e->seq_reserved = e->next_seq;      /* the next id forces a fresh reservation */
-    e->seq_reserve_pending = 0;
+    ids->next_queue_id = (int64_t)queue_id;
+    ids->seq_reserved = ids->next_seq;      /* the next id forces a fresh reservation */
+    ids->seq_reserve_pending = 0;
     return rc;
 }
 
@@ -111,9 +111,9 @@ int recover_load(struct smq_engine *e)
     struct load_ctx ctx = {e, NULL, 0, 0};
     int rc;
 
-    e->next_seq = 1;
-    e->next_queue_id = 1;
-    engine_advance_clock(e);
+    e->ids.next_seq = 1;
+    e->ids.next_queue_id = 1;
+    e->now_ms = engine_core_now_ms(e);
     rc = store_queue_load(e->store, load_queue, &ctx);
     if (rc == 0)
         rc = store_msg_load(e->store, load_msg, &ctx);
@@ -142,7 +142,7 @@ void recover_free(struct smq_engine *e)
     for (size_t i = 0; i < e->queues.n; i++)
         queue_free(e->queues.items[i]);
     e->queues.n = 0;
-    e->ready_head = NULL;
+    e->waiters.ready_head = NULL;
 }
 
 /* What a queue holds that is not on disk and must outlive a reload: its
@@ -175,7 +175,7 @@ static struct queue_carry *carry_save(struct smq_engine *e, size_t *n)
 static void carry_restore(struct smq_engine *e, struct queue_carry *c, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        struct smq_queue *q = e->broken ? NULL : engine_queue_by_id(e, c[i].id);
+        struct smq_queue *q = e->broken ? NULL : queue_registry_find_id(&e->queues, c[i].id);
         if (q == NULL) {
             queue_redrive_free(c[i].redrive);
             continue;
@@ -188,60 +188,67 @@ static void carry_restore(struct smq_engine *e, struct queue_carry *c, size_t n)
 
 /* After a lost transaction memory may be ahead of disk: rebuild it from the
  * store, keeping parked long polls on the queues that still exist. */
-void recover_reload(struct smq_engine *e)
+/* Takes every parked poll off its queue, in FIFO order per queue, keeping
+ * its deadline: a ->next list. */
+static struct smq_op *detach_parked(struct smq_engine *e)
 {
     struct smq_op *parked = NULL, **tail = &parked;
-    struct queue_carry *carry;
-    size_t n_carry;
-    int rc;
 
-    /* Detach every parked poll in FIFO order (per queue), keeping its deadline. */
     for (size_t i = 0; i < e->queues.n; i++) {
         struct smq_queue *q = e->queues.items[i];
         while (q->waiters_head != NULL) {
             struct smq_op *op = q->waiters_head;
             uint64_t deadline = op->wait_timer.deadline_ms;
-            engine_waiter_unlink(e, op);
+            waiters_unlink(&e->waiters, op);
             op->wait_timer.deadline_ms = deadline;
             op->next = NULL;
             *tail = op;
             tail = &op->next;
         }
     }
+    return parked;
+}
+
+/* Parks the detached polls again on the queues that still exist; the others
+ * are finished with QueueNotExist, or all of them with InternalError when
+ * the state could not be reloaded (it may be partial). */
+static void reattach_parked(struct smq_engine *e, struct smq_op *parked)
+{
+    while (parked != NULL) {
+        struct smq_op *op = parked;
+        struct smq_queue *q = e->broken ? NULL : queue_registry_find(&e->queues, op->queue);
+        parked = op->next;
+        if (q == NULL) {
+            txn_complete(&e->txn, op, e->broken ? SMQ_E_INTERNAL : SMQ_E_QUEUE_NOT_EXIST);
+            continue;
+        }
+        waiters_park(&e->waiters, q, op, op->wait_timer.deadline_ms);
+        /* Messages were placed before their waiters came back: serve them
+         * on the next run (engine_next_timeout_ms reports 0 until then). */
+        waiters_mark_ready(&e->waiters, q);
+    }
+}
+
+void recover_reload(struct smq_engine *e)
+{
+    struct smq_op *parked = detach_parked(e);
+    struct queue_carry *carry;
+    size_t n_carry;
+
     carry = carry_save(e, &n_carry);
     recover_free(e);
-    e->n_expired = 0;
-    rc = recover_load(e);
+    e->expired.n = 0;
+    e->broken = recover_load(e) != 0;
     e->reloads++;
-    e->broken = rc != 0;
     carry_restore(e, carry, n_carry);
+    reattach_parked(e, parked);
     if (e->broken) {
-        /* Parked polls cannot be kept on a partial state: finish them. */
-        while (parked != NULL) {
-            struct smq_op *op = parked;
-            parked = op->next;
-            engine_complete(e, op, SMQ_E_INTERNAL);
-        }
         recover_free(e);
         SMQ_ERROR("engine: the store could not be read back after a lost transaction; "
                   "refusing every operation until it can");
         return;
     }
     SMQ_ERROR("engine: a transaction was lost; state reloaded from the store");
-    while (parked != NULL) {
-        struct smq_op *op = parked;
-        struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
-        parked = op->next;
-        if (q == NULL) {
-            engine_complete(e, op, SMQ_E_QUEUE_NOT_EXIST);
-            continue;
-        }
-        engine_waiter_link(e, q, op);
-        twheel_arm(&e->wait_wheel, &op->wait_timer, op->wait_timer.deadline_ms);
-        /* Messages were placed before their waiters came back: serve them
-         * on the next run (engine_next_timeout_ms reports 0 until then). */
-        engine_mark_ready(e, q);
-    }
 }
 
 int recover_keys(struct smq_engine *e)

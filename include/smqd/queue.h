@@ -89,6 +89,8 @@ struct queue_redrive {
 
 /* Frees a redrive (NULL is a no-op). */
 void queue_redrive_free(struct queue_redrive *r);
+/* Messages a running redrive from q still has to look at (0: none runs). */
+uint64_t queue_redrive_pending(const struct smq_queue *q);
 
 /* Converts between epoch ms (message times) and wheel (monotonic) ms. */
 struct queue_timebase {
@@ -112,6 +114,8 @@ void queue_registry_init(struct queue_registry *r);
 /* Frees the array (not the queues). */
 void queue_registry_free(struct queue_registry *r);
 struct smq_queue *queue_registry_find(const struct queue_registry *r, const char *name);
+/* By id: O(queues), for the rare lookups by id (recovery, redrive). */
+struct smq_queue *queue_registry_find_id(const struct queue_registry *r, int64_t id);
 /* Index of the first queue whose name is >= name. */
 size_t queue_registry_lower_bound(const struct queue_registry *r, const char *name);
 /* Makes room for one more; call before any write so that the insert cannot
