@@ -87,7 +87,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
-    if (store_open(argv[1], SMQ_SYNC_NORMAL, &s, err, sizeof err) != 0) {
+    if (store_open(&(struct store_config){.path = argv[1], .sync = SMQ_SYNC_NORMAL},
+                   &s, err, sizeof err) != 0) {
         fprintf(stderr, "store_open: %s\n", err);
         return 1;
     }

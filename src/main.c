@@ -264,25 +264,33 @@ static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_
  * still on disk; see syncer.h).  Started after declare_queues, which needs
  * its ops answered at once.
  */
+static int flush_store(void *store)
+{
+    return store_flush(store);
+}
+
 static int start_syncer(const struct smq_config *cfg, struct daemon_parts *p)
 {
     char err[512] = "";
-    struct syncer_opts sopts = {.wal_path = store_wal_path(p->store), .metrics = p->metrics};
+    struct syncer_opts sopts = {.flush = flush_store, .flush_arg = p->store,
+                                .metrics = p->metrics};
 
     if (cfg->sync != SMQ_SYNC_FULL)
         return EXIT_OK;
+    if (store_defer_fsync(p->store) != 0)
+        return EXIT_STORE;
     if (syncer_start(&sopts, &p->syncer, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s", err);
         return EXIT_STORE;
     }
-    if (store_defer_fsync(p->store) != 0)
-        return EXIT_STORE;
     engine_set_syncer(p->engine, p->syncer);
     return EXIT_OK;
 }
 
 static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 {
+    struct store_config scfg = {.backend = SMQ_STORE_SQLITE, .path = cfg->storage_path,
+                                .sync = cfg->sync};
     char err[512] = "";
     struct smq_engine_opts eopts = {.clock = clock_system(),
                                     .max_queues = cfg->max_queues,
@@ -292,7 +300,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 
     /* Opening may wait for a lock and recovery may take a while: say so. */
     notify_systemd("STATUS=loading the queues from %s", cfg->storage_path);
-    if (store_open(cfg->storage_path, cfg->sync, &p->store, err, sizeof err) != 0) {
+    if (store_open(&scfg, &p->store, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
         return EXIT_STORE;
     }

@@ -94,30 +94,27 @@ int ops_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
  * body_block, which the HTTP thread frees once.  With a block per body,
  * every body would be freed by a thread other than the one that allocated
  * it, and each such free takes the lock of the engine thread's malloc arena.
+ * The store reads them in one call (store.h).
  */
 
-/* The least a body is guessed at when room is made for the rest of a batch. */
-#define BODY_GUESS_MIN 1024
-
-/* Appends m's body to bodies (the bodies follow each other, so where each
- * starts follows from the lengths), its length and MD5 to view.  After
- * the first, room is made for the `more` still to come, each guessed as
- * large as the first: a batch costs one allocation or two. */
-static int read_body(struct smq_engine *e, const struct smq_msg *m, struct smq_buf *bodies,
-                     size_t more, struct smq_msg_view *view)
+/* Reads the bodies of msgs[0..n), in order, into bodies and gives each of
+ * op's first n views its length and MD5. */
+static int read_bodies(struct smq_engine *e, struct smq_op *op, struct smq_msg **msgs, size_t n,
+                       struct smq_buf *bodies)
 {
-    size_t before = bodies->len;
-    int rc = store_msg_body(e->store, m->queue->id, m->seq, bodies, &view->body_md5);
+    struct store_body_read reads[SMQ_BATCH_MAX];
+    int rc;
 
+    for (size_t i = 0; i < n; i++)
+        reads[i] = (struct store_body_read){.queue_id = msgs[i]->queue->id, .seq = msgs[i]->seq};
+    rc = store_msg_bodies(e->store, reads, n, bodies);
     if (rc == 0 && buf_failed(bodies))
         rc = SMQ_E_NOMEM;
-    if (rc != 0)
-        return rc;
-    view->body_len = bodies->len - before;
-    if (before == 0 && more > 0)
-        buf_reserve(bodies, more * (view->body_len > BODY_GUESS_MIN ? view->body_len
-                                                                     : BODY_GUESS_MIN));
-    return 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        op->recv.msgs[i].body_len = reads[i].len;
+        op->recv.msgs[i].body_md5 = reads[i].md5;
+    }
+    return rc;
 }
 
 /* Hands bodies to op as its body_block (or frees them after a failure,
@@ -194,7 +191,7 @@ static void mark_received(struct smq_msg *m, int64_t now_ms, int64_t visible_ms)
     m->visible_ms = visible_ms;
 }
 
-/* Writes each taken message as received (next) and reads its body. */
+/* Writes each taken message as received (next), then reads their bodies. */
 static int write_received(struct smq_engine *e, struct smq_op *op, struct smq_msg **taken,
                           struct smq_msg *next, size_t n, struct smq_buf *bodies)
 {
@@ -205,11 +202,11 @@ static int write_received(struct smq_engine *e, struct smq_op *op, struct smq_ms
 
         msgs_record(&next[i], &rec);
         rc = store_msg_update(e->store, &rec);
-        if (rc == 0)
-            rc = read_body(e, taken[i], bodies, n - 1 - i, &op->recv.msgs[op->recv.n_msgs]);
-        if (rc == 0)
-            fill_view(&next[i], &op->recv.msgs[op->recv.n_msgs++]);
     }
+    if (rc == 0)
+        rc = read_bodies(e, op, taken, n, bodies);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        fill_view(&next[i], &op->recv.msgs[op->recv.n_msgs++]);
     return rc;
 }
 
@@ -275,11 +272,9 @@ int ops_message_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *
     int rc = 0;
 
     buf_init(&bodies);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        rc = read_body(e, taken[i], &bodies, n - 1 - i, &op->recv.msgs[op->recv.n_msgs]);
-        if (rc == 0)
-            fill_view(taken[i], &op->recv.msgs[op->recv.n_msgs++]);
-    }
+    rc = read_bodies(e, op, taken, n, &bodies);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        fill_view(taken[i], &op->recv.msgs[op->recv.n_msgs++]);
     rc = body_block_attach(op, &bodies, rc);
     put_back(e, q, taken, n);
     if (rc != 0)

@@ -11,12 +11,10 @@
 #include "smqd/syncer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "smqd/clock.h"
 #include "smqd/errors.h"
@@ -24,8 +22,8 @@
 #include "smqd/metrics.h"
 
 struct smq_syncer {
-    int fd;
-    int (*flush)(int fd);
+    int (*flush)(void *arg);
+    void *flush_arg;
     struct smq_metrics *metrics;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -39,11 +37,6 @@ struct smq_syncer {
     void (*on_idle)(void *arg);      /* under lock */
     void *on_idle_arg;
 };
-
-static int flush_wal(int fd)
-{
-    return fdatasync(fd);
-}
 
 /* Answers ops (->next list) with InternalError: nothing they did is known
  * to be on disk. */
@@ -80,13 +73,14 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
 
     pthread_mutex_unlock(&s->lock);
     start_us = clock_mono_us();
-    rc = s->flush(s->fd);
+    rc = s->flush(s->flush_arg);
     saved = errno;
     metrics_wal_flush(s->metrics, clock_mono_us() - start_us, rc != 0);
     pthread_mutex_lock(&s->lock);
     if (rc != 0 && !s->failed) {
-        SMQ_ERROR("storage: fdatasync of the write-ahead log failed: %s; every request "
-                  "is now answered InternalError, restart smqd", strerror(saved));
+        SMQ_ERROR("storage: the flush of committed writes (fdatasync of the write-ahead log) "
+                  "failed: %s; every request is now answered InternalError, restart smqd",
+                  strerror(saved));
         __atomic_store_n(&s->failed, true, __ATOMIC_RELEASE);
     }
     s->flushed = target;
@@ -150,17 +144,12 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
 
     if (s == NULL) {
         snprintf(err, err_size, "out of memory");
-        return -1;
+        return SMQ_E_NOMEM;
     }
-    s->flush = opts->flush != NULL ? opts->flush : flush_wal;
+    s->flush = opts->flush;
+    s->flush_arg = opts->flush_arg;
     s->metrics = opts->metrics;
     s->held_tail = &s->held_head;
-    s->fd = open(opts->wal_path, O_RDONLY | O_CLOEXEC);
-    if (s->fd < 0) {
-        snprintf(err, err_size, "cannot open %s: %s", opts->wal_path, strerror(errno));
-        free(s);
-        return -1;
-    }
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->quiet, NULL);
@@ -171,9 +160,8 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
         pthread_cond_destroy(&s->quiet);
         pthread_cond_destroy(&s->work);
         pthread_mutex_destroy(&s->lock);
-        close(s->fd);
         free(s);
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     *out = s;
     return 0;
@@ -260,7 +248,6 @@ void syncer_stop(struct smq_syncer *s)
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
-    close(s->fd);
     pthread_cond_destroy(&s->quiet);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);

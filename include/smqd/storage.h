@@ -11,4 +11,15 @@ enum smq_sync_mode {
     SMQ_SYNC_NORMAL = 1     /* survives a crash of smqd; a power loss may drop recent commits */
 };
 
+enum smq_store_backend {
+    SMQ_STORE_SQLITE = 0    /* the embedded default: one file, WAL mode */
+};
+
+/* Where and how the store keeps its data (store_open). */
+struct store_config {
+    enum smq_store_backend backend;
+    const char *path;       /* SQLite: the database file */
+    enum smq_sync_mode sync;
+};
+
 #endif

@@ -1,19 +1,39 @@
 /*
- * store.h — durable storage, the only module that speaks SQL.
+ * store.h — durable storage: the contract every storage backend keeps, and
+ * the one place the engine and the tools reach it through.  No SQL, and no
+ * backend's header, anywhere else in the daemon.
  *
- * SQLite in WAL mode.  Schema versioned by PRAGMA user_version with one
- * migration step per version, run inside a transaction.  Every statement is
- * prepared once at open.  Message bodies live only here; the engine keeps
- * metadata in memory and reads a body when it must return one.
+ * A backend is a table of operations (store_backend.h) chosen at
+ * store_open by the configuration's backend; SQLite (store_sqlite.c) is
+ * the one built in.  The contract is shaped for a backend whose commit is
+ * a network round trip as much as for a local file:
  *
- * Contract: the caller (the engine thread) groups many operations into one
- * transaction: store_begin, any number of writes, store_commit.  Nothing a
- * client can see depends on a write until store_commit has returned 0.  A
- * failed write or commit returns SMQ_E_INTERNAL (logged here, once, with
- * SQLite's message); the caller then calls store_rollback.
+ * - Group commit.  The caller (the engine thread) brackets one run's writes
+ *   in store_begin ... store_commit, with a savepoint per operation
+ *   (store_savepoint, then store_release or store_rollback_to).  Nothing a
+ *   client can see depends on a write until store_commit returned 0.  A
+ *   failed write or commit returns SMQ_E_INTERNAL (logged here, once, with
+ *   the backend's message), or SMQ_E_STORAGE_FULL when the disk is full;
+ *   the caller then calls store_rollback.  A backend may buffer the writes
+ *   and send them at commit: a write may only fail for lack of memory then.
  *
- * Not thread-safe: one owner.  A second backend (PostgreSQL) would implement
- * this same header.
+ * - Durability is separate from commit.  With store_defer_fsync the
+ *   commit no longer waits for the disk; the caller makes everything
+ *   committed so far durable with store_flush, on a thread of its own
+ *   (syncer.h), and answers an operation only after a flush that began
+ *   after its commit returned.  A backend whose commit is already durable
+ *   (a network commit with synchronous replication) flushes at once.
+ *
+ * - Reads a receive needs are batched: store_msg_bodies reads every body of
+ *   one receive in one call, so a remote backend costs one round trip per
+ *   receive, not one per message.
+ *
+ * - File-level upkeep that only a local file has (a disk reserve, WAL
+ *   checkpoints, page reclamation, an integrity check) is optional: where
+ *   a backend has none, those calls do nothing and say so.
+ *
+ * Not thread-safe: one owner, the engine thread; store_flush alone may be
+ * called from one other thread at the same time.
  */
 #ifndef SMQD_STORE_H
 #define SMQD_STORE_H
@@ -56,72 +76,61 @@ struct store_msg_rec {
     int64_t src_queue_id;                /* dead-lettered: the queue it came from; else 0 */
 };
 
-/* Opens (creating if needed) and migrates the database at path.
- * Returns 0, or SMQ_E_INTERNAL with a readable reason in err.
- * Refuses, and leaves the file untouched, when the file is not an SQLite
- * database, is an SQLite database that is not smqd's (user_version 0 with
- * tables in it), or has a schema newer than STORE_SCHEMA_VERSION.  Does not
- * log: the caller reports err (startup exits on it). */
-int store_open(const char *path, enum smq_sync_mode sync, struct smq_store **out,
-               char *err, size_t err_size);
+/* Opens (creating if needed) and migrates the store cfg names.  Returns 0,
+ * or SMQ_E_INTERNAL with a readable reason in err.  Refuses, and leaves the
+ * data untouched, when it is not the backend's kind of database, is one
+ * that is not smqd's, or has a schema newer than this smqd knows (SQLite:
+ * STORE_SCHEMA_VERSION).  Does not log: the caller reports err (start-up
+ * exits on it). */
+int store_open(const struct store_config *cfg, struct smq_store **out, char *err,
+               size_t err_size);
+/* The backend's name ("sqlite"), for logs. */
+const char *store_backend_name(const struct smq_store *s);
 /* Rolls back an open transaction, if any, and frees s (NULL is a no-op). */
 void store_close(struct smq_store *s);
 
-/*
- * Disk-space reserve: a file PATH.reserve of `bytes` real blocks.  When the
- * disk fills, the engine releases it so that deletes (which need WAL space
- * but no new pages) keep working, and restores it once space is back.
- * init/restore return 0, SMQ_E_STORAGE_FULL (no room) or SMQ_E_INTERNAL.
- * A write or commit that fails because the disk or database is full
- * returns SMQ_E_STORAGE_FULL instead of SMQ_E_INTERNAL.
- */
-int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes);
-/* Copies the WAL into the database and truncates it (outside a transaction).
- * 0, SMQ_E_STORAGE_FULL or SMQ_E_INTERNAL. */
-int store_checkpoint(struct smq_store *s);
-
-/*
- * Commits no longer fsync (synchronous=NORMAL: in WAL mode the database
- * stays consistent through a power loss, but the latest commits are not yet
- * durable) because the caller flushes the WAL itself before it acknowledges
- * anything (syncer.h; main.c does this for sync = full).  SQLite's own
- * checkpoints still sync the WAL before copying it and the database after.
- * 0 or SMQ_E_INTERNAL.
- */
-int store_defer_fsync(struct smq_store *s);
-/* The WAL file SQLite uses, as SQLite resolved it (through symbolic links:
- * not necessarily the configured path + "-wal"); valid until store_close. */
-const char *store_wal_path(const struct smq_store *s);
-/* store_close will leave the WAL as it is instead of copying it into the
- * database (after a failed flush, when its pages may be stale in memory:
- * the next start recovers from what is on disk). */
-void store_no_checkpoint_on_close(struct smq_store *s);
-/* Takes the reserve back only if keep_free bytes stay free beside it, so
- * that taking it cannot by itself fill the disk again. */
-int store_reserve_restore(struct smq_store *s, uint64_t keep_free);
-void store_reserve_release(struct smq_store *s);
+/* ---- transactions ---- */
 
 int store_begin(struct smq_store *s);
 int store_commit(struct smq_store *s);
-/* Safe to call when no transaction is open (e.g. SQLite already rolled
- * back after an I/O error): that case is silently ignored. */
+/* Safe to call when no transaction is open (e.g. the backend already
+ * rolled back after an I/O error): that case is silently ignored. */
 void store_rollback(struct smq_store *s);
 
 /*
  * One operation inside a group-commit transaction: store_savepoint before
  * its writes, then store_release (keep them) or store_rollback_to (undo
  * just them and close the savepoint).  Savepoints nest; the innermost is the
- * one released or rolled back.  After a failed write SQLite may already
- * have dropped the whole transaction: store_rollback_to then does nothing,
- * and store_in_txn tells the caller the batch is lost.  Meant for use
- * between store_begin and store_commit (outside one, SAVEPOINT would start
- * a deferred transaction of its own).
+ * one released or rolled back.  After a failed write the backend may
+ * already have dropped the whole transaction: store_rollback_to then does
+ * nothing, and store_in_txn tells the caller the batch is lost.  Meant for
+ * use between store_begin and store_commit.
  */
 int store_savepoint(struct smq_store *s);
 int store_release(struct smq_store *s);
 void store_rollback_to(struct smq_store *s);
 /* Non-zero while a transaction is open on s. */
 int store_in_txn(struct smq_store *s);
+
+/* ---- durability ---- */
+
+/*
+ * From now on store_commit does not wait for the disk, and the caller
+ * answers nothing before a store_flush that began after the commit has
+ * returned 0 (syncer.h; main.c does this for sync = full).  SQLite: commits
+ * run with synchronous=NORMAL, which in WAL mode keeps the database
+ * consistent through a power loss, and the flush is an fdatasync of the WAL
+ * (SQLite's own checkpoints still sync the WAL before copying it and the
+ * database after).  0 or SMQ_E_INTERNAL.
+ */
+int store_defer_fsync(struct smq_store *s);
+/* Makes every commit returned so far durable.  0, or SMQ_E_INTERNAL: the
+ * flush failed, and nothing since the last good one can be trusted to be
+ * on disk (the caller stops writing; syncer.h).  The one call that may run
+ * on another thread than the owner's, at the same time. */
+int store_flush(struct smq_store *s);
+
+/* ---- metadata, queues, messages ---- */
 
 /* Small key/value metadata (e.g. the receipt-handle secret, id high-water marks). */
 int store_meta_get(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
@@ -158,14 +167,52 @@ int store_msg_move(struct smq_store *s, int64_t from_queue_id, const struct stor
 /* Deletes the metadata and body rows; an absent message is not an error
  * (e.g. a lazy expiry flush after its queue was deleted). */
 int store_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq);
-/* Appends the body of (queue_id, seq) to out and, when md5 is not NULL,
- * gives its stored MD5.  SMQ_E_MESSAGE_NOT_EXIST if absent. */
-int store_msg_body(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out,
-                   struct mns_body_md5 *md5);
+
+/* One body a receive or a peek returns: which message, then what was read. */
+struct store_body_read {
+    int64_t queue_id;
+    uint64_t seq;
+    size_t len;                          /* out: its bytes, appended in order */
+    struct mns_body_md5 md5;             /* out: as stored at send, if it was */
+};
+/* Appends the bodies of reads[0..n), one after the other, to out and
+ * fills each one's len and md5.  0, SMQ_E_MESSAGE_NOT_EXIST if one is
+ * absent, SMQ_E_NOMEM, or SMQ_E_INTERNAL; on failure out may hold some. */
+int store_msg_bodies(struct smq_store *s, struct store_body_read *reads, size_t n,
+                     struct smq_buf *out);
 /* Calls cb for every message, in (queue_id, seq) order, without reading
  * bodies; a non-zero return from cb stops and is returned. */
 int store_msg_load(struct smq_store *s,
                    int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
+
+/* ---- upkeep of a local database file (optional: see the top) ---- */
+
+/*
+ * Disk-space reserve: a file PATH.reserve of `bytes` real blocks.  When the
+ * disk fills, the engine releases it so that deletes (which need WAL space
+ * but no new pages) keep working, and restores it once space is back.
+ * init/restore return 0, SMQ_E_STORAGE_FULL (no room) or SMQ_E_INTERNAL.
+ * A write or commit that fails because the disk or database is full
+ * returns SMQ_E_STORAGE_FULL instead of SMQ_E_INTERNAL.  Without a local
+ * file: 0, and nothing is held.
+ */
+int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes);
+/* Takes the reserve back only if keep_free bytes stay free beside it, so
+ * that taking it cannot by itself fill the disk again. */
+int store_reserve_restore(struct smq_store *s, uint64_t keep_free);
+void store_reserve_release(struct smq_store *s);
+
+/* Copies the WAL into the database and truncates it (outside a transaction).
+ * 0, SMQ_E_STORAGE_FULL or SMQ_E_INTERNAL; 0 where there is no WAL. */
+int store_checkpoint(struct smq_store *s);
+/* The WAL file SQLite uses, as SQLite resolved it (through symbolic links:
+ * not necessarily the configured path + "-wal"); valid until store_close.
+ * NULL where there is none. */
+const char *store_wal_path(const struct smq_store *s);
+/* store_close will leave the WAL as it is instead of copying it into the
+ * database (after a failed flush, when its pages may be stale in memory:
+ * the next start recovers from what is on disk). */
+void store_no_checkpoint_on_close(struct smq_store *s);
 
 /*
  * Disk reclamation.  Deleted messages leave free pages inside the file;
@@ -173,7 +220,8 @@ int store_msg_load(struct smq_store *s,
  * (incremental auto-vacuum, its own small transaction: call it outside a
  * group commit) and reports how many went.  0 or SMQ_E_INTERNAL /
  * SMQ_E_STORAGE_FULL.  A database without incremental auto-vacuum (its
- * one-time conversion failed) frees nothing.
+ * one-time conversion failed) frees nothing; so does a backend without a
+ * local file, whose file stats are all 0.
  */
 struct store_file_stats {
     uint64_t pages, free_pages, page_size;
@@ -181,21 +229,24 @@ struct store_file_stats {
 int store_file_stats(struct smq_store *s, struct store_file_stats *out);
 int store_reclaim(struct smq_store *s, unsigned max_pages, uint64_t *freed);
 
-/* Runs PRAGMA integrity_check.  0 when SQLite reports "ok"; otherwise
- * SMQ_E_INTERNAL with SQLite's findings (joined by "; ", truncated) in err.
- * The findings are not logged here: the caller decides what to do. */
+/* Checks the database's own consistency (SQLite: PRAGMA integrity_check).
+ * 0 when it reports "ok"; otherwise SMQ_E_INTERNAL with its findings
+ * (joined by "; ", truncated) in err.  The findings are not logged here:
+ * the caller decides what to do. */
 int store_integrity_check(struct smq_store *s, char *err, size_t err_size);
 
+/* ---- test seams (style.md 1.9) ---- */
+
 /*
- * Test seam (style.md 1.9).  After after_n_writes more write statements have
- * succeeded, the next one fails as an I/O error would (SMQ_E_INTERNAL),
- * without touching the database; STORE_FAULT_OFF disables it.  If fail_commit is non-zero the next store_commit fails as an
- * I/O error would (SMQ_E_INTERNAL) and the transaction stays open, so the
- * caller must store_rollback.  Both faults are
- * one-shot and are logged like real failures.  A write statement is one
- * INSERT/UPDATE/DELETE: store_msg_insert issues two, store_msg_delete two,
- * store_queue_delete three.  Transaction control (BEGIN, SAVEPOINT, ...) is
- * not counted.
+ * After after_n_writes more write statements have succeeded, the next one
+ * fails as an I/O error would (SMQ_E_INTERNAL), without touching the
+ * database; STORE_FAULT_OFF disables it.  If fail_commit is non-zero the
+ * next store_commit fails as an I/O error would (SMQ_E_INTERNAL) and the
+ * transaction stays open, so the caller must store_rollback.  Both faults
+ * are one-shot and are logged like real failures.  A write statement is
+ * one INSERT/UPDATE/DELETE: store_msg_insert issues two, store_msg_delete
+ * two, store_queue_delete three.  Transaction control (BEGIN, SAVEPOINT,
+ * ...) is not counted.
  */
 #define STORE_FAULT_OFF UINT_MAX
 void store_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_commit);

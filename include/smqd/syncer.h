@@ -1,12 +1,11 @@
 /*
  * syncer.h — makes commits durable off the engine thread.
  *
- * With sync = full, the engine's SQLite connection commits without an
- * fsync (synchronous=NORMAL, which in WAL mode keeps the database
- * consistent but not durable) and this module supplies the durability: a
- * thread calls fdatasync() on the WAL file, and the ops finished by a run
- * are answered only once a flush that *began after that run's COMMIT* has
- * returned.  The engine meanwhile executes and commits the next run, so
+ * With sync = full, the store commits without waiting for the disk
+ * (store_defer_fsync) and this module supplies the durability: a thread
+ * calls the store's flush (SQLite: fdatasync of the WAL), and the ops
+ * finished by a run are answered only once a flush that *began after that
+ * run's COMMIT* has returned.  The engine meanwhile executes and commits the next run, so
  * the fsync no longer stops it, and one flush covers every commit made
  * while the previous flush was in progress (group commit at the disk).
  *
@@ -29,12 +28,14 @@ struct smq_syncer;
 struct smq_metrics;
 
 struct syncer_opts {
-    const char *wal_path;          /* the file to flush ("<db>-wal"); must exist */
-    int (*flush)(int fd);          /* NULL = fdatasync; tests inject their own */
+    /* Makes every commit returned so far durable: 0, or non-zero with errno
+     * set (main.c: store_flush; tests inject their own). */
+    int (*flush)(void *arg);
+    void *flush_arg;
     struct smq_metrics *metrics;   /* optional: each flush's duration and outcome */
 };
 
-/* Opens the WAL file and starts the thread.  0, or -1 with a reason in err. */
+/* Starts the thread.  0, or SMQ_E_INTERNAL with a reason in err. */
 int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *err,
                  size_t err_size);
 

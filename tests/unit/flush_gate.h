@@ -1,8 +1,9 @@
 /*
- * flush_gate.h — an injectable WAL flush for the syncer's tests
+ * flush_gate.h — an injectable flush for the syncer's tests
  * (test_syncer.c, test_engine_sync.c): each call blocks until the test
  * allows one more flush, so every interleaving of commits and flushes is
- * forced, not hoped for.  wait_for() bounds every wait at 5 s.
+ * forced, not hoped for; then, given a store, it flushes it for real
+ * (store_flush).  wait_for() bounds every wait at 5 s.
  * Header-only on purpose: each test program gets its own gate.
  */
 #ifndef SMQD_TEST_FLUSH_GATE_H
@@ -13,16 +14,17 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "smqd/store.h"
+
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static int flushes_started, flushes_allowed, flush_result;
 static int idle_calls;
 
-static inline int gated_flush(int fd)
+static inline int gated_flush(void *store)
 {
     int rc;
 
-    (void)fd;
     pthread_mutex_lock(&gate_lock);
     flushes_started++;
     pthread_cond_broadcast(&gate_cond);
@@ -32,6 +34,8 @@ static inline int gated_flush(int fd)
     pthread_mutex_unlock(&gate_lock);
     if (rc != 0)
         errno = EIO;
+    else if (store != NULL)
+        rc = store_flush(store);
     return rc;
 }
 

@@ -129,7 +129,8 @@ static int setup(void **state)
     snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
     *state = f;
     clock_fake_init(&f->clock, MONO0, EPOCH0);
-    if (store_open(f->path, SMQ_SYNC_NORMAL, &f->store, err, sizeof err) != 0)
+    if (store_open(&(struct store_config){.path = f->path, .sync = SMQ_SYNC_NORMAL},
+                   &f->store, err, sizeof err) != 0)
         return -1;
     opts = (struct smq_engine_opts){.clock = &f->clock.clock, .store = f->store,
                                     .max_queues = MAX_QUEUES_DEFAULT};

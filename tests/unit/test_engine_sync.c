@@ -36,7 +36,6 @@
 struct fixture {
     char dir[64];
     char path[128];
-    char wal[140];
     struct smq_fake_clock clock;
     struct smq_store *store;
     struct smq_engine *e;
@@ -80,17 +79,17 @@ static int setup(void **state)
     if (mkdtemp(f->dir) == NULL)
         return -1;
     snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
-    snprintf(f->wal, sizeof f->wal, "%s-wal", f->path);
     reset_gate();
     clock_fake_init(&f->clock, 5000000u, 1700000000500LL);
-    if (store_open(f->path, SMQ_SYNC_FULL, &f->store, err, sizeof err) != 0)
+    if (store_open(&(struct store_config){.path = f->path, .sync = SMQ_SYNC_FULL},
+                   &f->store, err, sizeof err) != 0)
         return -1;
     eopts = (struct smq_engine_opts){.clock = &f->clock.clock, .store = f->store,
                                      .max_queues = 10};
     if (engine_open(&eopts, &f->e, err, sizeof err) != 0)
         return -1;
-    sopts.wal_path = f->wal;
-    if (syncer_start(&sopts, &f->syncer, err, sizeof err) != 0 || store_defer_fsync(f->store) != 0)
+    sopts.flush_arg = f->store;
+    if (store_defer_fsync(f->store) != 0 || syncer_start(&sopts, &f->syncer, err, sizeof err) != 0)
         return -1;
     syncer_set_idle_hook(f->syncer, on_idle, NULL);
     engine_set_syncer(f->e, f->syncer);

@@ -1,13 +1,15 @@
 /*
- * test_store.c — unit tests for store.c: schema and refusal rules, every
- * read/write path, transactions, and the fault seam that upstream relies on
- * to prove "memory is never ahead of disk".
+ * test_store.c — unit tests of the store contract (store.h) on the SQLite
+ * backend: schema and refusal rules, every read/write path, the batch body
+ * read, transactions, the WAL flush, and the fault seam that upstream
+ * relies on to prove "memory is never ahead of disk".
  *
  * Each case gets its own mkdtemp directory, removed in teardown.  What is
  * on disk is checked through a second, independent sqlite3 connection, so
- * the tests do not trust store.c to report on itself.
+ * the tests do not trust the store to report on itself.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +37,26 @@ struct fixture {
 
 /* ---- fixture ---------------------------------------------------------- */
 
+static int open_store(const char *path, enum smq_sync_mode sync, struct smq_store **out,
+                      char *err, size_t err_size)
+{
+    struct store_config cfg = {.backend = SMQ_STORE_SQLITE, .path = path, .sync = sync};
+
+    return store_open(&cfg, out, err, err_size);
+}
+
+/* One body through the batch read: appended to out, its MD5 in *md5. */
+static int body_of(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out,
+                   struct mns_body_md5 *md5)
+{
+    struct store_body_read r = {.queue_id = queue_id, .seq = seq};
+    int rc = store_msg_bodies(s, &r, 1, out);
+
+    if (md5 != NULL)
+        *md5 = r.md5;
+    return rc;
+}
+
 static int dir_setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
@@ -59,7 +81,7 @@ static int store_setup(void **state)
     if (dir_setup(state) != 0)
         return -1;
     f = *state;
-    return store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err) == 0 ? 0 : -1;
+    return open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err) == 0 ? 0 : -1;
 }
 
 /* Removes the directory and whatever SQLite left in it (-wal, -shm). */
@@ -91,7 +113,7 @@ static void reopen(struct fixture *f)
 
     store_close(f->s);
     f->s = NULL;
-    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
 }
 
 /* ---- record builders -------------------------------------------------- */
@@ -245,7 +267,7 @@ static int snap_msg(void *arg, const struct store_msg_rec *m)
     buf_printf(c->out, "m %lld %llu %lld %u %u body=", (long long)m->queue_id,
                (unsigned long long)m->seq, (long long)m->visible_ms, m->dequeue_count,
                m->handle_gen);
-    assert_int_equal(store_msg_body(c->s, m->queue_id, m->seq, c->out, NULL), 0);
+    assert_int_equal(body_of(c->s, m->queue_id, m->seq, c->out, NULL), 0);
     buf_puts(c->out, "\n");
     return 0;
 }
@@ -310,7 +332,7 @@ static void test_store_open_reopen_keeps_data(void **state)
     assert_int_equal(ml.n, 1);
     assert_int_equal(ml.m[0].seq, 7);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 7, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 1, 7, &body, NULL), 0);
     assert_string_equal(body.data, "body 1/7");
     buf_free(&body);
 }
@@ -350,7 +372,7 @@ static void test_store_sync_normal_opens(void **state)
     struct smq_store *s = NULL;
     char err[256];
 
-    assert_int_equal(store_open(f->path, SMQ_SYNC_NORMAL, &s, err, sizeof err), 0);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_NORMAL, &s, err, sizeof err), 0);
     assert_int_equal(store_begin(s), 0);
     assert_int_equal(store_meta_set(s, "k", "v", 1), 0);
     assert_int_equal(store_commit(s), 0);
@@ -376,7 +398,7 @@ static void expect_refusal(struct fixture *f, const char *want)
     long n = read_file(f->path, before, sizeof before);
 
     assert_true(n >= 0);
-    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
     assert_null(s);
     assert_non_null(strstr(err, want));
     assert_int_equal(read_file(f->path, after, sizeof after), n);
@@ -397,14 +419,14 @@ static void test_store_lock_follows_symlinks(void **state)
 
     snprintf(alias, sizeof alias, "%s/alias.db", f->dir);
     assert_int_equal(symlink(f->path, alias), 0);
-    assert_int_equal(store_open(alias, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(open_store(alias, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
     assert_null(s);
     assert_non_null(strstr(err, "in use by another smqd process"));
 
     snprintf(dir_alias, sizeof dir_alias, "%s/d", f->dir);
     assert_int_equal(symlink(f->dir, dir_alias), 0);
     snprintf(via_dir, sizeof via_dir, "%s/smqd.db", dir_alias);
-    assert_int_equal(store_open(via_dir, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(open_store(via_dir, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
     assert_null(s);
     assert_non_null(strstr(err, "in use by another smqd process"));
 }
@@ -455,7 +477,7 @@ static void test_store_open_missing_dir_fails(void **state)
     char path[256], err[256];
 
     snprintf(path, sizeof path, "%s/no/such/dir/smqd.db", f->dir);
-    assert_int_equal(store_open(path, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(open_store(path, SMQ_SYNC_FULL, &s, err, sizeof err), SMQ_E_INTERNAL);
     assert_null(s);
     assert_non_null(strstr(err, "cannot open"));
 }
@@ -589,10 +611,113 @@ static void test_store_queue_delete_removes_only_its_messages(void **state)
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body WHERE seq % 3 = 1"), 0);
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 6);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 2, 1, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
-    assert_int_equal(store_msg_body(f->s, 1, 3, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 2, 1, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(body_of(f->s, 1, 3, &body, NULL), 0);
     assert_string_equal(body.data, "body 1/3");
     buf_free(&body);
+}
+
+/* One call reads the bodies of a whole receive, in the order asked, each
+ * with its length and MD5 (or none), appended after what out held. */
+static void test_store_msg_bodies_batch(void **state)
+{
+    struct fixture *f = *state;
+    static const unsigned char md5[MNS_MD5_LEN] = {1, 2, 3, 4, 5, 6, 7, 8,
+                                                   9, 10, 11, 12, 13, 14, 15, 16};
+    struct store_msg_rec a = make_msg(1, 10), b = make_msg(1, 11), c = make_msg(2, 12);
+    struct store_body_read r[3] = {{.queue_id = 2, .seq = 12}, {.queue_id = 1, .seq = 10},
+                                   {.queue_id = 1, .seq = 11}};
+    struct smq_buf out;
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_msg_insert(f->s, &a, "alpha", 5, md5), 0);
+    assert_int_equal(store_msg_insert(f->s, &b, NULL, 0, NULL), 0);
+    assert_int_equal(store_msg_insert(f->s, &c, "gamma!", 6, NULL), 0);
+    assert_int_equal(store_commit(f->s), 0);
+
+    buf_init(&out);
+    buf_puts(&out, "#");
+    r[0].md5.present = true;                   /* must be overwritten */
+    assert_int_equal(store_msg_bodies(f->s, r, 3, &out), 0);
+    assert_int_equal(out.len, 1 + 6 + 5 + 0);
+    assert_memory_equal(out.data, "#gamma!alpha", out.len);
+    assert_int_equal(r[0].len, 6);
+    assert_false(r[0].md5.present);
+    assert_int_equal(r[1].len, 5);
+    assert_true(r[1].md5.present);
+    assert_memory_equal(r[1].md5.bytes, md5, MNS_MD5_LEN);
+    assert_int_equal(r[2].len, 0);
+    assert_false(r[2].md5.present);
+
+    /* A missing one fails the batch; nothing is read for nothing. */
+    buf_reset(&out);
+    r[1].seq = 99;
+    assert_int_equal(store_msg_bodies(f->s, r, 3, &out), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(store_msg_bodies(f->s, r, 0, &out), 0);
+    buf_free(&out);
+}
+
+/* How many descriptors of this process refer to path. */
+static int fds_of(const char *path)
+{
+    char link[64], target[PATH_MAX + 1];
+    char *want = realpath(path, NULL);
+    int found = 0;
+
+    for (int fd = 0; want != NULL && fd < 1024; fd++) {
+        ssize_t n;
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        found += strcmp(target, want) == 0;
+    }
+    free(want);
+    return found;
+}
+
+/* store_defer_fsync makes the store hold the WAL SQLite really uses (here
+ * through a symbolic link to the database's directory) beside SQLite's own
+ * descriptor, and store_flush flushes it; without it there is nothing to
+ * flush and flush is a no-op. */
+static void test_store_flush_holds_the_real_wal(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_store *s = NULL;
+    char dir_alias[256], via[300], err[512], wal[300];
+    int sqlite_fds;
+
+    snprintf(dir_alias, sizeof dir_alias, "%s-link", f->dir);
+    assert_int_equal(symlink(f->dir, dir_alias), 0);
+    snprintf(via, sizeof via, "%s/smqd.db", dir_alias);
+    assert_int_equal(open_store(via, SMQ_SYNC_FULL, &s, err, sizeof err), 0);
+    assert_string_equal(store_backend_name(s), "sqlite");
+    snprintf(wal, sizeof wal, "%s/smqd.db-wal", f->dir);
+    assert_int_equal(store_flush(s), 0);
+    sqlite_fds = fds_of(wal);
+    assert_int_equal(store_defer_fsync(s), 0);
+    assert_int_equal(fds_of(wal), sqlite_fds + 1);
+    assert_string_equal(store_wal_path(s), wal);
+    assert_int_equal(store_begin(s), 0);
+    insert_msg(s, 1, 1);
+    assert_int_equal(store_commit(s), 0);
+    assert_int_equal(store_flush(s), 0);
+    store_close(s);
+    assert_int_equal(fds_of(wal), 0);          /* closed with the store */
+    unlink(dir_alias);
+}
+
+static void test_store_unknown_backend_refused(void **state)
+{
+    struct fixture *f = *state;
+    struct store_config cfg = {.backend = (enum smq_store_backend)99, .path = f->path};
+    struct smq_store *s = (struct smq_store *)&cfg;
+    char err[128] = "";
+
+    assert_int_equal(store_open(&cfg, &s, err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(s);
+    assert_non_null(strstr(err, "backend"));
 }
 
 /* ---- messages --------------------------------------------------------- */
@@ -635,7 +760,7 @@ static void test_store_msg_round_trip(void **state)
     /* Bodies append to what the buffer already holds. */
     buf_init(&body);
     buf_puts(&body, ">");
-    assert_int_equal(store_msg_body(f->s, 1, 30, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 1, 30, &body, NULL), 0);
     assert_string_equal(body.data, ">body 1/30");
     buf_free(&body);
 }
@@ -653,7 +778,7 @@ static void test_store_msg_delete(void **state)
     assert_int_equal(store_msg_delete(f->s, 1, 5), 0);   /* idempotent */
     assert_int_equal(store_msg_update(f->s, &m), SMQ_E_MESSAGE_NOT_EXIST);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 5, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(body_of(f->s, 1, 5, &body, NULL), SMQ_E_MESSAGE_NOT_EXIST);
     assert_int_equal(body.len, 0);
     buf_free(&body);
     assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
@@ -672,11 +797,11 @@ static void test_store_msg_binary_and_empty_body(void **state)
     assert_int_equal(store_msg_insert(f->s, &m1, bin, sizeof bin, NULL), 0);
     assert_int_equal(store_msg_insert(f->s, &m2, NULL, 0, NULL), 0);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 1, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 1, 1, &body, NULL), 0);
     assert_int_equal(body.len, sizeof bin);
     assert_memory_equal(body.data, bin, sizeof bin);
     buf_reset(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 2, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 1, 2, &body, NULL), 0);
     assert_int_equal(body.len, 0);
     buf_free(&body);
 }
@@ -1035,7 +1160,7 @@ static void test_store_migrates_v1_to_v2(void **state)
 
     make_raw_db(f->path, v1_db);
     assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 0);
-    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     /* Converted once (VACUUM) so that space can be reclaimed. */
     assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
@@ -1051,7 +1176,7 @@ static void test_store_migrates_v1_to_v2(void **state)
     assert_int_equal(ml.m[0].dequeue_count, 2);
     assert_int_equal(ml.m[0].src_queue_id, 0);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 1, 5, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 1, 5, &body, NULL), 0);
     assert_memory_equal(body.data, "kept", 4);
     buf_free(&body);
 }
@@ -1065,7 +1190,7 @@ static void expect_body_md5(struct smq_store *s, uint64_t seq, const char *want_
     struct smq_buf body;
 
     buf_init(&body);
-    assert_int_equal(store_msg_body(s, 1, seq, &body, &md5), 0);
+    assert_int_equal(body_of(s, 1, seq, &body, &md5), 0);
     assert_memory_equal(body.data, want_body, strlen(want_body));
     assert_int_equal(md5.present, want_md5 != NULL);
     if (want_md5 != NULL)
@@ -1090,7 +1215,7 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
     for (size_t i = 0; i < sizeof md5; i++)
         md5[i] = (unsigned char)(0xF0 + i);
     make_raw_db(f->path, v2_db);
-    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 3);
     expect_body_md5(f->s, 5, "kept", NULL);          /* written before: none stored */
     m.seq = 6;
@@ -1106,7 +1231,7 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
     f->s = NULL;
     make_raw_db(f->path, "UPDATE msg_body SET md5 = x'0102' WHERE seq = 6;"
                          "UPDATE msg_body SET md5 = '0123456789abcdef' WHERE seq = 7");
-    assert_int_equal(store_open(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
     expect_body_md5(f->s, 6, "new", NULL);
     expect_body_md5(f->s, 7, "none", NULL);         /* 16 bytes, but text */
 }
@@ -1165,7 +1290,7 @@ static void test_store_msg_move_rekeys_and_keeps_body(void **state)
     assert_int_equal(ml.m[0].enqueue_ms, m.enqueue_ms);
     assert_int_equal(ml.m[0].expire_ms, m.enqueue_ms + 1000);
     buf_init(&body);
-    assert_int_equal(store_msg_body(f->s, 2, 9, &body, NULL), 0);
+    assert_int_equal(body_of(f->s, 2, 9, &body, NULL), 0);
     assert_memory_equal(body.data, "body 1/9", 8);
     buf_free(&body);
 }
@@ -1236,6 +1361,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_lock_follows_symlinks, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_msg_bodies_batch, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_flush_holds_the_real_wal, dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_unknown_backend_refused, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_newer_schema, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_non_database, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_refuses_foreign_sqlite_database, dir_setup,

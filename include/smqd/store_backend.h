@@ -1,0 +1,76 @@
+/*
+ * store_backend.h — what a storage backend implements: the table of
+ * operations store.c dispatches every store_* call to (store.h has the
+ * contract of each).  Only store.c and the backends include this.
+ *
+ * A backend embeds struct smq_store as the first member of its own handle
+ * and returns it from open; every operation gets it back.  Operations
+ * marked optional may be NULL: store.c then does what store.h says a
+ * backend without that feature does.
+ */
+#ifndef SMQD_STORE_BACKEND_H
+#define SMQD_STORE_BACKEND_H
+
+#include "smqd/store.h"
+
+struct store_backend;
+
+struct smq_store {
+    const struct store_backend *be;
+};
+
+struct store_backend {
+    const char *name;
+    int (*open)(const struct store_config *cfg, struct smq_store **out, char *err,
+                size_t err_size);
+    void (*close)(struct smq_store *s);
+
+    int (*begin)(struct smq_store *s);
+    int (*commit)(struct smq_store *s);
+    void (*rollback)(struct smq_store *s);
+    int (*savepoint)(struct smq_store *s);
+    int (*release)(struct smq_store *s);
+    void (*rollback_to)(struct smq_store *s);
+    int (*in_txn)(struct smq_store *s);
+    int (*defer_fsync)(struct smq_store *s);
+    int (*flush)(struct smq_store *s);
+
+    int (*meta_get)(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
+    int (*meta_set)(struct smq_store *s, const char *key, const void *value, size_t len);
+    int (*queue_insert)(struct smq_store *s, const struct store_queue_rec *q);
+    int (*queue_update)(struct smq_store *s, const struct store_queue_rec *q);
+    int (*queue_delete)(struct smq_store *s, int64_t queue_id);
+    int (*queue_purge)(struct smq_store *s, int64_t queue_id);
+    int (*queue_load)(struct smq_store *s,
+                      int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
+    int (*msg_insert)(struct smq_store *s, const struct store_msg_rec *m, const void *body,
+                      size_t body_len, const unsigned char *body_md5);
+    int (*msg_update)(struct smq_store *s, const struct store_msg_rec *m);
+    int (*msg_move)(struct smq_store *s, int64_t from_queue_id, const struct store_msg_rec *m);
+    int (*msg_delete)(struct smq_store *s, int64_t queue_id, uint64_t seq);
+    int (*msg_bodies)(struct smq_store *s, struct store_body_read *reads, size_t n,
+                      struct smq_buf *out);
+    int (*msg_load)(struct smq_store *s,
+                    int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
+
+    /* optional: upkeep of a local database file */
+    int (*reserve_init)(struct smq_store *s, const char *db_path, uint64_t bytes);
+    int (*reserve_restore)(struct smq_store *s, uint64_t keep_free);
+    void (*reserve_release)(struct smq_store *s);
+    int (*checkpoint)(struct smq_store *s);
+    const char *(*wal_path)(const struct smq_store *s);
+    void (*no_checkpoint_on_close)(struct smq_store *s);
+    int (*file_stats)(struct smq_store *s, struct store_file_stats *out);
+    int (*reclaim)(struct smq_store *s, unsigned max_pages, uint64_t *freed);
+    int (*integrity_check)(struct smq_store *s, char *err, size_t err_size);
+
+    /* optional: test seams */
+    void (*fault_inject)(struct smq_store *s, unsigned after_n_writes, int fail_commit,
+                         int as_full);
+    void (*fault_inject_load)(struct smq_store *s, unsigned after_n_rows);
+};
+
+/* The backends built in. */
+extern const struct store_backend store_sqlite_backend;
+
+#endif
