@@ -1,76 +1,52 @@
 /*
- * admin.c — owns the admin listener (admin.h): its libmicrohttpd daemon,
- * the process state that /ready reports, the Bearer-token check, and the
- * hand-off of JSON API calls to the engine thread.
+ * admin.c — owns the admin listener (admin.h): its HTTP handler on the
+ * shared glue, the process state /ready reports, the Bearer token and the
+ * refusal of browsers, and the way its requests reach the engine.  What
+ * the probes answer is admin_probe.c's, the /v1 routes admin_api.c's.
  *
- * Threads.  One thread per connection (at most ADMIN_MAX_CONNECTIONS): a
- * handler blocks while the engine works on its operations, and with a
- * thread per connection one slow purge cannot delay a /health probe.  The
- * admin listener is for a handful of operators and scrapers, so threads
- * are cheap here; the MNS listener (http.c) is the one built for scale.
- *
- * Engine calls.  The operations live in a heap block shared by the waiting
- * handler and the engine thread, with a reference count: a handler that
- * gives up after ADMIN_ENGINE_WAIT_MS answers 504 and leaves the block to
- * the engine, whose done callback frees it later.  So a stalled engine
- * (a disk that hangs fsync) can never make the engine write into freed
- * memory, and never pins an admin thread for ever.
+ * Engine calls.  A request that needs the engine puts its ops in its own
+ * per-request storage, suspends its connection with a deadline and submits
+ * them; the last op's done callback resumes it.  Past the deadline it is
+ * answered without them (a probe: "broken"; the API: 504), and the glue
+ * keeps its storage, ops included, until the engine has finished them.
  *
  * The server pointer is lent by main.c (admin_attach_server) and taken
  * back (admin_detach_server) after server_stop; in between, in_flight
- * counts handlers that may still call server_submit, so the server is not
- * freed under them.
+ * counts requests that submitted and have not been answered, so that the
+ * server and the handle keys they render with are not freed under them.
  */
 #include "smqd/admin.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 
-#include "smqd/admin_api.h"
-#include "smqd/admin_metrics.h"
 #include "smqd/clock.h"
 #include "smqd/crypto.h"
+#include "smqd/httpd.h"
 #include "smqd/log.h"
-#include "smqd/netaddr.h"
-#include "smqd/reaper.h"
 
 #define ADMIN_MAX_CONNECTIONS 64
 #define ADMIN_IDLE_TIMEOUT_S 10
 /* A request (line, headers and any body) must be complete within this: a
- * client trickling bytes would otherwise hold one of the 64 connections,
- * and its thread, for ever (reaper.h). */
+ * client trickling bytes would otherwise hold one of the 64 connections
+ * for ever (reaper.h). */
 #define ADMIN_REQUEST_TIMEOUT_S 10
 #define ADMIN_ENGINE_WAIT_MS 30000      /* a JSON API call (a purge may be large) */
-/* /ready and /metrics: a probe or a scrape gives up long before 30 s, and
- * its thread must not stay blocked after it did. */
-#define ADMIN_PROBE_WAIT_MS 2000
-/* Handlers waiting for the engine at once; beyond, 503 at once, so that a
- * stalled engine (a hung disk) cannot take every connection and silence
- * /health. */
+/* Requests waiting for the engine at once; beyond, 503 at once, so that a
+ * stalled engine cannot take every connection. */
 #define ADMIN_MAX_ENGINE_WAITERS 16
-/* No admin request has a body; a client that sends one more than this is
- * cut off instead of being read for ever. */
+/* No admin request has a body; a larger one than this is refused before
+ * it is read. */
 #define ADMIN_MAX_BODY 65536
-#define ADMIN_STACK_BYTES (512u * 1024u)
-
-#define TEXT_CT "text/plain; charset=utf-8"
-#define METRICS_CT "text/plain; version=0.0.4; charset=utf-8"
 
 struct smq_admin {
-    struct MHD_Daemon *daemon;
-    struct conn_reaper *reaper;      /* bounds slow requests */
-    uint16_t port;
+    struct httpd *http;
     char *expected_auth;             /* "Bearer TOKEN", or NULL = no token; under lock */
     char *db_path;
     char *wal_path;                  /* under lock; NULL until the store is open */
@@ -83,24 +59,20 @@ struct smq_admin {
     struct smq_server *server;
     const struct handle_keys *keys;
     int in_flight;
-    int engine_waiters;              /* atomic: handlers inside call_run */
+    int engine_waiters;              /* atomic: requests suspended for the engine */
 };
 
-/* One request: its raw target (libmicrohttpd decodes the URL it passes to
- * the handler; the raw one keeps %2F inside a name from becoming a slash). */
+enum admin_route { ROUTE_API, ROUTE_READY, ROUTE_METRICS };
+
+/* One request's state (the glue's per-request storage). */
 struct admin_req {
-    char *target;
-    bool started;
-    size_t body_bytes;
-};
-
-/* Operations on their way through the engine (see the file comment). */
-struct engine_call {
-    pthread_mutex_t lock;
-    pthread_cond_t done;             /* CLOCK_MONOTONIC */
-    size_t pending;                  /* ops not finished yet */
-    int refs;                        /* the waiting handler + the engine */
-    struct admin_job job;
+    struct smq_admin *a;
+    struct httpd_req *http;
+    enum admin_route route;
+    struct admin_job job;            /* the ops, for the API and the probes alike */
+    size_t pending;                  /* atomic: ops the engine has not finished */
+    const struct handle_keys *keys;  /* while the server is held */
+    bool held;                       /* counted in in_flight and engine_waiters */
 };
 
 /* ---- state and the borrowed server -------------------------------------------- */
@@ -152,8 +124,8 @@ void admin_detach_server(struct smq_admin *a)
     pthread_mutex_unlock(&a->lock);
 }
 
-/* The server, counted as in use until server_release; NULL when there is none. */
-static struct smq_server *server_acquire(struct smq_admin *a, const struct handle_keys **keys)
+/* The server, counted in in_flight until release_server; NULL when there is none. */
+static struct smq_server *acquire_server(struct smq_admin *a, const struct handle_keys **keys)
 {
     struct smq_server *s;
 
@@ -166,7 +138,7 @@ static struct smq_server *server_acquire(struct smq_admin *a, const struct handl
     return s;
 }
 
-static void server_release(struct smq_admin *a)
+static void release_server(struct smq_admin *a)
 {
     pthread_mutex_lock(&a->lock);
     if (--a->in_flight == 0)
@@ -176,74 +148,7 @@ static void server_release(struct smq_admin *a)
 
 /* ---- engine calls ------------------------------------------------------------------ */
 
-static struct engine_call *call_new(void)
-{
-    struct engine_call *c = calloc(1, sizeof *c);
-
-    if (c == NULL)
-        return NULL;
-    pthread_mutex_init(&c->lock, NULL);
-    clock_mono_cond_init(&c->done);
-    return c;
-}
-
-static void call_free(struct engine_call *c)
-{
-    admin_api_release(&c->job);
-    pthread_cond_destroy(&c->done);
-    pthread_mutex_destroy(&c->lock);
-    free(c);
-}
-
-/* Engine thread (or the submitting thread, when the server has stopped). */
-static void on_op_done(struct smq_op *op, void *arg)
-{
-    struct engine_call *c = arg;
-    bool free_it = false;
-
-    (void)op;
-    pthread_mutex_lock(&c->lock);
-    if (--c->pending == 0) {
-        c->refs--;
-        free_it = c->refs == 0;      /* the handler gave up waiting */
-        pthread_cond_signal(&c->done);
-    }
-    pthread_mutex_unlock(&c->lock);
-    if (free_it)
-        call_free(c);
-}
-
-/*
- * Submits c's ops in order and waits for all of them.  true: they finished
- * and c is the caller's alone again.  false: timed out, and c now belongs to
- * the engine (the caller must not touch it).
- */
-static bool call_run(struct smq_server *s, struct engine_call *c, int wait_ms)
-{
-    struct timespec deadline;
-    bool finished;
-
-    c->pending = c->job.n_ops;
-    c->refs = 2;
-    for (size_t i = 0; i < c->job.n_ops; i++) {
-        c->job.ops[i].done = on_op_done;
-        c->job.ops[i].done_arg = c;
-    }
-    for (size_t i = 0; i < c->job.n_ops; i++)
-        server_submit(s, &c->job.ops[i]);
-    clock_mono_deadline((uint64_t)wait_ms, &deadline);
-    pthread_mutex_lock(&c->lock);
-    while (c->pending > 0)
-        if (pthread_cond_timedwait(&c->done, &c->lock, &deadline) == ETIMEDOUT)
-            break;
-    finished = c->pending == 0;
-    if (!finished)
-        c->refs--;                   /* on_op_done frees it */
-    pthread_mutex_unlock(&c->lock);
-    return finished;
-}
-
-/* A place among the handlers that wait for the engine, or false when
+/* A place among the requests that wait for the engine, or false when
  * ADMIN_MAX_ENGINE_WAITERS already do. */
 static bool waiter_enter(struct smq_admin *a)
 {
@@ -253,171 +158,55 @@ static bool waiter_enter(struct smq_admin *a)
     return false;
 }
 
-static void waiter_leave(struct smq_admin *a)
+/* Engine thread (or the submitting thread, when the server has stopped). */
+static void on_op_done(struct smq_op *op, void *arg)
 {
-    __atomic_sub_fetch(&a->engine_waiters, 1, __ATOMIC_ACQ_REL);
+    struct admin_req *d = arg;
+
+    (void)op;
+    if (__atomic_sub_fetch(&d->pending, 1, __ATOMIC_ACQ_REL) == 0)
+        httpd_resume(d->http);
 }
 
-static void reply_no_engine(struct admin_reply *r)
+/* Submits d's ops in order, its connection suspended for at most wait_ms.
+ * false: the request was answered instead (no engine, or too many waiting). */
+static bool submit_job(struct admin_req *d, int wait_ms, struct admin_reply *r)
 {
-    admin_reply_error(r, 503, "ServiceUnavailable", "%s",
-                      "smqd is starting or stopping; the engine does not take requests now.");
-}
-
-static void reply_timeout(struct admin_reply *r)
-{
-    admin_reply_error(r, 504, "Timeout", "The engine did not answer within %d s; the "
-                      "operation may still complete.", ADMIN_ENGINE_WAIT_MS / 1000);
-}
-
-/* A JSON API request whose job is prepared in c: run it, render it. */
-static void run_api_call(struct smq_admin *a, struct engine_call *c, struct admin_reply *r)
-{
-    const struct handle_keys *keys;
-    struct smq_server *s = server_acquire(a, &keys);
+    struct smq_admin *a = d->a;
+    struct smq_server *s = acquire_server(a, &d->keys);
 
     if (s == NULL || get_state(a) != ADMIN_READY) {
-        reply_no_engine(r);
-        if (s != NULL)
-            server_release(a);
-        call_free(c);
-        return;
-    }
-    if (!waiter_enter(a)) {
+        admin_reply_error(r, 503, "ServiceUnavailable", "%s", "smqd is starting or stopping; "
+                          "the engine does not take requests now.");
+    } else if (!waiter_enter(a)) {
         admin_reply_error(r, 503, "ServiceUnavailable", "%d admin requests already wait for "
                           "the engine; try again later.", ADMIN_MAX_ENGINE_WAITERS);
-        server_release(a);
-        call_free(c);
-        return;
+    } else {
+        d->held = true;
+        d->pending = d->job.n_ops;
+        for (size_t i = 0; i < d->job.n_ops; i++) {
+            d->job.ops[i].done = on_op_done;
+            d->job.ops[i].done_arg = d;
+        }
+        httpd_suspend(d->http, (uint64_t)wait_ms);
+        for (size_t i = 0; i < d->job.n_ops; i++)
+            server_submit(s, &d->job.ops[i]);
+        return true;
     }
-    if (!call_run(s, c, ADMIN_ENGINE_WAIT_MS)) {
-        waiter_leave(a);
-        reply_timeout(r);
-        server_release(a);
-        return;
-    }
-    waiter_leave(a);
-    /* Rendered before the release: the keys belong to the engine. */
-    admin_api_render(&c->job, keys, clock_epoch_ms(clock_system()), r);
-    server_release(a);
-    call_free(c);
-}
-
-/*
- * One SMQ_OP_STATS for queue (for "" every queue; totals_only: none).  Returns the finished
- * call (the caller frees it with call_free), or NULL when there is no
- * engine, no memory, or it timed out.
- */
-static struct engine_call *take_stats(struct smq_admin *a, const char *queue, bool totals_only)
-{
-    const struct handle_keys *keys;
-    struct smq_server *s = server_acquire(a, &keys);
-    bool entered = s != NULL && waiter_enter(a);
-    struct engine_call *c = entered ? call_new() : NULL;
-
-    if (c != NULL) {
-        op_init(&c->job.ops[0], SMQ_OP_STATS);
-        snprintf(c->job.ops[0].queue, sizeof c->job.ops[0].queue, "%s", queue);
-        c->job.ops[0].stats.totals_only = totals_only;
-        c->job.n_ops = 1;
-        if (!call_run(s, c, ADMIN_PROBE_WAIT_MS))
-            c = NULL;
-    }
-    if (entered)
-        waiter_leave(a);
     if (s != NULL)
-        server_release(a);
-    return c;
+        release_server(a);
+    return false;
 }
 
-/* ---- probes and metrics --------------------------------------------------------------- */
-
-static void reply_text(struct admin_reply *r, int status, const char *text)
+/* The request was resumed: it no longer waits, and after its answer it no
+ * longer needs the server. */
+static void leave_engine(struct admin_req *d)
 {
-    r->status = status;
-    r->content_type = TEXT_CT;
-    buf_reset(&r->body);
-    buf_puts(&r->body, text);
-}
-
-/* Whether the engine serves: a totals-only SMQ_OP_STATS (O(1)) fails with
- * InternalError while the engine is broken (engine.c refuses every op
- * until a reload succeeds). */
-static bool engine_serves(struct smq_admin *a)
-{
-    struct engine_call *c = take_stats(a, "", true);
-    bool ok;
-
-    if (c == NULL)
-        return false;
-    ok = c->job.ops[0].result.err == 0;
-    call_free(c);
-    return ok;
-}
-
-static void handle_ready(struct smq_admin *a, struct admin_reply *r)
-{
-    switch (get_state(a)) {
-    case ADMIN_STARTING:
-        reply_text(r, 503, "starting\n");
+    if (!d->held)
         return;
-    case ADMIN_DRAINING:
-        reply_text(r, 503, "draining\n");
-        return;
-    case ADMIN_READY:
-        break;
-    }
-    if (engine_serves(a))
-        reply_text(r, 200, "ready\n");
-    else
-        reply_text(r, 503, get_state(a) == ADMIN_DRAINING ? "draining\n" : "broken\n");
-}
-
-static int64_t file_size(const char *path)
-{
-    struct stat st;
-
-    return path != NULL && stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
-}
-
-/* SQLite keeps the WAL next to the database file it resolved through any
- * symbolic links, so the size is looked up there, not at PATH + "-wal". */
-/* Size of the WAL where SQLite keeps it, or -1 (not known yet, or absent). */
-static int64_t wal_size(struct smq_admin *a)
-{
-    int64_t size = -1;
-
-    pthread_mutex_lock(&a->lock);
-    if (a->wal_path != NULL)
-        size = file_size(a->wal_path);
-    pthread_mutex_unlock(&a->lock);
-    return size;
-}
-
-static void handle_metrics(struct smq_admin *a, struct admin_reply *r)
-{
-    struct engine_call *c = take_stats(a, "", false);
-    const struct smq_op *op = c != NULL ? &c->job.ops[0] : NULL;
-    struct admin_metrics_input in;
-
-    if (op != NULL && (op->result.err != 0 || op->stats.totals.broken))
-        op = NULL;
-    memset(&in, 0, sizeof in);
-    in.version = SMQD_VERSION;
-    in.start_time_ms = a->start_ms;
-    in.ready = get_state(a) == ADMIN_READY && op != NULL;
-    in.stats = op;
-    in.now_ms = clock_epoch_ms(clock_system());
-    in.db_bytes = file_size(a->db_path);
-    in.wal_bytes = wal_size(a);
-    r->status = 200;
-    r->content_type = METRICS_CT;
-    buf_reset(&r->body);
-    admin_metrics_render(&in, &r->body);
-    if (c != NULL)
-        call_free(c);
-    if (a->extra_metrics != NULL && a->extra_metrics(a->extra_arg, &r->body) != 0)
-        r->body.failed = true;      /* answered 500 by send_reply */
+    d->held = false;
+    __atomic_sub_fetch(&d->a->engine_waiters, 1, __ATOMIC_ACQ_REL);
+    release_server(d->a);
 }
 
 /* ---- routing --------------------------------------------------------------------------- */
@@ -427,9 +216,9 @@ enum token_state { TOKEN_NONE, TOKEN_OK, TOKEN_BAD };
 /* The request's standing against the token, read once under the lock: a
  * SIGHUP may swap the token (admin_set_token), and both checks of a
  * request (browser_refusal, then 401) must see the same one. */
-static enum token_state token_state(struct smq_admin *a, struct MHD_Connection *conn)
+static enum token_state token_state(struct smq_admin *a, struct httpd_req *r)
 {
-    const char *got = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    const char *got = httpd_req_header(r, "Authorization");
     enum token_state st = TOKEN_NONE;
 
     pthread_mutex_lock(&a->lock);
@@ -445,28 +234,6 @@ static enum token_state token_state(struct smq_admin *a, struct MHD_Connection *
 static bool is_get(const char *method)
 {
     return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-}
-
-static void reply_use_get(struct admin_reply *r)
-{
-    admin_reply_error(r, 405, "MethodNotAllowed", "%s", "Use GET.");
-    r->allow = "GET, HEAD";
-}
-
-static void handle_api(struct smq_admin *a, const char *method, const char *path,
-                       const char *query, struct admin_reply *r)
-{
-    struct engine_call *c = call_new();
-
-    if (c == NULL) {
-        admin_reply_error(r, 500, "InternalError", "%s", "Out of memory.");
-        return;
-    }
-    if (admin_api_prepare(method, path, query, &c->job, r) != 0) {
-        call_free(c);
-        return;
-    }
-    run_api_call(a, c, r);
 }
 
 /*
@@ -499,13 +266,12 @@ static bool host_is_literal(const char *host)
     return inet_pton(AF_INET, name, addr) == 1 || strcasecmp(name, "localhost") == 0;
 }
 
-static const char *browser_refusal(struct MHD_Connection *conn, enum token_state token)
+static const char *browser_refusal(struct httpd_req *r, enum token_state token)
 {
-    const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
-    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+    const char *site = httpd_req_header(r, "Sec-Fetch-Site");
+    const char *host = httpd_req_header(r, "Host");
 
-    if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin") != NULL
-        || (site != NULL && strcmp(site, "none") != 0))
+    if (httpd_req_header(r, "Origin") != NULL || (site != NULL && strcmp(site, "none") != 0))
         return "Requests from web pages are refused (Origin / Sec-Fetch-Site).";
     if (host != NULL && !host_is_literal(host) && token == TOKEN_NONE)
         return "Without an [admin] token the Host must be an IP address or localhost "
@@ -513,145 +279,193 @@ static const char *browser_refusal(struct MHD_Connection *conn, enum token_state
     return NULL;
 }
 
-/* Decides the reply for a complete request.  path is cut at '?'. */
-static void dispatch(struct smq_admin *a, struct MHD_Connection *conn, const char *method,
-                     struct admin_req *req, struct admin_reply *r)
+/* Who may ask, and how: false when the request may go on, else true with
+ * the refusal in reply. */
+static bool refused(struct smq_admin *a, struct httpd_req *r, struct admin_reply *reply)
 {
-    char *path = req->target, *query = strchr(path, '?');
-    enum token_state token;
-    const char *why;
+    enum token_state token = token_state(a, r);
+    const char *why = browser_refusal(r, token);
+    struct smq_errinfo ei = {0, ""};
+    size_t body_len;
 
-    if (query != NULL)
+    httpd_req_body(r, &body_len);
+    if (why != NULL)
+        admin_reply_error(reply, 403, "Forbidden", "%s", why);
+    else if (token == TOKEN_BAD)
+        admin_reply_error(reply, 401, "Unauthorized", "%s",
+                          "Send the [admin] token as Authorization: Bearer <token>.");
+    else if (body_len > 0 || httpd_req_problem(r, &ei) == SMQ_E_REQUEST_TOO_LARGE)
+        admin_reply_error(reply, 400, "InvalidArgument", "%s", "Admin requests take no body; "
+                          "parameters go in the query string.");
+    else if (ei.err != 0)
+        admin_reply_error(reply, 400, "InvalidArgument", "%s", errors_message(&ei));
+    else
+        return false;
+    return true;
+}
+
+static void reply_use_get(struct admin_reply *r)
+{
+    admin_reply_error(r, 405, "MethodNotAllowed", "%s", "Use GET.");
+    r->allow = "GET, HEAD";
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat st;
+
+    return path != NULL && stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Size of the WAL where SQLite keeps it (through any symbolic links, so not
+ * at PATH + "-wal"), or -1 (not known yet, or absent). */
+static int64_t wal_size(struct smq_admin *a)
+{
+    int64_t size = -1;
+
+    pthread_mutex_lock(&a->lock);
+    if (a->wal_path != NULL)
+        size = file_size(a->wal_path);
+    pthread_mutex_unlock(&a->lock);
+    return size;
+}
+
+/* A probe's answer from its finished STATS op (NULL: none in time). */
+static void answer_probe(struct admin_req *d, const struct smq_op *stats, struct admin_reply *r)
+{
+    struct smq_admin *a = d->a;
+    struct admin_probe_facts facts = {.start_time_ms = a->start_ms,
+                                      .ready = get_state(a) == ADMIN_READY,
+                                      .db_bytes = file_size(a->db_path),
+                                      .wal_bytes = wal_size(a),
+                                      .extra = a->extra_metrics, .extra_arg = a->extra_arg};
+
+    if (d->route == ROUTE_READY)
+        admin_probe_ready(get_state(a), stats, r);
+    else
+        admin_probe_metrics(&facts, stats, r);
+}
+
+/* A probe that needs the engine: one STATS op (totals only for /ready). */
+static bool start_probe(struct admin_req *d, enum admin_route route, struct admin_reply *r)
+{
+    struct smq_op *op = &d->job.ops[0];
+
+    d->route = route;
+    if (route == ROUTE_READY && admin_probe_ready_early(get_state(d->a), r))
+        return false;
+    op_init(op, SMQ_OP_STATS);
+    op->stats.totals_only = route == ROUTE_READY;
+    d->job.n_ops = 1;
+    if (submit_job(d, ADMIN_PROBE_WAIT_MS, r))
+        return true;
+    /* No engine now: the probe answers from what it knows without one. */
+    answer_probe(d, NULL, r);
+    return false;
+}
+
+/* Decides the request: answered in reply (false), or submitted (true). */
+static bool dispatch(struct admin_req *d, struct admin_reply *reply)
+{
+    struct httpd_req *r = d->http;
+    const char *method = httpd_req_method(r);
+    char *path = strdup(httpd_req_target(r)), *query;
+    bool submitted = false;
+
+    if (path == NULL) {
+        admin_reply_error(reply, 500, "InternalError", "%s", "Out of memory.");
+        return false;
+    }
+    if ((query = strchr(path, '?')) != NULL)
         *query++ = '\0';
     if (strcmp(path, "/health") == 0) {
         /* Liveness only: no token, no body check, no engine. */
         if (is_get(method))
-            reply_text(r, 200, "ok\n");
+            admin_probe_health(reply);
         else
-            reply_use_get(r);
-        return;
-    }
-    token = token_state(a, conn);
-    if ((why = browser_refusal(conn, token)) != NULL) {
-        admin_reply_error(r, 403, "Forbidden", "%s", why);
-        return;
-    }
-    if (token == TOKEN_BAD) {
-        admin_reply_error(r, 401, "Unauthorized", "%s",
-                          "Send the [admin] token as Authorization: Bearer <token>.");
-        return;
-    }
-    if (req->body_bytes > 0) {
-        admin_reply_error(r, 400, "InvalidArgument", "%s", "Admin requests take no body; "
-                          "parameters go in the query string.");
-        return;
-    }
-    if (strcmp(path, "/ready") == 0 || strcmp(path, "/metrics") == 0) {
+            reply_use_get(reply);
+    } else if (refused(d->a, r, reply)) {
+    } else if (strcmp(path, "/ready") == 0 || strcmp(path, "/metrics") == 0) {
         if (!is_get(method))
-            reply_use_get(r);
-        else if (strcmp(path, "/ready") == 0)
-            handle_ready(a, r);
+            reply_use_get(reply);
         else
-            handle_metrics(a, r);
-        return;
+            submitted = start_probe(d, path[1] == 'r' ? ROUTE_READY : ROUTE_METRICS, reply);
+    } else if (admin_api_prepare(method, path, query, &d->job, reply) == 0) {
+        d->route = ROUTE_API;
+        submitted = submit_job(d, ADMIN_ENGINE_WAIT_MS, reply);
     }
-    handle_api(a, method, path, query, r);
+    free(path);
+    return submitted;
 }
 
-/* ---- libmicrohttpd glue ---------------------------------------------------------------------- */
+/* ---- the handler ----------------------------------------------------------------------- */
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, struct admin_reply *r)
+static void send_reply(struct httpd_req *r, struct admin_reply *reply)
 {
-    struct MHD_Response *mr;
-    enum MHD_Result ret;
-    size_t len = 0;
-    char *data;
+    struct http_header extra[3];
+    size_t n = 0;
 
-    if (buf_failed(&r->body)) {
-        buf_free(&r->body);
-        buf_init(&r->body);
-        reply_text(r, 500, "out of memory\n");
+    if (buf_failed(&reply->body)) {
+        buf_free(&reply->body);
+        buf_init(&reply->body);
+        reply->status = 500;
+        reply->content_type = "text/plain; charset=utf-8";
+        buf_puts(&reply->body, "out of memory\n");
     }
-    data = buf_take(&r->body, &len);
-    mr = data != NULL ? MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE)
-                      : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    if (mr == NULL) {
-        free(data);
-        return MHD_NO;
-    }
-    MHD_add_response_header(mr, "Content-Type", r->content_type);
-    MHD_add_response_header(mr, "Cache-Control", "no-store");
-    if (r->allow != NULL)
-        MHD_add_response_header(mr, "Allow", r->allow);
-    if (r->status == 401)
-        MHD_add_response_header(mr, "WWW-Authenticate", "Bearer realm=\"smqd-admin\"");
-    ret = MHD_queue_response(conn, (unsigned int)r->status, mr);
-    MHD_destroy_response(mr);
-    return ret;
+    extra[n++] = (struct http_header){"Cache-Control", "no-store"};
+    if (reply->allow != NULL)
+        extra[n++] = (struct http_header){"Allow", reply->allow};
+    if (reply->status == 401)
+        extra[n++] = (struct http_header){"WWW-Authenticate", "Bearer realm=\"smqd-admin\""};
+    httpd_respond(r, reply->status, &reply->body, reply->content_type, extra, n);
 }
 
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+static void on_request(void *arg, struct httpd_req *r)
 {
-    struct smq_admin *a = cls;
-    struct admin_req *req = calloc(1, sizeof *req);
-
-    conn_reaper_phase(a->reaper, conn, PHASE_HEADERS);
-    if (req != NULL && (req->target = strdup(uri != NULL ? uri : "")) == NULL) {
-        free(req);
-        req = NULL;
-    }
-    return req;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
-                         enum MHD_RequestTerminationCode toe)
-{
-    struct smq_admin *a = cls;
-    struct admin_req *req = *req_cls;
-
-    (void)toe;
-    conn_reaper_phase(a->reaper, conn, PHASE_IDLE);
-    if (req != NULL) {
-        free(req->target);
-        free(req);
-        *req_cls = NULL;
-    }
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls)
-{
-    struct smq_admin *a = cls;
-    struct admin_req *req = *req_cls;
+    struct admin_req *d = httpd_req_data(r);
     struct admin_reply reply;
-    enum MHD_Result ret;
 
-    (void)url, (void)version, (void)upload_data;
-    if (req == NULL)
-        return MHD_NO;                /* out of memory at on_uri: drop the connection */
-    if (!req->started) {
-        req->started = true;
-        conn_reaper_phase(a->reaper, conn, PHASE_BODY);
-        return MHD_YES;
-    }
-    if (*upload_data_size > 0) {
-        req->body_bytes += *upload_data_size;
-        *upload_data_size = 0;
-        return req->body_bytes > ADMIN_MAX_BODY ? MHD_NO : MHD_YES;
-    }
-    conn_reaper_phase(a->reaper, conn, PHASE_WORKING);
+    d->a = arg;
+    d->http = r;
     admin_reply_init(&reply);
-    dispatch(a, conn, method, req, &reply);
-    ret = send_reply(conn, &reply);
+    if (!dispatch(d, &reply))
+        send_reply(r, &reply);
     admin_reply_free(&reply);
-    return ret;
 }
 
+static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
+{
+    struct admin_req *d = httpd_req_data(r);
+    struct admin_reply reply;
 
-/* "Bearer TOKEN" in *out, or NULL for no (or an empty) token.  -1 when
- * out of memory. */
+    (void)arg;
+    admin_reply_init(&reply);
+    if (d->route != ROUTE_API)
+        answer_probe(d, timed_out ? NULL : &d->job.ops[0], &reply);
+    else if (timed_out)
+        admin_reply_error(&reply, 504, "Timeout", "The engine did not answer within %d s; the "
+                          "operation may still complete.", ADMIN_ENGINE_WAIT_MS / 1000);
+    else
+        admin_api_render(&d->job, d->keys, clock_epoch_ms(clock_system()), &reply);
+    /* After the render: the keys belong to the engine, held until now. */
+    leave_engine(d);
+    send_reply(r, &reply);
+    admin_reply_free(&reply);
+}
+
+/* The engine has finished every op too by now (the glue waits for it). */
+static void on_done(void *arg, struct httpd_req *r)
+{
+    struct admin_req *d = httpd_req_data(r);
+
+    (void)arg;
+    leave_engine(d);
+    admin_api_release(&d->job);
+}
+
+/* ---- start and stop ---------------------------------------------------------------------- */
+
+/* "Bearer TOKEN" in *out, or NULL for no (or an empty) token.  0 or SMQ_E_NOMEM. */
 static int make_expected_auth(const char *token, char **out)
 {
     size_t n;
@@ -661,7 +475,7 @@ static int make_expected_auth(const char *token, char **out)
         return 0;
     n = strlen("Bearer ") + strlen(token) + 1;
     if ((*out = malloc(n)) == NULL)
-        return -1;
+        return SMQ_E_NOMEM;
     snprintf(*out, n, "Bearer %s", token);
     return 0;
 }
@@ -680,7 +494,7 @@ int admin_set_token(struct smq_admin *a, const char *token)
     if (a == NULL)
         return 0;
     if (make_expected_auth(token, &fresh) != 0)
-        return -1;
+        return SMQ_E_NOMEM;
     pthread_mutex_lock(&a->lock);
     old = a->expected_auth;
     a->expected_auth = fresh;
@@ -689,108 +503,74 @@ int admin_set_token(struct smq_admin *a, const char *token)
     return 0;
 }
 
-static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
-{
-    if (make_expected_auth(opts->token, &a->expected_auth) != 0)
-        return -1;
-    if (opts->db_path != NULL && (a->db_path = strdup(opts->db_path)) == NULL)
-        return -1;
-    a->extra_metrics = opts->extra_metrics;
-    a->extra_arg = opts->extra_arg;
-    return 0;
-}
-
 static void admin_free(struct smq_admin *a)
 {
     free_expected_auth(a->expected_auth);
     free(a->db_path);
     free(a->wal_path);
-    conn_reaper_free(a->reaper);
     pthread_cond_destroy(&a->idle);
     pthread_mutex_destroy(&a->lock);
     free(a);
 }
 
-static struct MHD_Daemon *start_daemon(struct smq_admin *a, const struct sockaddr_storage *ss,
-                                       bool ipv6, uint16_t port)
+static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
 {
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION
-                         | MHD_USE_POLL | MHD_USE_ERROR_LOG;
-
-    if (ipv6)
-        flags |= MHD_USE_IPv6;
-    return MHD_start_daemon(
-        flags, port, NULL, NULL, on_request, a,
-        /* First, so it sees every message. */
-        MHD_OPTION_EXTERNAL_LOGGER, log_library_line, (void *)"admin: libmicrohttpd",
-        MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)ADMIN_MAX_CONNECTIONS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)ADMIN_IDLE_TIMEOUT_S,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)ADMIN_STACK_BYTES,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, a,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
-        MHD_OPTION_NOTIFY_CONNECTION, conn_reaper_on_connection, a->reaper,
-        MHD_OPTION_END);
+    if (make_expected_auth(opts->token, &a->expected_auth) != 0)
+        return SMQ_E_NOMEM;
+    if (opts->db_path != NULL && (a->db_path = strdup(opts->db_path)) == NULL)
+        return SMQ_E_NOMEM;
+    a->extra_metrics = opts->extra_metrics;
+    a->extra_arg = opts->extra_arg;
+    return 0;
 }
 
 int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err,
                 size_t err_size)
 {
     struct smq_admin *a = calloc(1, sizeof *a);
-    struct sockaddr_storage ss;
-    const union MHD_DaemonInfo *info;
-    bool ipv6;
+    struct httpd_opts hopts = {.name = "admin: ", .label = " for the admin listener",
+                               .host = opts->host, .port = opts->port,
+                               .threads = 1, .max_connections = ADMIN_MAX_CONNECTIONS,
+                               .idle_timeout_s = ADMIN_IDLE_TIMEOUT_S,
+                               .request_timeout_s = ADMIN_REQUEST_TIMEOUT_S,
+                               .max_body_bytes = ADMIN_MAX_BODY,
+                               .data_size = sizeof(struct admin_req),
+                               .handler = {on_request, on_resume, on_done}, .arg = a};
+    int rc;
 
     *out = NULL;
     if (a == NULL) {
         snprintf(err, err_size, "out of memory");
-        return -1;
+        return SMQ_E_NOMEM;
     }
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->idle, NULL);
     a->state = ADMIN_STARTING;
     a->start_ms = clock_epoch_ms(clock_system());
-    if (copy_opts(a, opts) != 0) {
+    rc = copy_opts(a, opts);
+    if (rc != 0)
         snprintf(err, err_size, "out of memory");
-        goto fail;
+    else
+        rc = httpd_start(&hopts, &a->http, err, err_size);
+    if (rc != 0) {
+        admin_free(a);
+        return rc;
     }
-    if (netaddr_make(opts->host, opts->port, &ss, &ipv6) != 0) {
-        snprintf(err, err_size, "admin listen address '%s' is not an IP literal", opts->host);
-        goto fail;
-    }
-    a->reaper = conn_reaper_start("admin: ", ADMIN_REQUEST_TIMEOUT_S, ADMIN_IDLE_TIMEOUT_S);
-    if (a->reaper == NULL) {
-        snprintf(err, err_size, "cannot start the admin listener's slow-client reaper thread");
-        goto fail;
-    }
-    a->daemon = start_daemon(a, &ss, ipv6, opts->port);
-    if (a->daemon == NULL) {
-        snprintf(err, err_size, "cannot listen on %s:%u for the admin listener (in use, or "
-                 "not an address of this host)", opts->host, (unsigned)opts->port);
-        goto fail;
-    }
-    info = MHD_get_daemon_info(a->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    a->port = info != NULL ? info->port : opts->port;
     *out = a;
     return 0;
-
-fail:
-    admin_free(a);
-    return -1;
 }
 
 uint16_t admin_port(const struct smq_admin *a)
 {
-    return a != NULL ? a->port : 0;
+    return a != NULL ? httpd_port(a->http) : 0;
 }
 
 void admin_stop(struct smq_admin *a)
 {
     if (a == NULL)
         return;
-    /* Handlers still waiting on the engine would hold MHD_stop_daemon up;
-     * main.c detaches the server first, so none is. */
-    conn_reaper_stop(a->reaper);
-    MHD_stop_daemon(a->daemon);
+    /* Requests still suspended would hold httpd_stop up; main.c stops the
+     * engine first, which finishes every op and so resumes each of them. */
+    httpd_stop(a->http);
     admin_free(a);
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "smqd/api.h"
+#include "smqd/query.h"
 #include "smqd/json.h"
 #include "smqd/strnum.h"
 
@@ -101,13 +101,13 @@ static bool parse_bool(const char *v, bool *out)
     return true;
 }
 
-/* Copies a checked queue name (the MNS routing rules, api.h). */
+/* Copies a checked queue name (the MNS API's rule, query.h). */
 static int take_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
                            struct admin_reply *r)
 {
     struct smq_errinfo ei = {0, ""};
 
-    if (api_queue_name_from_path(raw, len, out, &ei) != 0) {
+    if (query_queue_name(raw, len, out, &ei) != 0) {
         admin_reply_errinfo(r, &ei);
         return -1;
     }
@@ -117,7 +117,7 @@ static int take_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_
 /* ---- query parameters --------------------------------------------------------- */
 
 /* Every parameter must be one of allowed (NULL-terminated) and appear once. */
-static int check_params(const struct api_query *q, const char *const *allowed,
+static int check_params(const struct query *q, const char *const *allowed,
                         struct admin_reply *r)
 {
     for (size_t i = 0; i < q->n; i++) {
@@ -133,10 +133,10 @@ static int check_params(const struct api_query *q, const char *const *allowed,
     return 0;
 }
 
-static int prepare_peek(const struct api_query *q, struct smq_op *op, struct admin_reply *r)
+static int prepare_peek(const struct query *q, struct smq_op *op, struct admin_reply *r)
 {
     static const char *const allowed[] = {"n", NULL};
-    const char *n = api_query_get(q, "n");
+    const char *n = query_get(q, "n");
     uint64_t v = SMQ_BATCH_MAX;
 
     if (check_params(q, allowed, r) != 0)
@@ -148,10 +148,10 @@ static int prepare_peek(const struct api_query *q, struct smq_op *op, struct adm
     return 0;
 }
 
-static int prepare_purge(const struct api_query *q, struct smq_op *op, struct admin_reply *r)
+static int prepare_purge(const struct query *q, struct smq_op *op, struct admin_reply *r)
 {
     static const char *const allowed[] = {"type", NULL};
-    const char *type = api_query_get(q, "type");
+    const char *type = query_get(q, "type");
 
     if (check_params(q, allowed, r) != 0)
         return -1;
@@ -172,10 +172,10 @@ static int prepare_purge(const struct api_query *q, struct smq_op *op, struct ad
 /* Far above any queue smqd can hold; only there to reject nonsense. */
 #define REDRIVE_MAX_MAX 1000000000000ull
 
-static int prepare_redrive(const struct api_query *q, struct smq_op *op, struct admin_reply *r)
+static int prepare_redrive(const struct query *q, struct smq_op *op, struct admin_reply *r)
 {
     static const char *const allowed[] = {"rate", "max", NULL};
-    const char *rate = api_query_get(q, "rate"), *max = api_query_get(q, "max");
+    const char *rate = query_get(q, "rate"), *max = query_get(q, "max");
     uint64_t rate_v = REDRIVE_RATE_DEFAULT, max_v = 0;
 
     if (check_params(q, allowed, r) != 0)
@@ -291,7 +291,7 @@ static int take_dlq(const struct dlq_params *d, struct smq_op *op, struct admin_
     if (d->target == NULL || d->max_receive == NULL)
         return bad_argument(r, "%s", "A dead-letter policy needs both DlqTargetQueue and "
                             "DlqMaxReceiveCount.");
-    if (api_check_queue_name(d->target, strlen(d->target), &ei) != 0) {
+    if (qname_check_err(d->target, strlen(d->target), &ei) != 0) {
         admin_reply_errinfo(r, &ei);
         return -1;
     }
@@ -306,7 +306,7 @@ static int take_dlq(const struct dlq_params *d, struct smq_op *op, struct admin_
     return 0;
 }
 
-static int prepare_set(const struct api_query *q, struct admin_job *job, struct admin_reply *r)
+static int prepare_set(const struct query *q, struct admin_job *job, struct admin_reply *r)
 {
     struct smq_op *set = &job->ops[0], *stats = &job->ops[1];
     struct dlq_params d = {NULL, NULL, NULL};
@@ -368,7 +368,7 @@ static int not_found(struct admin_reply *r)
 }
 
 /* Fills the job's first op for its route and query. */
-static int prepare_kind(const struct api_query *q, struct admin_job *job, struct admin_reply *r)
+static int prepare_kind(const struct query *q, struct admin_job *job, struct admin_reply *r)
 {
     static const char *const none[] = {NULL};
     struct smq_op *op = &job->ops[0];
@@ -424,7 +424,7 @@ static int route_path(const char *method, const char *path, struct admin_job *jo
 int admin_api_prepare(const char *method, const char *path, const char *query,
                       struct admin_job *job, struct admin_reply *reply)
 {
-    struct api_query q;
+    struct query q;
     struct smq_errinfo ei = {0, ""};
     int rc;
 
@@ -433,13 +433,13 @@ int admin_api_prepare(const char *method, const char *path, const char *query,
     job->n_ops = 1;
     if (route_path(method, path, job, reply) != 0)
         return -1;
-    if (api_query_parse(query, &q, &ei) != 0) {
-        api_query_free(&q);
+    if (query_parse(query, &q, &ei) != 0) {
+        query_free(&q);
         admin_reply_errinfo(reply, &ei);
         return -1;
     }
     rc = prepare_kind(&q, job, reply);
-    api_query_free(&q);
+    query_free(&q);
     return rc;
 }
 

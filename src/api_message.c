@@ -1,10 +1,10 @@
 /*
- * api_message.c — owns the message actions of the MNS API: Send/BatchSend,
- * Receive/BatchReceive, Peek/BatchPeek, Delete/BatchDelete and
- * ChangeMessageVisibility (protocol §7.6–§7.13): request checks, dispatch
- * rules of §1.2, and the exact response documents.
+ * api_message.c — owns the message actions of the MNS API (api_message.h):
+ * Send/BatchSend, Receive/BatchReceive, Peek/BatchPeek, Delete/BatchDelete
+ * and ChangeMessageVisibility: request checks, the dispatch rules of
+ * docs/protocol.md §1.2, and the exact response documents.
  */
-#include "smqd/api.h"
+#include "smqd/api_message.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +36,7 @@ static int query_int(const char *text, const char *name, int64_t min, int64_t ma
 /* ---- send ------------------------------------------------------------------------- */
 
 static int take_send_item(struct xml_send_item *x, struct smq_send_item *it,
-                          unsigned char md5[CRYPTO_MD5_LEN], struct smq_errinfo *ei)
+                          unsigned char md5[MNS_MD5_LEN], struct smq_errinfo *ei)
 {
     if (!x->body_present)
         return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The MessageBody is missing.");
@@ -61,12 +61,14 @@ static int take_send_item(struct xml_send_item *x, struct smq_send_item *it,
     return 0;
 }
 
-static int prepare_send(const struct api_request *req, struct api_call *call, struct smq_errinfo *ei)
+int api_message_send(const struct api_ctx *ctx, const struct api_request *req,
+                     const struct query *query, struct api_call *call, struct smq_errinfo *ei)
 {
     size_t total = 0;
     int root_kind;
     int rc = xml_parse_send_any(req->body, req->body_len, &call->send, &root_kind, ei);
 
+    (void)ctx, (void)query;
     if (root_kind < 0)
         return rc;
     op_set_kind(&call->op, SMQ_OP_SEND);
@@ -85,15 +87,18 @@ static int prepare_send(const struct api_request *req, struct api_call *call, st
 
 /* ---- receive and peek --------------------------------------------------------------- */
 
-static int prepare_get(const struct api_query *query, struct api_call *call, struct smq_errinfo *ei)
+int api_message_receive(const struct api_ctx *ctx, const struct api_request *req,
+                        const struct query *query, struct api_call *call,
+                        struct smq_errinfo *ei)
 {
-    const char *peek = api_query_get(query, "peekonly");
-    const char *num = api_query_get(query, "numOfMessages");
-    const char *wait = api_query_get(query, "waitseconds");
+    const char *peek = query_get(query, "peekonly");
+    const char *num = query_get(query, "numOfMessages");
+    const char *wait = query_get(query, "waitseconds");
     bool is_peek = peek != NULL && strcasecmp(peek, "true") == 0;
     int64_t v = 0;
     int rc = 0;
 
+    (void)ctx, (void)req;
     op_set_kind(&call->op, is_peek ? SMQ_OP_PEEK : SMQ_OP_RECEIVE);
     if (is_peek)
         call->action = num ? MNS_BATCH_PEEK_MESSAGE : MNS_PEEK_MESSAGE;
@@ -137,11 +142,11 @@ static int prepare_batch_delete(const struct api_ctx *ctx, const struct api_requ
     return 0;
 }
 
-static int prepare_delete(const struct api_ctx *ctx, const struct api_request *req,
-                          const struct api_query *query, struct api_call *call,
-                          struct smq_errinfo *ei)
+int api_message_delete(const struct api_ctx *ctx, const struct api_request *req,
+                       const struct query *query, struct api_call *call,
+                       struct smq_errinfo *ei)
 {
-    const char *handle = api_query_get(query, "ReceiptHandle");
+    const char *handle = query_get(query, "ReceiptHandle");
 
     op_set_kind(&call->op, SMQ_OP_DELETE_MSG);
     if (handle == NULL)
@@ -152,13 +157,15 @@ static int prepare_delete(const struct api_ctx *ctx, const struct api_request *r
     return call->op.del.refs[0].err ? errors_set(ei, call->op.del.refs[0].err, NULL) : 0;
 }
 
-static int prepare_change_visibility(const struct api_ctx *ctx, const struct api_query *query,
-                                     struct api_call *call, struct smq_errinfo *ei)
+int api_message_change_visibility(const struct api_ctx *ctx, const struct api_request *req,
+                                  const struct query *query, struct api_call *call,
+                                  struct smq_errinfo *ei)
 {
-    const char *handle = api_query_get(query, "ReceiptHandle");
-    const char *timeout = api_query_get(query, "VisibilityTimeout");
+    const char *handle = query_get(query, "ReceiptHandle");
+    const char *timeout = query_get(query, "VisibilityTimeout");
     int rc;
 
+    (void)req;
     call->action = MNS_CHANGE_MESSAGE_VISIBILITY;
     op_set_kind(&call->op, SMQ_OP_CHANGE_VISIBILITY);
     if (handle == NULL)
@@ -166,26 +173,12 @@ static int prepare_change_visibility(const struct api_ctx *ctx, const struct api
     if (timeout == NULL)
         return errors_set(ei, SMQ_E_MISSING_VISIBILITY_TIMEOUT, NULL);
     /* 0 is accepted and means "visible now" (the Python SDK lets it through). */
-    rc = query_int(timeout, "VisibilityTimeout", 0, SMQ_VISIBILITY_MAX_S, &call->op.vis.visibility_s, ei);
+    rc = query_int(timeout, "VisibilityTimeout", 0, SMQ_VISIBILITY_MAX_S,
+                   &call->op.vis.visibility_s, ei);
     if (rc != 0)
         return rc;
     decode_handle(ctx, handle, &call->op.vis.ref);
     return call->op.vis.ref.err ? errors_set(ei, call->op.vis.ref.err, NULL) : 0;
-}
-
-int api_prepare_message(const struct api_ctx *ctx, const struct api_request *req,
-                        const struct api_query *query, struct api_call *call,
-                        struct smq_errinfo *ei)
-{
-    if (strcmp(req->method, "POST") == 0)
-        return prepare_send(req, call, ei);
-    if (strcmp(req->method, "GET") == 0)
-        return prepare_get(query, call, ei);
-    if (strcmp(req->method, "DELETE") == 0)
-        return prepare_delete(ctx, req, query, call, ei);
-    if (strcmp(req->method, "PUT") == 0)
-        return prepare_change_visibility(ctx, query, call, ei);
-    return errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
 }
 
 /* ---- responses ------------------------------------------------------------------------- */
@@ -320,7 +313,8 @@ static void render_visibility(const struct api_ctx *ctx, const struct smq_op *op
     xml_close(b, "ChangeVisibility");
 }
 
-int api_render_message(const struct api_ctx *ctx, struct api_call *call, struct api_response *resp)
+int api_message_render(const struct api_ctx *ctx, struct api_call *call,
+                       struct api_response *resp)
 {
     buf_reset(&resp->body);
     switch (call->op.kind) {

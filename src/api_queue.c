@@ -1,9 +1,9 @@
 /*
- * api_queue.c — owns the queue-management actions of the MNS API:
- * CreateQueue, SetQueueAttributes, GetQueueAttributes, DeleteQueue and
- * ListQueue (protocol §7.1–§7.5): their request checks and their responses.
+ * api_queue.c — owns the queue-management actions of the MNS API
+ * (api_queue.h): CreateQueue, SetQueueAttributes, GetQueueAttributes,
+ * DeleteQueue and ListQueue, their request checks and their responses.
  */
-#include "smqd/api.h"
+#include "smqd/api_queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +55,7 @@ static int take_dlq_policy(const struct xml_queue_attrs *x, struct smq_op *op,
     if (!x->dlq_target_present || x->dlq_target[0] == '\0')
         return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
                           "The DlqPolicy needs a DeadLetterTargetQueue.");
-    rc = api_check_queue_name(x->dlq_target, strlen(x->dlq_target), ei);
+    rc = qname_check_err(x->dlq_target, strlen(x->dlq_target), ei);
     if (rc != 0)
         return rc;
     if (!x->dlq_max_receive.present || x->dlq_max_receive.value < SMQ_DLQ_MAX_RECEIVE_MIN
@@ -91,14 +91,15 @@ static int take_attrs(const struct xml_queue_attrs *x, struct smq_op *op, struct
     return x->dlq_present ? take_dlq_policy(x, op, ei) : 0;
 }
 
-static int prepare_put_queue(const struct api_request *req, const struct api_query *query,
-                             struct api_call *call, struct smq_errinfo *ei)
+int api_queue_put(const struct api_ctx *ctx, const struct api_request *req,
+                  const struct query *query, struct api_call *call, struct smq_errinfo *ei)
 {
-    const char *meta = api_query_get(query, "metaoverride");
+    const char *meta = query_get(query, "metaoverride");
     struct xml_queue_attrs x;
     bool set = meta != NULL && strcasecmp(meta, "true") == 0;
     int rc;
 
+    (void)ctx;
     call->action = set ? MNS_SET_QUEUE_ATTRIBUTES : MNS_CREATE_QUEUE;
     op_set_kind(&call->op, set ? SMQ_OP_SET_QUEUE : SMQ_OP_CREATE_QUEUE);
     memset(&x, 0, sizeof x);
@@ -111,22 +112,22 @@ static int prepare_put_queue(const struct api_request *req, const struct api_que
     return take_attrs(&x, &call->op, ei);
 }
 
-int api_prepare_queue(const struct api_request *req, const struct api_query *query,
-                      struct api_call *call, struct smq_errinfo *ei)
+int api_queue_get(const struct api_ctx *ctx, const struct api_request *req,
+                  const struct query *query, struct api_call *call, struct smq_errinfo *ei)
 {
-    if (strcmp(req->method, "PUT") == 0)
-        return prepare_put_queue(req, query, call, ei);
-    if (strcmp(req->method, "GET") == 0) {
-        call->action = MNS_GET_QUEUE_ATTRIBUTES;
-        op_set_kind(&call->op, SMQ_OP_GET_QUEUE);
-        return 0;
-    }
-    if (strcmp(req->method, "DELETE") == 0) {
-        call->action = MNS_DELETE_QUEUE;
-        op_set_kind(&call->op, SMQ_OP_DELETE_QUEUE);
-        return 0;
-    }
-    return errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
+    (void)ctx, (void)req, (void)query, (void)ei;
+    call->action = MNS_GET_QUEUE_ATTRIBUTES;
+    op_set_kind(&call->op, SMQ_OP_GET_QUEUE);
+    return 0;
+}
+
+int api_queue_delete(const struct api_ctx *ctx, const struct api_request *req,
+                     const struct query *query, struct api_call *call, struct smq_errinfo *ei)
+{
+    (void)ctx, (void)req, (void)query, (void)ei;
+    call->action = MNS_DELETE_QUEUE;
+    op_set_kind(&call->op, SMQ_OP_DELETE_QUEUE);
+    return 0;
 }
 
 static int parse_ret_number(const char *text, int *out, struct smq_errinfo *ei)
@@ -142,12 +143,14 @@ static int parse_ret_number(const char *text, int *out, struct smq_errinfo *ei)
     return 0;
 }
 
-int api_prepare_list(const struct api_request *req, struct api_call *call, struct smq_errinfo *ei)
+int api_queue_list(const struct api_ctx *ctx, const struct api_request *req,
+                   const struct query *query, struct api_call *call, struct smq_errinfo *ei)
 {
     const char *prefix = auth_header_get(req->auth, "x-mns-prefix");
     const char *marker = auth_header_get(req->auth, "x-mns-marker");
     struct smq_op *op = &call->op;
 
+    (void)ctx, (void)query;
     call->action = MNS_LIST_QUEUE;
     op_set_kind(op, SMQ_OP_LIST_QUEUES);
     /* Longer prefixes or markers than a queue name can never match one; the
@@ -216,7 +219,7 @@ static void render_list(const struct api_request *req, const struct smq_op *op,
     xml_close(b, "Queues");
 }
 
-void api_render_queue(const struct api_request *req, struct api_call *call,
+void api_queue_render(const struct api_request *req, struct api_call *call,
                       struct api_response *resp)
 {
     const struct smq_op *op = &call->op;

@@ -94,7 +94,7 @@ static void echo_copy(char *dst, size_t dst_size, const char *src, size_t src_le
 const char *auth_header_get(const struct auth_request *r, const char *name)
 {
     for (size_t i = 0; i < r->n_headers; i++) {
-        const struct auth_header *h = &r->headers[i];
+        const struct http_header *h = &r->headers[i];
         if (h->name != NULL && ascii_ieq(h->name, name))
             return h->value != NULL ? h->value : "";
     }
@@ -113,7 +113,7 @@ static const char *date_value(const struct auth_request *r)
     return v != NULL ? v : auth_header_get(r, "x-mns-date");
 }
 
-static bool is_mns_header(const struct auth_header *h)
+static bool is_mns_header(const struct http_header *h)
 {
     return h->name != NULL && ascii_ieq_prefix(h->name, MNS_PREFIX, MNS_PREFIX_LEN);
 }
@@ -131,7 +131,7 @@ static int lower_name_cmp(const char *a, const char *b)
 
 /* qsort context: the sort keys are indices into the request's header array. */
 struct sort_entry {
-    const struct auth_header *h;
+    const struct http_header *h;
     size_t pos;                     /* arrival order, to keep duplicates stable */
 };
 

@@ -28,7 +28,7 @@
 #include "smqd/config.h"
 #include "smqd/declare.h"
 #include "smqd/engine.h"
-#include "smqd/http.h"
+#include "smqd/mns_listener.h"
 #include "smqd/log.h"
 #include "smqd/metrics.h"
 #include "smqd/ratelimit.h"
@@ -226,7 +226,7 @@ struct daemon_parts {
     struct smq_syncer *syncer;           /* NULL with sync = normal */
     struct smq_engine *engine;
     struct smq_server *server;
-    struct smq_http *http;
+    struct mns_listener *http;
     struct smq_metrics *metrics;         /* borrowed by the MNS and admin listeners */
     struct smq_ratelimit *ratelimit;     /* borrowed by the MNS listener */
 };
@@ -295,7 +295,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     struct smq_engine_opts eopts = {.clock = clock_system(),
                                     .max_queues = cfg->max_queues,
                                     .reserve_margin = (uint64_t)cfg->reserve_mb << 20};
-    struct http_opts hopts;
+    struct mns_listener_opts hopts;
     int code;
 
     /* Opening may wait for a lock and recovery may take a while: say so. */
@@ -353,7 +353,7 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
     hopts.engine = p->server;
     hopts.metrics = p->metrics;
     hopts.ratelimit = p->ratelimit;
-    if (http_start(&hopts, &p->http, err, sizeof err) != 0) {
+    if (mns_listener_start(&hopts, &p->http, err, sizeof err) != 0) {
         SMQ_ERROR("listen: %s", err);
         return EXIT_LISTEN;
     }
@@ -365,15 +365,15 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 #define DRAIN_MAX_MS 2000
 
 /* Waits (bounded) until every begun request has been answered. */
-static void wait_requests_done(struct smq_http *http)
+static void wait_requests_done(struct mns_listener *http)
 {
     struct timespec pause = {0, 10 * 1000 * 1000};
 
-    for (int waited = 0; http_active_requests(http) > 0 && waited < DRAIN_MAX_MS; waited += 10)
+    for (int waited = 0; mns_listener_active_requests(http) > 0 && waited < DRAIN_MAX_MS; waited += 10)
         nanosleep(&pause, NULL);
-    if (http_active_requests(http) > 0)
+    if (mns_listener_active_requests(http) > 0)
         SMQ_WARN("stopping with %lld request(s) unanswered after %d ms",
-                 (long long)http_active_requests(http), DRAIN_MAX_MS);
+                 (long long)mns_listener_active_requests(http), DRAIN_MAX_MS);
 }
 
 static void stop_parts(struct daemon_parts *p)
@@ -381,7 +381,7 @@ static void stop_parts(struct daemon_parts *p)
     /* No new connections; the engine finishes what it was given, answers
      * parked long polls with MessageNotExist, and refuses what comes later
      * with ServiceUnavailable; then the last responses are flushed. */
-    http_quiesce(p->http);
+    mns_listener_quiesce(p->http);
     server_stop(p->server);
     /* The syncer answers on its own thread and its hook wakes the server:
      * both must be over before either is freed (unbounded on purpose: an
@@ -389,7 +389,7 @@ static void stop_parts(struct daemon_parts *p)
     syncer_drain(p->syncer);
     if (p->http != NULL)
         wait_requests_done(p->http);
-    http_stop(p->http);
+    mns_listener_stop(p->http);
     /* Only now: until the HTTP daemon is gone, a kept-alive connection can
      * still submit, and server_submit must find the (stopped) server to
      * answer ServiceUnavailable.  The same holds for admin requests. */
@@ -443,10 +443,10 @@ static void announce_ready(const struct smq_config *cfg, const struct daemon_par
     bool v6 = strchr(cfg->listen_host, ':') != NULL;
 
     SMQ_INFO("smqd %s listening on http://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
-             v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", (unsigned)http_port(p->http),
+             v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", (unsigned)mns_listener_port(p->http),
              cfg->storage_path, cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
     admin_set_state(p->admin, ADMIN_READY);
-    notify_systemd("READY=1\nSTATUS=serving on port %u", (unsigned)http_port(p->http));
+    notify_systemd("READY=1\nSTATUS=serving on port %u", (unsigned)mns_listener_port(p->http));
 }
 
 static int run(const char *path, const struct smq_config *cfg)

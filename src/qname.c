@@ -39,3 +39,14 @@ const char *qname_problem_text(enum qname_problem p)
     }
     return "";
 }
+
+int qname_check_err(const char *name, size_t len, struct smq_errinfo *ei)
+{
+    enum qname_problem p = qname_check(name, len);
+
+    if (p == QNAME_OK)
+        return 0;
+    if (p == QNAME_LENGTH)
+        return errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, NULL);
+    return errors_set(ei, SMQ_E_INVALID_QUEUE_NAME, "%s", qname_problem_text(p));
+}

@@ -1,178 +1,219 @@
 /*
- * reaper.c — owns the slow-client reaper thread of one libmicrohttpd
- * listener and the list of connections it watches (reaper.h).
+ * reaper.c — owns the slow-client reaper of one listener, the list of
+ * connections it watches and their deadlines (reaper.h).
  */
-#define _GNU_SOURCE       /* pthread_setname_np */
 #include "smqd/reaper.h"
 
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 
-#include "smqd/clock.h"
 #include "smqd/log.h"
+#include "smqd/worker.h"
 
 #define REAPER_PERIOD_MS 250
+#define FIRE_BATCH 64                /* deadlines fired per pass outside the lock */
 
 struct conn_track {
     struct conn_track *prev, *next;
     int fd;
-    enum conn_phase phase;       /* guarded by conn_reaper.lock */
-    uint64_t since_us;
+    enum conn_phase phase;           /* guarded by the reaper's lock, like every field */
+    uint64_t since_ms;
     bool shut;
+    uint64_t deadline_ms;            /* with fire != NULL: a pending deadline */
+    void (*fire)(void *ctx);
+    void *fire_ctx;
 };
 
 struct conn_reaper {
     char listener[16];
-    uint64_t request_us, idle_us;
-    pthread_mutex_t lock;        /* guards tracked and every conn_track */
-    struct conn_track tracked;   /* list sentinel */
-    pthread_t thread;
-    pthread_cond_t wake;
-    bool running, stop;
+    uint64_t request_ms, idle_ms;
+    const struct smq_clock *clock;
+    struct worker thread;            /* its lock guards tracked and every conn_track */
+    struct conn_track tracked;       /* list sentinel */
 };
 
-int conn_reaper_fd(struct MHD_Connection *conn)
+static uint64_t now_ms(const struct conn_reaper *r)
 {
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return info != NULL ? info->connect_fd : -1;
+    return clock_mono_ms(r->clock);
 }
 
-static struct conn_track *track_of(struct MHD_Connection *conn)
+struct conn_track *conn_reaper_track(struct conn_reaper *r, int fd)
 {
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return info != NULL ? info->socket_context : NULL;
+    struct conn_track *t = calloc(1, sizeof *t);
+
+    if (t == NULL)
+        return NULL;
+    t->fd = fd;
+    t->phase = PHASE_NEW;
+    pthread_mutex_lock(&r->thread.lock);
+    t->since_ms = now_ms(r);
+    t->next = r->tracked.next;
+    t->prev = &r->tracked;
+    r->tracked.next->prev = t;
+    r->tracked.next = t;
+    pthread_mutex_unlock(&r->thread.lock);
+    return t;
+}
+
+/* The library closes the socket only after it told us, so the reaper
+ * (under the same lock) never touches a reused descriptor. */
+void *conn_reaper_untrack(struct conn_reaper *r, struct conn_track *t)
+{
+    void *pending;
+
+    pthread_mutex_lock(&r->thread.lock);
+    t->prev->next = t->next;
+    t->next->prev = t->prev;
+    pending = t->fire != NULL ? t->fire_ctx : NULL;
+    pthread_mutex_unlock(&r->thread.lock);
+    free(t);
+    return pending;
 }
 
 /* The clock of a request starts when its connection is accepted (first
  * request) or when its request line is complete (later ones), and keeps
  * running through headers and body, so the whole request is bounded. */
-void conn_reaper_phase(struct conn_reaper *r, struct MHD_Connection *conn, enum conn_phase phase)
+void conn_reaper_phase(struct conn_reaper *r, struct conn_track *t, enum conn_phase phase)
 {
-    struct conn_track *t = r != NULL ? track_of(conn) : NULL;
     bool keep_clock;
 
     if (t == NULL)
         return;
-    pthread_mutex_lock(&r->lock);
+    pthread_mutex_lock(&r->thread.lock);
     keep_clock = phase == PHASE_BODY || (phase == PHASE_HEADERS && t->phase == PHASE_NEW);
     t->phase = phase;
     if (!keep_clock)
-        t->since_us = clock_mono_us();
-    pthread_mutex_unlock(&r->lock);
+        t->since_ms = now_ms(r);
+    pthread_mutex_unlock(&r->thread.lock);
 }
 
-void conn_reaper_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                               enum MHD_ConnectionNotificationCode code)
+void conn_reaper_set_deadline(struct conn_reaper *r, struct conn_track *t, uint64_t at_ms,
+                              void (*fire)(void *ctx), void *ctx)
 {
-    struct conn_reaper *r = cls;
-    struct conn_track *t = *socket_context;
+    pthread_mutex_lock(&r->thread.lock);
+    t->deadline_ms = at_ms;
+    t->fire = fire;
+    t->fire_ctx = ctx;
+    pthread_mutex_unlock(&r->thread.lock);
+}
 
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        int fd = conn_reaper_fd(conn);
-        if (fd < 0 || (t = calloc(1, sizeof *t)) == NULL)
-            return;                     /* untracked: only the idle timeout applies */
-        t->fd = fd;
-        t->phase = PHASE_NEW;
-        t->since_us = clock_mono_us();
-        pthread_mutex_lock(&r->lock);
-        t->next = r->tracked.next;
-        t->prev = &r->tracked;
-        r->tracked.next->prev = t;
-        r->tracked.next = t;
-        pthread_mutex_unlock(&r->lock);
-        *socket_context = t;
-    } else if (t != NULL) {
-        /* libmicrohttpd closes the socket only after this notification, so
-         * the reaper (under the same lock) never touches a reused fd. */
-        pthread_mutex_lock(&r->lock);
-        t->prev->next = t->next;
-        t->next->prev = t->prev;
-        pthread_mutex_unlock(&r->lock);
-        free(t);
-        *socket_context = NULL;
-    }
+bool conn_reaper_clear_deadline(struct conn_reaper *r, struct conn_track *t)
+{
+    bool pending;
+
+    pthread_mutex_lock(&r->thread.lock);
+    pending = t->fire != NULL;
+    t->fire = NULL;
+    t->fire_ctx = NULL;
+    pthread_mutex_unlock(&r->thread.lock);
+    return pending;
 }
 
 /*
  * Shuts down every connection whose request has been incomplete for longer
  * than the request timeout.  A kept-alive connection between requests is
- * left to libmicrohttpd's idle timeout, unless it has been "idle" longer
+ * left to the library's idle timeout, unless it has been "idle" longer
  * than that timeout allows: then it must be trickling a request line byte
- * by byte (libmicrohttpd reports nothing before the line is complete), and
- * is shut down too.  Caller holds the lock.
+ * by byte (nothing is reported before the line is complete), and is shut
+ * down too.  Caller holds the lock.
  */
-static void reap_slow(struct conn_reaper *r)
+static void reap_slow(struct conn_reaper *r, uint64_t now)
 {
-    uint64_t now = clock_mono_us();
-
     for (struct conn_track *t = r->tracked.next; t != &r->tracked; t = t->next) {
-        uint64_t limit_us = t->phase == PHASE_IDLE ? r->idle_us : r->request_us;
+        uint64_t limit_ms = t->phase == PHASE_IDLE ? r->idle_ms : r->request_ms;
         bool incomplete = t->phase != PHASE_WORKING;
-        if (incomplete && !t->shut && now - t->since_us > limit_us) {
+        if (incomplete && !t->shut && now - t->since_ms > limit_ms) {
             shutdown(t->fd, SHUT_RDWR);
             t->shut = true;
             SMQ_INFO("%sclosed a connection whose request was incomplete after %d s",
-                     r->listener, (int)(limit_us / 1000000u));
+                     r->listener, (int)(limit_ms / 1000u));
         }
     }
+}
+
+struct due {
+    void (*fire)(void *ctx);
+    void *ctx;
+};
+
+/* Takes up to FIRE_BATCH due deadlines off their connections (caller holds
+ * the lock); they are fired once the lock is dropped. */
+static size_t take_due(struct conn_reaper *r, uint64_t now, struct due *out)
+{
+    size_t n = 0;
+
+    for (struct conn_track *t = r->tracked.next; t != &r->tracked && n < FIRE_BATCH;
+         t = t->next) {
+        if (t->fire == NULL || t->deadline_ms > now)
+            continue;
+        out[n++] = (struct due){t->fire, t->fire_ctx};
+        t->fire = NULL;
+        t->fire_ctx = NULL;
+    }
+    return n;
+}
+
+/* Caller holds the lock; it is dropped while deadlines fire. */
+static void scan_locked(struct conn_reaper *r)
+{
+    struct due due[FIRE_BATCH];
+    size_t n;
+
+    reap_slow(r, now_ms(r));
+    while ((n = take_due(r, now_ms(r), due)) > 0) {
+        pthread_mutex_unlock(&r->thread.lock);
+        for (size_t i = 0; i < n; i++)
+            due[i].fire(due[i].ctx);
+        pthread_mutex_lock(&r->thread.lock);
+    }
+}
+
+void conn_reaper_scan(struct conn_reaper *r)
+{
+    pthread_mutex_lock(&r->thread.lock);
+    scan_locked(r);
+    pthread_mutex_unlock(&r->thread.lock);
 }
 
 static void *reaper_thread(void *arg)
 {
     struct conn_reaper *r = arg;
 
-    pthread_mutex_lock(&r->lock);
-    while (!r->stop) {
-        struct timespec ts;
-        clock_mono_deadline(REAPER_PERIOD_MS, &ts);
-        pthread_cond_timedwait(&r->wake, &r->lock, &ts);
-        reap_slow(r);
+    pthread_mutex_lock(&r->thread.lock);
+    while (!r->thread.stopping) {
+        worker_wait(&r->thread, REAPER_PERIOD_MS);
+        scan_locked(r);
     }
-    pthread_mutex_unlock(&r->lock);
+    pthread_mutex_unlock(&r->thread.lock);
     return NULL;
 }
 
-struct conn_reaper *conn_reaper_start(const char *listener, int request_timeout_s,
-                                      int idle_timeout_s)
+struct conn_reaper *conn_reaper_start(const struct conn_reaper_opts *opts)
 {
     struct conn_reaper *r = calloc(1, sizeof *r);
 
     if (r == NULL)
         return NULL;
-    snprintf(r->listener, sizeof r->listener, "%s", listener);
-    r->request_us = (uint64_t)request_timeout_s * 1000000u;
-    r->idle_us = (uint64_t)idle_timeout_s * 1000000u;
-    if (r->idle_us < r->request_us)
-        r->idle_us = r->request_us;
-    pthread_mutex_init(&r->lock, NULL);
+    snprintf(r->listener, sizeof r->listener, "%s", opts->listener);
+    r->request_ms = (uint64_t)opts->request_timeout_s * 1000u;
+    r->idle_ms = (uint64_t)opts->idle_timeout_s * 1000u;
+    if (r->idle_ms < r->request_ms)
+        r->idle_ms = r->request_ms;
+    r->clock = opts->clock != NULL ? opts->clock : clock_system();
     r->tracked.next = r->tracked.prev = &r->tracked;
-    clock_mono_cond_init(&r->wake);
-    if (pthread_create(&r->thread, NULL, reaper_thread, r) != 0) {
+    worker_init(&r->thread);
+    if (!opts->no_thread && worker_start(&r->thread, "smqd-reaper", reaper_thread, r) != 0) {
         conn_reaper_free(r);
         return NULL;
     }
-    pthread_setname_np(r->thread, "smqd-reaper");
-    r->running = true;
     return r;
 }
 
 void conn_reaper_stop(struct conn_reaper *r)
 {
-    if (r == NULL || !r->running)
-        return;
-    pthread_mutex_lock(&r->lock);
-    r->stop = true;
-    pthread_cond_signal(&r->wake);
-    pthread_mutex_unlock(&r->lock);
-    pthread_join(r->thread, NULL);
-    r->running = false;
+    if (r != NULL)
+        worker_stop(&r->thread);
 }
 
 void conn_reaper_free(struct conn_reaper *r)
@@ -180,7 +221,6 @@ void conn_reaper_free(struct conn_reaper *r)
     if (r == NULL)
         return;
     conn_reaper_stop(r);
-    pthread_cond_destroy(&r->wake);
-    pthread_mutex_destroy(&r->lock);
+    worker_destroy(&r->thread);
     free(r);
 }

@@ -7,7 +7,6 @@
  * answered once flushed >= T.  The held list is FIFO and tickets only grow,
  * so release takes a prefix of it.
  */
-#define _GNU_SOURCE       /* pthread_setname_np */
 #include "smqd/syncer.h"
 
 #include <errno.h>
@@ -20,18 +19,16 @@
 #include "smqd/errors.h"
 #include "smqd/log.h"
 #include "smqd/metrics.h"
+#include "smqd/worker.h"
 
 struct smq_syncer {
     int (*flush)(void *arg);
     void *flush_arg;
     struct smq_metrics *metrics;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t work;             /* a commit to flush, or stop */
+    struct worker thread;            /* woken for a commit to flush, or to stop */
     uint64_t committed, flushed;     /* under lock */
     struct smq_op *held_head, **held_tail;
     bool failed;                     /* written under lock, atomically (syncer_failed) */
-    bool stopping;
     bool busy;                       /* a round is answering or calling the hook */
     pthread_cond_t quiet;            /* a round ended (syncer_drain) */
     void (*on_idle)(void *arg);      /* under lock */
@@ -71,12 +68,12 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
     uint64_t target = s->committed, start_us;
     int rc, saved;
 
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->thread.lock);
     start_us = clock_mono_us();
     rc = s->flush(s->flush_arg);
     saved = errno;
     metrics_wal_flush(s->metrics, clock_mono_us() - start_us, rc != 0);
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     if (rc != 0 && !s->failed) {
         SMQ_ERROR("storage: the flush of committed writes (fdatasync of the write-ahead log) "
                   "failed: %s; every request is now answered InternalError, restart smqd",
@@ -109,14 +106,14 @@ static void run_round(struct smq_syncer *s)
     on_idle = s->committed == s->flushed ? s->on_idle : NULL;
     idle_arg = s->on_idle_arg;
     s->busy = true;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->thread.lock);
     if (on_idle != NULL)
         on_idle(idle_arg);
     if (failed)
         answer_failed(done);
     else
         op_answer(done);
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     s->busy = false;
     pthread_cond_broadcast(&s->quiet);
 }
@@ -125,15 +122,15 @@ static void *syncer_thread(void *arg)
 {
     struct smq_syncer *s = arg;
 
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     for (;;) {
-        while (s->committed == s->flushed && s->held_head == NULL && !s->stopping)
-            pthread_cond_wait(&s->work, &s->lock);
+        while (s->committed == s->flushed && s->held_head == NULL && !s->thread.stopping)
+            worker_wait(&s->thread, UINT64_MAX);
         if (s->committed == s->flushed && s->held_head == NULL)
             break;                      /* stopping, nothing left */
         run_round(s);
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->thread.lock);
     return NULL;
 }
 
@@ -150,16 +147,12 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
     s->flush_arg = opts->flush_arg;
     s->metrics = opts->metrics;
     s->held_tail = &s->held_head;
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->work, NULL);
+    worker_init(&s->thread);
     pthread_cond_init(&s->quiet, NULL);
-    if (pthread_create(&s->thread, NULL, syncer_thread, s) == 0) {
-        pthread_setname_np(s->thread, "smqd-syncer");     /* for top -H, perf */
-    } else {
+    if (worker_start(&s->thread, "smqd-syncer", syncer_thread, s) != 0) {
         snprintf(err, err_size, "cannot start the WAL flush thread");
         pthread_cond_destroy(&s->quiet);
-        pthread_cond_destroy(&s->work);
-        pthread_mutex_destroy(&s->lock);
+        worker_destroy(&s->thread);
         free(s);
         return SMQ_E_INTERNAL;
     }
@@ -169,10 +162,10 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
 
 void syncer_committed(struct smq_syncer *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     s->committed++;
-    pthread_cond_signal(&s->work);
-    pthread_mutex_unlock(&s->lock);
+    pthread_cond_signal(&s->thread.wake);
+    pthread_mutex_unlock(&s->thread.lock);
 }
 
 void syncer_release(struct smq_syncer *s, struct smq_op *ops)
@@ -181,7 +174,7 @@ void syncer_release(struct smq_syncer *s, struct smq_op *ops)
 
     if (ops == NULL)
         return;
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     failed = s->failed;
     /* At once only when nothing is unflushed or still being answered, so
      * that answers leave in the order their ops finished. */
@@ -192,9 +185,9 @@ void syncer_release(struct smq_syncer *s, struct smq_op *ops)
             op->sync_ticket = s->committed;
             s->held_tail = &op->next;
         }
-        pthread_cond_signal(&s->work);
+        pthread_cond_signal(&s->thread.wake);
     }
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->thread.lock);
     if (failed)
         answer_failed(ops);
     else if (now)
@@ -205,30 +198,30 @@ void syncer_drain(struct smq_syncer *s)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     s->on_idle = NULL;
     s->on_idle_arg = NULL;
-    pthread_cond_signal(&s->work);
+    pthread_cond_signal(&s->thread.wake);
     while (s->committed != s->flushed || s->held_head != NULL || s->busy)
-        pthread_cond_wait(&s->quiet, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+        pthread_cond_wait(&s->quiet, &s->thread.lock);
+    pthread_mutex_unlock(&s->thread.lock);
 }
 
 void syncer_set_idle_hook(struct smq_syncer *s, void (*fn)(void *arg), void *arg)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     s->on_idle = fn;
     s->on_idle_arg = arg;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->thread.lock);
 }
 
 bool syncer_idle(struct smq_syncer *s)
 {
     bool idle;
 
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->thread.lock);
     idle = s->committed == s->flushed;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->thread.lock);
     return idle;
 }
 
@@ -243,13 +236,8 @@ void syncer_stop(struct smq_syncer *s)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->lock);
-    s->stopping = true;
-    pthread_cond_signal(&s->work);
-    pthread_mutex_unlock(&s->lock);
-    pthread_join(s->thread, NULL);
+    worker_stop(&s->thread);
     pthread_cond_destroy(&s->quiet);
-    pthread_cond_destroy(&s->work);
-    pthread_mutex_destroy(&s->lock);
+    worker_destroy(&s->thread);
     free(s);
 }

@@ -9,6 +9,11 @@
  * once it runs; before that and after admin_detach_server, JSON API calls
  * answer 503 ServiceUnavailable and /metrics has only process families.
  *
+ * The listener runs on the shared HTTP glue (httpd.h): a request that needs
+ * the engine is suspended while the engine works, with a deadline (2 s for
+ * a probe, 30 s for an API call) past which it is answered anyway, so a
+ * stalled engine (a hung disk) never holds a thread or silences /health.
+ *
  * Every function accepts a NULL admin (listener switched off) and then does
  * nothing, so the caller needs no "if enabled" around each call.
  */
@@ -18,15 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "smqd/admin_probe.h"
 #include "smqd/buf.h"
 #include "smqd/handle.h"
 #include "smqd/server.h"
-
-enum admin_state {
-    ADMIN_STARTING = 0,          /* recovering: /ready 503 starting */
-    ADMIN_READY,                 /* MNS listener up: /ready 200 (unless broken) */
-    ADMIN_DRAINING               /* SIGTERM seen: /ready 503 draining, API 503 */
-};
 
 struct admin_opts {
     const char *host;            /* IPv4/IPv6 literal or "localhost" */
@@ -44,15 +44,16 @@ struct admin_opts {
 
 struct smq_admin;
 
-/* Binds and starts serving (state STARTING).  0, or -1 with a reason in err. */
+/* Binds and starts serving (state STARTING).  0, or an SMQ_E_* code with a
+ * reason in err. */
 int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err,
                 size_t err_size);
 /* The bound port (the real one when 0 was asked for). */
 uint16_t admin_port(const struct smq_admin *a);
 void admin_set_state(struct smq_admin *a, enum admin_state state);
 /* Replaces the Bearer token (NULL or "" = none) for the requests that
- * follow, e.g. on SIGHUP.  a may be NULL (no admin listener).  0, or -1
- * when out of memory (the old token stays). */
+ * follow, e.g. on SIGHUP.  a may be NULL (no admin listener).  0, or
+ * SMQ_E_NOMEM (the old token stays). */
 int admin_set_token(struct smq_admin *a, const char *token);
 /* Where SQLite keeps the WAL (store_wal_path), for smqd_wal_bytes: the
  * gauge is absent until this is called.  a may be NULL. */

@@ -14,20 +14,16 @@
 
 #include "smqd/buf.h"
 #include "smqd/errors.h"
+#include "smqd/http_header.h"
 
 #define AUTH_MNS_VERSION "2015-06-06"
 #define AUTH_DEFAULT_MAX_SKEW_MS (15 * 60 * 1000)
-
-struct auth_header {
-    const char *name;      /* as received; matched case-insensitively */
-    const char *value;
-};
 
 /* One request as the HTTP layer saw it.  All strings NUL-terminated. */
 struct auth_request {
     const char *method;                   /* "GET", "PUT", ... */
     const char *resource;                 /* raw request target: path[?query] */
-    const struct auth_header *headers;    /* every request header */
+    const struct http_header *headers;    /* every request header */
     size_t n_headers;
 };
 

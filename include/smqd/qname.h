@@ -1,7 +1,7 @@
 /*
  * qname.h — the queue-name rule, in one place for every front end: the MNS
- * API (api.c maps a problem to its MNS error), the admin API and the
- * configuration file's [queue.NAME] sections (config.c prints the text).
+ * API and the admin API (as an MNS error), and the configuration file's
+ * [queue.NAME] sections (config.c prints the text).
  *
  * 1 to 120 characters (the product documents' limit, which wins over the
  * protocol notes' 256), ASCII letters, digits and '-', the first a letter
@@ -11,6 +11,8 @@
 #define SMQD_QNAME_H
 
 #include <stddef.h>
+
+#include "smqd/errors.h"
 
 #define SMQ_QUEUE_NAME_MAX 120
 
@@ -24,5 +26,8 @@ enum qname_problem {
 enum qname_problem qname_check(const char *name, size_t len);
 /* A sentence for a person ("The queue name ..."); "" for QNAME_OK. */
 const char *qname_problem_text(enum qname_problem p);
+/* The rule as an MNS error: 0, SMQ_E_QUEUE_NAME_LENGTH or
+ * SMQ_E_INVALID_QUEUE_NAME, with ei set (ei may be NULL). */
+int qname_check_err(const char *name, size_t len, struct smq_errinfo *ei);
 
 #endif

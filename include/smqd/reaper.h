@@ -1,22 +1,26 @@
 /*
- * reaper.h — the slow-client reaper of a libmicrohttpd listener.
+ * reaper.h — the slow-client reaper of one listener, and the deadlines of
+ * its suspended requests.
  *
- * libmicrohttpd's own timeout only measures silence, so a client sending
- * one byte per second holds a connection (and, with thread-per-connection,
- * a thread) for ever.  The reaper bounds the time from accept, or from the
- * end of the last request, to a complete request: a thread looks at every
- * tracked connection four times a second and shuts down (never closes:
- * the fd stays libmicrohttpd's) those past their limit.
+ * An HTTP library's own timeout only measures silence, so a client sending
+ * one byte per second holds a connection for ever.  The reaper bounds the
+ * time from accept, or from the end of the last request, to a complete
+ * request: four times a second it looks at every tracked connection and
+ * shuts down (never closes: the descriptor stays the library's) those past
+ * their limit.  The same scan fires the deadlines of requests that wait
+ * for the engine (httpd_suspend), so that a stalled engine cannot hold an
+ * answer past its bound.
  *
- * The listener passes conn_reaper_on_connection as MHD_OPTION_NOTIFY_CONNECTION
- * (with the reaper as its argument) and reports where each request is with
- * conn_reaper_phase.  Both listeners, the MNS one (http.c) and the admin
- * one (admin.c), use it.
+ * The listener (httpd.c) tracks each connection from accept to close and
+ * reports where each request is.  Knows sockets only, no HTTP library.
  */
 #ifndef SMQD_REAPER_H
 #define SMQD_REAPER_H
 
-#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "smqd/clock.h"
 
 /* Where a connection is in its current request. */
 enum conn_phase {
@@ -28,27 +32,42 @@ enum conn_phase {
 };
 
 struct conn_reaper;
+struct conn_track;
 
-/* Starts the reaper thread.  A request must be complete within
- * request_timeout_s; a kept-alive connection may idle for
- * max(idle_timeout_s, request_timeout_s).  listener names it in the log
- * ("" for the MNS listener).  NULL if the thread cannot start. */
-struct conn_reaper *conn_reaper_start(const char *listener, int request_timeout_s,
-                                      int idle_timeout_s);
+struct conn_reaper_opts {
+    const char *listener;        /* names it in the log ("" for the MNS listener) */
+    int request_timeout_s;       /* a request must be complete within this */
+    int idle_timeout_s;          /* a kept-alive connection may idle max(this, request) */
+    const struct smq_clock *clock;   /* monotonic time; NULL = the real clock */
+    bool no_thread;              /* tests: no thread, conn_reaper_scan by hand */
+};
 
-/* MHD_OPTION_NOTIFY_CONNECTION callback; cls is the reaper. */
-void conn_reaper_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                               enum MHD_ConnectionNotificationCode code);
+/* Starts the reaper (and its thread).  NULL when it cannot. */
+struct conn_reaper *conn_reaper_start(const struct conn_reaper_opts *opts);
 
-/* The request on conn has reached phase (any thread). */
-void conn_reaper_phase(struct conn_reaper *r, struct MHD_Connection *conn, enum conn_phase phase);
+/* A new connection on socket fd (phase NEW); NULL when out of memory (the
+ * connection is then left to the library's idle timeout). */
+struct conn_track *conn_reaper_track(struct conn_reaper *r, int fd);
+/* The connection closed: forget it.  Returns the ctx of a deadline that
+ * was still pending (it will not fire), or NULL. */
+void *conn_reaper_untrack(struct conn_reaper *r, struct conn_track *t);
+/* The connection's request has reached phase (any thread; t may be NULL). */
+void conn_reaper_phase(struct conn_reaper *r, struct conn_track *t, enum conn_phase phase);
 
-/* Stops and joins the thread.  Connections may still close (and notify)
- * afterwards: free only once the daemon has stopped. */
+/* At monotonic time at_ms, fire(ctx) is called once, on the reaper's
+ * thread and outside its lock, unless cleared first.  One per connection. */
+void conn_reaper_set_deadline(struct conn_reaper *r, struct conn_track *t, uint64_t at_ms,
+                              void (*fire)(void *ctx), void *ctx);
+/* true: the deadline was pending and will not fire; false: it has fired,
+ * or is firing now (or none was set). */
+bool conn_reaper_clear_deadline(struct conn_reaper *r, struct conn_track *t);
+
+/* One look at every connection: what the thread does every 250 ms. */
+void conn_reaper_scan(struct conn_reaper *r);
+
+/* Stops and joins the thread.  Connections may still close (and untrack)
+ * afterwards: free only once the listener has stopped. */
 void conn_reaper_stop(struct conn_reaper *r);
 void conn_reaper_free(struct conn_reaper *r);
-
-/* The socket of conn, or -1. */
-int conn_reaper_fd(struct MHD_Connection *conn);
 
 #endif

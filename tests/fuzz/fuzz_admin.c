@@ -17,7 +17,8 @@
 
 #include "fuzz_common.h"
 #include "smqd/admin_api.h"
-#include "smqd/api.h"
+#include "smqd/qname.h"
+#include "smqd/query.h"
 #include "smqd/json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -56,7 +57,7 @@ static void check_queue_name(const char *name)
 {
     struct smq_errinfo ei = {0, ""};
 
-    FUZZ_CHECK(api_check_queue_name(name, strlen(name), &ei) == 0);
+    FUZZ_CHECK(qname_check_err(name, strlen(name), &ei) == 0);
 }
 
 static void check_accepted(const struct admin_job *job)

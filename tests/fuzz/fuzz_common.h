@@ -55,7 +55,7 @@ struct fuzz_req {
     char *buf;                          /* copy of the input plus a NUL */
     const char *method;
     const char *resource;
-    struct auth_header headers[FUZZ_MAX_HEADERS + 1];   /* +1: fuzz_req_sign */
+    struct http_header headers[FUZZ_MAX_HEADERS + 1];   /* +1: fuzz_req_sign */
     const char *body;                   /* inside buf; may contain NULs */
     size_t body_len;
     struct auth_request auth;           /* method, resource, headers */

@@ -1,18 +1,18 @@
 /*
  * fuzz_query.c — libFuzzer target for the query-string and queue-name code
- * of api.h: api_query_parse, api_query_get and api_check_queue_name.
+ * of query.h and qname.h: query_parse, query_get and qname_check_err.
  *
  * The input (up to its first NUL, as a C string) is a raw query string.
- * api_query_parse is compared with a small reference model of protocol
+ * query_parse is compared with a small reference model of docs/protocol.md
  * §1.3: split on '&' (empty pairs skipped), split each pair at its first
  * '=', percent-decode both halves ("%XX" with hex digits of either case;
  * '+' stays '+'; a bad escape or "%00" is refused), at most
- * API_MAX_QUERY_PARAMS pairs.  Checked: the same accept/refuse decision
+ * QUERY_MAX_PARAMS pairs.  Checked: the same accept/refuse decision
  * (SMQ_E_INVALID_QUERY_STRING), the same names and values in the same
- * order, and api_query_get returning the first pair whose name matches
+ * order, and query_get returning the first pair whose name matches
  * case-insensitively, for the SDKs' parameter names and for every parsed
- * name.  api_check_queue_name runs on the raw input bytes (NULs included)
- * and on every decoded name and value, against the rule of §5: 1..120
+ * name.  qname_check_err runs on the raw input bytes (NULs included)
+ * and on every decoded name and value, against the rule of docs/protocol.md §5: 1..120
  * bytes, ASCII letters, digits and '-', not starting with '-'.
  */
 #include <stdbool.h>
@@ -22,7 +22,8 @@
 #include <strings.h>
 
 #include "fuzz_common.h"
-#include "smqd/api.h"
+#include "smqd/qname.h"
+#include "smqd/query.h"
 #include "smqd/errors.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -34,7 +35,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* ---- reference model -------------------------------------------------------- */
 
-#define MODEL_MAX_PAIRS (API_MAX_QUERY_PARAMS + 1)   /* one more: "too many" */
+#define MODEL_MAX_PAIRS (QUERY_MAX_PARAMS + 1)   /* one more: "too many" */
 
 struct model {
     size_t n;
@@ -93,7 +94,7 @@ static void model_parse(const char *raw, struct model *m)
             size_t name_len = eq != NULL ? (size_t)(eq - p) : len;
             char *name, *value;
 
-            if (m->n == API_MAX_QUERY_PARAMS) {
+            if (m->n == QUERY_MAX_PARAMS) {
                 m->ok = false;
                 return;
             }
@@ -147,7 +148,7 @@ static int model_queue_name(const char *s, size_t len)
 static void check_queue_name(const char *s, size_t len)
 {
     struct smq_errinfo ei = {0, ""};
-    int rc = api_check_queue_name(s, len, &ei);
+    int rc = qname_check_err(s, len, &ei);
 
     FUZZ_CHECK(rc == model_queue_name(s, len));
     FUZZ_CHECK(ei.err == rc);
@@ -162,7 +163,7 @@ static const char *const sdk_names[] = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct api_query q;
+    struct query q;
     struct model m;
     struct smq_errinfo ei = {0, ""};
     char *raw = malloc(size + 1);
@@ -178,32 +179,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     check_queue_name(raw, size);
 
-    rc = api_query_parse(raw, &q, &ei);
+    rc = query_parse(raw, &q, &ei);
     model_parse(raw, &m);
     FUZZ_CHECK(rc == 0 || rc == SMQ_E_INVALID_QUERY_STRING || rc == SMQ_E_NOMEM);
     FUZZ_CHECK(rc == 0 || ei.err == rc);
     if (rc != SMQ_E_NOMEM)
         FUZZ_CHECK((rc == 0) == m.ok);
     if (rc == 0) {
-        FUZZ_CHECK(q.n == m.n && q.n <= API_MAX_QUERY_PARAMS);
+        FUZZ_CHECK(q.n == m.n && q.n <= QUERY_MAX_PARAMS);
         for (size_t i = 0; i < q.n; i++) {
             /* Decoded in place: every name and value lies inside the one copy. */
             FUZZ_CHECK(q.names[i] >= q.storage && q.names[i] <= q.storage + raw_len);
             FUZZ_CHECK(q.values[i] >= q.storage && q.values[i] <= q.storage + raw_len);
             FUZZ_CHECK(strcmp(q.names[i], m.names[i]) == 0);
             FUZZ_CHECK(strcmp(q.values[i], m.values[i]) == 0);
-            FUZZ_CHECK(api_query_get(&q, q.names[i]) == api_query_get(&q, m.names[i]));
-            FUZZ_CHECK(strcmp(api_query_get(&q, q.names[i]), model_get(&m, q.names[i])) == 0);
+            FUZZ_CHECK(query_get(&q, q.names[i]) == query_get(&q, m.names[i]));
+            FUZZ_CHECK(strcmp(query_get(&q, q.names[i]), model_get(&m, q.names[i])) == 0);
             check_queue_name(q.names[i], strlen(q.names[i]));
             check_queue_name(q.values[i], strlen(q.values[i]));
         }
         for (size_t i = 0; i < sizeof sdk_names / sizeof sdk_names[0]; i++) {
-            const char *got = api_query_get(&q, sdk_names[i]), *want = model_get(&m, sdk_names[i]);
+            const char *got = query_get(&q, sdk_names[i]), *want = model_get(&m, sdk_names[i]);
             FUZZ_CHECK((got == NULL) == (want == NULL));
             FUZZ_CHECK(got == NULL || strcmp(got, want) == 0);
         }
     }
-    api_query_free(&q);
+    query_free(&q);
     FUZZ_CHECK(q.n == 0 && q.storage == NULL);
     model_free(&m);
     free(raw);

@@ -183,7 +183,7 @@ static void check_accepted(const struct api_call *call)
     FUZZ_CHECK(strcmp(mns_action_name(call->action), "-") != 0);
     FUZZ_CHECK(op->kind == kind_of(call->action));
     if (call->action != MNS_LIST_QUEUE)
-        FUZZ_CHECK(api_check_queue_name(op->queue, strlen(op->queue), NULL) == 0);
+        FUZZ_CHECK(qname_check_err(op->queue, strlen(op->queue), NULL) == 0);
     switch (op->kind) {
     case SMQ_OP_CREATE_QUEUE:
     case SMQ_OP_SET_QUEUE:

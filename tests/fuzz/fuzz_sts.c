@@ -159,7 +159,7 @@ static void check_string_to_sign(struct fuzz_req *r)
 
     /* Header order does not matter when every name is distinct. */
     if (names_distinct(a) && a->n_headers > 1) {
-        struct auth_header rev[FUZZ_MAX_HEADERS + 1];
+        struct http_header rev[FUZZ_MAX_HEADERS + 1];
         struct auth_request ra = *a;
         struct smq_buf again;
 

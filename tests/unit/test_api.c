@@ -70,7 +70,7 @@ static int setup(void **state)
 /* ---- signed requests ------------------------------------------------------------------ */
 
 struct rq {
-    struct auth_header h[MAX_HDRS];
+    struct http_header h[MAX_HDRS];
     size_t n;
     char authz[128];
     char md5[64];
@@ -236,192 +236,6 @@ static char *batch_body(size_t n, size_t body_len)
 static void valid_handle(uint64_t seq, uint32_t gen, char out[HANDLE_TEXT_LEN + 1])
 {
     handle_encode(&hkeys, seq, gen, out);
-}
-
-/* ================================ query parsing ================================ */
-
-static void test_api_query_plus_stays_plus(void **state)
-{
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_query_parse("ReceiptHandle=a+b+&x=%2B&y=x%20y&z=%2b", &q, &ei), 0);
-    assert_int_equal(q.n, 4);
-    assert_string_equal(api_query_get(&q, "ReceiptHandle"), "a+b+");
-    assert_string_equal(api_query_get(&q, "x"), "+");
-    assert_string_equal(api_query_get(&q, "y"), "x y");
-    assert_string_equal(api_query_get(&q, "z"), "+");
-    api_query_free(&q);
-}
-
-static void test_api_query_bad_escapes(void **state)
-{
-    const char *bad[] = {"a=%G1", "a=%00", "a=b%00c", "a=%", "a=%4", "a=%4g", "%zz=1", "a%00=1",
-                         "ok=1&a=%1"};
-
-    (void)state;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct api_query q;
-        struct smq_errinfo ei = {0};
-        int rc = api_query_parse(bad[i], &q, &ei);
-        if (rc != SMQ_E_INVALID_QUERY_STRING)
-            fail_msg("%s: got %d", bad[i], rc);
-        assert_int_equal(ei.err, SMQ_E_INVALID_QUERY_STRING);
-        api_query_free(&q);
-    }
-}
-
-static void test_api_query_split_at_first_equals(void **state)
-{
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_query_parse("ReceiptHandle=1-ODU4OTkz==&a=b=c&flag&e=", &q, &ei), 0);
-    assert_int_equal(q.n, 4);
-    assert_string_equal(q.names[0], "ReceiptHandle");
-    assert_string_equal(q.values[0], "1-ODU4OTkz==");
-    assert_string_equal(api_query_get(&q, "a"), "b=c");
-    assert_string_equal(api_query_get(&q, "flag"), "");
-    assert_string_equal(api_query_get(&q, "e"), "");
-    api_query_free(&q);
-}
-
-static void test_api_query_names_case_insensitive(void **state)
-{
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_query_parse("receiptHandle=h1&VisibilityTimeout=5&%6EumOfMessages=3", &q, &ei),
-                     0);
-    assert_string_equal(api_query_get(&q, "ReceiptHandle"), "h1");
-    assert_string_equal(api_query_get(&q, "RECEIPTHANDLE"), "h1");
-    assert_string_equal(api_query_get(&q, "visibilitytimeout"), "5");
-    assert_string_equal(api_query_get(&q, "numOfMessages"), "3");   /* name decoded too */
-    assert_null(api_query_get(&q, "waitseconds"));
-    assert_null(api_query_get(&q, "ReceiptHandl"));
-    api_query_free(&q);
-}
-
-static void test_api_query_first_duplicate_wins(void **state)
-{
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_query_parse("a=1&A=2&&b=3", &q, &ei), 0);
-    assert_int_equal(q.n, 3);                 /* the empty pair is skipped */
-    assert_string_equal(api_query_get(&q, "a"), "1");
-    assert_string_equal(api_query_get(&q, "b"), "3");
-    api_query_free(&q);
-}
-
-static void test_api_query_utf8_value(void **state)
-{
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_query_parse("p=%E6%B5%8B%2F%3D%26", &q, &ei), 0);
-    assert_string_equal(api_query_get(&q, "p"), "\xe6\xb5\x8b/=&");
-    api_query_free(&q);
-}
-
-static void build_params(char *out, size_t size, size_t n)
-{
-    size_t o = 0;
-
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        o += (size_t)snprintf(out + o, size - o, "%sp%zu=%zu", i ? "&" : "", i, i);
-}
-
-static void test_api_query_too_many_params(void **state)
-{
-    char raw[1024];
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    build_params(raw, sizeof raw, API_MAX_QUERY_PARAMS);
-    assert_int_equal(api_query_parse(raw, &q, &ei), 0);
-    assert_int_equal(q.n, API_MAX_QUERY_PARAMS);
-    assert_string_equal(api_query_get(&q, "p31"), "31");
-    api_query_free(&q);
-
-    build_params(raw, sizeof raw, API_MAX_QUERY_PARAMS + 1);
-    assert_int_equal(api_query_parse(raw, &q, &ei), SMQ_E_INVALID_QUERY_STRING);
-    assert_int_equal(ei.err, SMQ_E_INVALID_QUERY_STRING);
-    api_query_free(&q);
-}
-
-static void test_api_query_empty(void **state)
-{
-    struct api_query q;
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_query_parse("", &q, &ei), 0);
-    assert_int_equal(q.n, 0);
-    assert_null(api_query_get(&q, "a"));
-    api_query_free(&q);
-    assert_int_equal(api_query_parse(NULL, &q, &ei), 0);
-    assert_int_equal(q.n, 0);
-    api_query_free(&q);
-    assert_int_equal(api_query_parse("&&&", &q, &ei), 0);
-    assert_int_equal(q.n, 0);
-    api_query_free(&q);
-}
-
-/* ================================ queue names ================================ */
-
-static int check_name(const char *name)
-{
-    struct smq_errinfo ei = {0};
-    int rc = api_check_queue_name(name, strlen(name), &ei);
-
-    assert_int_equal(ei.err, rc);
-    return rc;
-}
-
-static void test_api_queue_name_lengths(void **state)
-{
-    char name[200];
-
-    (void)state;
-    assert_int_equal(check_name("a"), 0);
-    assert_int_equal(check_name("7"), 0);
-    memset(name, 'q', 120);
-    name[120] = '\0';
-    assert_int_equal(check_name(name), 0);
-    name[120] = 'q';
-    name[121] = '\0';
-    assert_int_equal(check_name(name), SMQ_E_QUEUE_NAME_LENGTH);
-    assert_int_equal(check_name(""), SMQ_E_QUEUE_NAME_LENGTH);
-}
-
-static void test_api_queue_name_characters(void **state)
-{
-    const char *bad[] = {"-abc", "a_b", "a.b", "a/b", "_a", ".a", "/a", "a b", "a%2F", "ab\xc3\xa9",
-                         "a+b", "..", "a:b"};
-
-    (void)state;
-    assert_int_equal(check_name("Queue-1-x"), 0);
-    assert_int_equal(check_name("0-"), 0);
-    assert_int_equal(check_name("ABCxyz0123456789"), 0);
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (check_name(bad[i]) != SMQ_E_INVALID_QUEUE_NAME)
-            fail_msg("\"%s\" accepted", bad[i]);
-}
-
-static void test_api_queue_name_embedded_nul(void **state)
-{
-    struct smq_errinfo ei = {0};
-
-    (void)state;
-    assert_int_equal(api_check_queue_name("ab\0c", 4, &ei), SMQ_E_INVALID_QUEUE_NAME);
 }
 
 /* ================================ routing ================================ */
@@ -2015,17 +1829,6 @@ static void test_api_render_error_statuses(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_api_query_plus_stays_plus),
-        cmocka_unit_test(test_api_query_bad_escapes),
-        cmocka_unit_test(test_api_query_split_at_first_equals),
-        cmocka_unit_test(test_api_query_names_case_insensitive),
-        cmocka_unit_test(test_api_query_first_duplicate_wins),
-        cmocka_unit_test(test_api_query_utf8_value),
-        cmocka_unit_test(test_api_query_too_many_params),
-        cmocka_unit_test(test_api_query_empty),
-        cmocka_unit_test(test_api_queue_name_lengths),
-        cmocka_unit_test(test_api_queue_name_characters),
-        cmocka_unit_test(test_api_queue_name_embedded_nul),
         cmocka_unit_test(test_api_action_names),
         cmocka_unit_test(test_api_prepare_create_queue),
         cmocka_unit_test(test_api_prepare_create_queue_all_attributes),

@@ -54,7 +54,7 @@ struct vector {
     const char *id;
     const char *method;
     const char *resource;
-    struct auth_header h[MAX_HDRS];   /* terminated by a NULL name */
+    struct http_header h[MAX_HDRS];   /* terminated by a NULL name */
     const char *sts;                  /* NULL where the doc does not give it */
     const char *authz;
 };
@@ -152,7 +152,7 @@ static const struct vector vectors[] = {
      NULL, "MNS " AK ":OiugIBRW9X6cxFrXrmr1cyYKnqM="},
 };
 
-static size_t count_headers(const struct auth_header *h)
+static size_t count_headers(const struct http_header *h)
 {
     size_t n = 0;
     while (n < MAX_HDRS && h[n].name != NULL)
@@ -207,7 +207,7 @@ static int verify_at(const struct auth_request *r, int64_t now_ms, struct smq_er
 
 /* A private, writable copy of a vector's headers for negative tests. */
 struct req_copy {
-    struct auth_header h[MAX_HDRS + 4];
+    struct http_header h[MAX_HDRS + 4];
     struct auth_request r;
     char authz[128];
 };
@@ -224,7 +224,7 @@ static void copy_vector(struct req_copy *c, const char *id)
     c->r.headers = c->h;
 }
 
-static struct auth_header *copy_header(struct req_copy *c, const char *name)
+static struct http_header *copy_header(struct req_copy *c, const char *name)
 {
     for (size_t i = 0; i < c->r.n_headers; i++)
         if (strcasecmp(c->h[i].name, name) == 0)
@@ -235,7 +235,7 @@ static struct auth_header *copy_header(struct req_copy *c, const char *name)
 
 static void copy_remove(struct req_copy *c, const char *name)
 {
-    struct auth_header *h = copy_header(c, name);
+    struct http_header *h = copy_header(c, name);
     size_t i = (size_t)(h - c->h);
 
     memmove(&c->h[i], &c->h[i + 1], (c->r.n_headers - i - 1) * sizeof c->h[0]);
@@ -245,7 +245,7 @@ static void copy_remove(struct req_copy *c, const char *name)
 static void copy_add(struct req_copy *c, const char *name, const char *value)
 {
     assert_true(c->r.n_headers < MAX_HDRS + 4);
-    c->h[c->r.n_headers++] = (struct auth_header){name, value};
+    c->h[c->r.n_headers++] = (struct http_header){name, value};
 }
 
 /* Re-signs the copy with key 0 (after its signed inputs were changed). */
@@ -306,7 +306,7 @@ static void test_auth_vectors_verify(void **state)
 static void test_auth_docs_example_second_key(void **state)
 {
     char authz[128];
-    struct auth_header h[] = {
+    struct http_header h[] = {
         {"Date", "Thu, 09 Jul 2015 03:01:34 GMT"},
         {"x-mns-version", VER},
         {"Authorization", authz},
@@ -469,7 +469,7 @@ static void test_auth_parse_date_invalid(void **state)
 static void test_auth_header_name_case_insensitive(void **state)
 {
     /* P1 with Go-style canonicalised and shouted header names. */
-    struct auth_header h[] = {
+    struct http_header h[] = {
         {"HOST", HOST},
         {"DATE", DATE},
         {"X-Mns-Version", VER},
@@ -491,7 +491,7 @@ static void test_auth_header_name_case_insensitive(void **state)
 
     /* Go also spells Content-MD5 "Content-Md5". */
     {
-        struct auth_header g[] = {
+        struct http_header g[] = {
             {"Content-Md5", "abc"}, {"Content-TYPE", "application/xml"}, {"Date", DATE},
         };
         struct auth_request rg = {"GET", "/q", g, 3};
@@ -503,7 +503,7 @@ static void test_auth_header_name_case_insensitive(void **state)
 
 static void test_auth_mns_value_trimming(void **state)
 {
-    struct auth_header h[] = {
+    struct http_header h[] = {
         {"date", DATE},
         {"x-mns-version", " \t2015-06-06 \t "},
         {"authorization", "MNS " AK ":ic27RTdtzgYUsETAe6H7LEbw7uI="},
@@ -520,7 +520,7 @@ static void test_auth_mns_value_trimming(void **state)
 
     /* Inner whitespace and an all-blank value survive as-is / empty. */
     {
-        struct auth_header g[] = {{"x-mns-a", "  x  y  "}, {"x-mns-b", "   "}};
+        struct http_header g[] = {{"x-mns-a", "  x  y  "}, {"x-mns-b", "   "}};
         struct auth_request rg = {"GET", "/", g, 2};
         char *s = sts_of(&rg);
         assert_string_equal(s, "GET\n\n\n\nx-mns-a:x  y\nx-mns-b:\n/");
@@ -531,7 +531,7 @@ static void test_auth_mns_value_trimming(void **state)
 static void test_auth_mns_headers_sorted_bytewise(void **state)
 {
     /* Sorted by name, not by "name:value"; '-' (0x2d) sorts before letters. */
-    struct auth_header h[] = {
+    struct http_header h[] = {
         {"X-MNS-b", "2"}, {"x-mns-a-b", "3"}, {"x-mns-A", "1"}, {"x-mns-a_b", "4"},
         {"x-mnsx", "not mns"}, {"xx-mns-a", "not mns"}, {"x-mns", "not mns"},
     };
@@ -546,7 +546,7 @@ static void test_auth_mns_headers_sorted_bytewise(void **state)
 /* Duplicates are folded with "," in arrival order, whatever their name case. */
 static void test_auth_duplicate_mns_headers_joined(void **state)
 {
-    struct auth_header h[] = {
+    struct http_header h[] = {
         {"x-mns-z", "last"}, {"x-mns-dup", " one "}, {"x-mns-a", "first"},
         {"X-Mns-Dup", "two"}, {"x-mns-dup", "three"},
     };
@@ -837,7 +837,7 @@ static void test_auth_null_errinfo_and_empty_ring(void **state)
 static void test_auth_many_headers(void **state)
 {
     enum { N = 20000 };
-    struct auth_header *h = calloc(N + 2, sizeof *h);
+    struct http_header *h = calloc(N + 2, sizeof *h);
     char (*names)[24] = calloc(N, sizeof *names);
     struct auth_request r = {"GET", "/", h, N + 2};
     struct smq_buf b;
@@ -848,10 +848,10 @@ static void test_auth_many_headers(void **state)
     /* Half x-mns headers in reverse order, half others; plus Date and auth. */
     for (size_t i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], (i % 2) ? "x-mns-h%06zu" : "other-%06zu", N - i);
-        h[i] = (struct auth_header){names[i], "v"};
+        h[i] = (struct http_header){names[i], "v"};
     }
-    h[N] = (struct auth_header){"date", DATE};
-    h[N + 1] = (struct auth_header){"authorization", "MNS " AK ":AAAAAAAAAAAAAAAAAAAAAAAAAAA="};
+    h[N] = (struct http_header){"date", DATE};
+    h[N + 1] = (struct http_header){"authorization", "MNS " AK ":AAAAAAAAAAAAAAAAAAAAAAAAAAA="};
 
     buf_init(&b);
     assert_int_equal(auth_string_to_sign(&r, &b), 0);

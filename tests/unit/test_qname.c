@@ -1,6 +1,7 @@
 /*
  * test_qname.c — unit tests for qname.c: the queue-name rule every front end
- * shares (test_api.c and test_config.c check how each one reports it).
+ * shares, and the MNS error each problem is (test_config.c checks how the
+ * configuration reports it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "smqd/errors.h"
 #include "smqd/qname.h"
 
 static enum qname_problem check(const char *name)
@@ -52,11 +54,61 @@ static void test_qname_refuses(void **state)
     assert_non_null(strstr(qname_problem_text(QNAME_CHARS), "letters, digits and '-'"));
 }
 
+static int check_name(const char *name)
+{
+    struct smq_errinfo ei = {0};
+    int rc = qname_check_err(name, strlen(name), &ei);
+
+    assert_int_equal(ei.err, rc);
+    return rc;
+}
+
+static void test_qname_err_lengths(void **state)
+{
+    char name[200];
+
+    (void)state;
+    assert_int_equal(check_name("a"), 0);
+    assert_int_equal(check_name("7"), 0);
+    memset(name, 'q', 120);
+    name[120] = '\0';
+    assert_int_equal(check_name(name), 0);
+    name[120] = 'q';
+    name[121] = '\0';
+    assert_int_equal(check_name(name), SMQ_E_QUEUE_NAME_LENGTH);
+    assert_int_equal(check_name(""), SMQ_E_QUEUE_NAME_LENGTH);
+}
+
+static void test_qname_err_characters(void **state)
+{
+    const char *bad[] = {"-abc", "a_b", "a.b", "a/b", "_a", ".a", "/a", "a b", "a%2F", "ab\xc3\xa9",
+                         "a+b", "..", "a:b"};
+
+    (void)state;
+    assert_int_equal(check_name("Queue-1-x"), 0);
+    assert_int_equal(check_name("0-"), 0);
+    assert_int_equal(check_name("ABCxyz0123456789"), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (check_name(bad[i]) != SMQ_E_INVALID_QUEUE_NAME)
+            fail_msg("\"%s\" accepted", bad[i]);
+}
+
+static void test_qname_err_embedded_nul(void **state)
+{
+    struct smq_errinfo ei = {0};
+
+    (void)state;
+    assert_int_equal(qname_check_err("ab\0c", 4, &ei), SMQ_E_INVALID_QUEUE_NAME);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qname_accepts),
         cmocka_unit_test(test_qname_refuses),
+        cmocka_unit_test(test_qname_err_lengths),
+        cmocka_unit_test(test_qname_err_characters),
+        cmocka_unit_test(test_qname_err_embedded_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,69 @@
+/*
+ * api_call.h — one call of the MNS queue API on its way through smqd: the
+ * request as received, the operation decided from it, and the response
+ * rendered from the finished operation.  The types every part of the API
+ * layer shares (api.h routes, api_queue.h and api_message.h decide and
+ * render); nothing here does HTTP or touches engine state.
+ */
+#ifndef SMQD_API_CALL_H
+#define SMQD_API_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/auth.h"
+#include "smqd/buf.h"
+#include "smqd/clock.h"
+#include "smqd/handle.h"
+#include "smqd/mns.h"
+#include "smqd/op.h"
+#include "smqd/query.h"
+#include "smqd/xml.h"
+
+/* Read-only context shared by every HTTP thread. */
+struct api_ctx {
+    struct auth_keyring_slot *keys;      /* swapped on SIGHUP */
+    const struct handle_keys *handle_keys;
+    const struct smq_clock *clock;
+    int64_t max_skew_ms;
+};
+
+/* One request as received. */
+struct api_request {
+    const char *method;
+    const char *target;                  /* raw request target */
+    const char *host;                    /* Host header, "" if absent */
+    const char *body;
+    size_t body_len;
+    const struct auth_request *auth;     /* method, target and all headers */
+};
+
+struct api_response {
+    int status;
+    struct smq_buf body;                 /* empty for 204 */
+    char location[512];                  /* "" = no Location header */
+};
+
+/* Per-request state between prepare and render. */
+struct api_call {
+    enum mns_action action;
+    /* The verified access key id, once authenticated (else NULL); borrowed
+     * from the key ring, which lives until shutdown (auth.h). */
+    const char *access_key_id;
+    struct smq_op op;
+    struct xml_send_batch send;          /* owns the bodies op.send borrows */
+    unsigned char send_md5[SMQ_BATCH_MAX][MNS_MD5_LEN];   /* of each body, raw */
+    struct xml_handles handles;          /* BatchDelete: echoed in per-handle errors */
+};
+
+void api_call_init(struct api_call *call);
+void api_call_free(struct api_call *call);
+
+/* Decides one routed request into call (action, op): 0, or an SMQ_E_*
+ * code with ei filled.  Every handler of api_queue.h and api_message.h
+ * has this shape. */
+typedef int (*api_prepare_fn)(const struct api_ctx *ctx, const struct api_request *req,
+                              const struct query *query, struct api_call *call,
+                              struct smq_errinfo *ei);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * http_header.h — one request header as received, the form the HTTP glue
+ * (httpd.h) hands on and the signature check (auth.h) reads.  A leaf.
+ */
+#ifndef SMQD_HTTP_HEADER_H
+#define SMQD_HTTP_HEADER_H
+
+struct http_header {
+    const char *name;      /* as received; matched case-insensitively */
+    const char *value;
+};
+
+#endif

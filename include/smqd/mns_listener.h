@@ -1,0 +1,56 @@
+/*
+ * mns_listener.h — the MNS listener: the HTTP front end of the MNS queue
+ * API on the shared HTTP glue (httpd.h).
+ *
+ * A request is checked for framing problems, authenticated and decided
+ * (api.h), checked against the request-rate limits (ratelimit.h), and its
+ * operation handed to the engine thread (server.h) with the connection
+ * suspended, so no thread waits for it (long polls park for free); the
+ * operation's done callback resumes it, and the answer is rendered on an
+ * HTTP thread.  Every response carries x-mns-request-id; every XML
+ * response Content-Type text/xml;charset=utf-8.  One log line per
+ * request, counted in opts.metrics.
+ */
+#ifndef SMQD_MNS_LISTENER_H
+#define SMQD_MNS_LISTENER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/api.h"
+#include "smqd/metrics.h"
+#include "smqd/ratelimit.h"
+#include "smqd/server.h"
+
+struct mns_listener_opts {
+    const char *host;            /* IPv4/IPv6 literal or "localhost" */
+    uint16_t port;               /* 0 = any free port */
+    int threads;
+    int max_connections;
+    int idle_timeout_s;          /* a connection silent this long is closed */
+    int request_timeout_s;       /* a request still incomplete after this is dropped */
+    size_t max_body_bytes;
+    bool log_requests;
+    struct api_ctx api;
+    struct smq_server *engine;
+    struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
+    struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
+};
+
+struct mns_listener;
+
+/* Binds and starts serving.  0, or SMQ_E_INTERNAL with a reason in err. */
+int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener **out,
+                       char *err, size_t err_size);
+/* The bound port (the real one when 0 was asked for). */
+uint16_t mns_listener_port(const struct mns_listener *l);
+/* Requests begun (request line read) and not yet completed. */
+int64_t mns_listener_active_requests(struct mns_listener *l);
+/* Stops accepting new connections (existing ones keep working). */
+void mns_listener_quiesce(struct mns_listener *l);
+/* Closes every connection and frees l.  The engine must already be stopped,
+ * so that no connection is still suspended. */
+void mns_listener_stop(struct mns_listener *l);
+
+#endif

@@ -1,0 +1,282 @@
+/*
+ * mns_listener.c — owns the MNS listener (mns_listener.h): one request's
+ * way from the HTTP glue through the API layer to the engine and back,
+ * its request id, its log line and its counts.
+ */
+#include "smqd/mns_listener.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smqd/clock.h"
+#include "smqd/crypto.h"
+#include "smqd/httpd.h"
+#include "smqd/log.h"
+
+/*
+ * libmicrohttpd's per-connection memory pool (request line, headers, read
+ * and write buffers).  Its default is 32 KiB, and 0.9.75 zeroes the whole
+ * pool between two requests of a kept-alive connection plus half of it when
+ * the read buffer moves.  16 KiB still holds HTTPD_MAX_HEADERS headers with
+ * their bookkeeping (so a request with one more reaches our own "too many
+ * headers" answer), and an SDK request needs under 1 KiB; bodies are
+ * streamed through the read buffer, not held in the pool.  Longer header
+ * sections get libmicrohttpd's 431.
+ */
+#define MNS_CONN_MEMORY (16 * 1024)
+
+struct mns_listener {
+    struct httpd *http;
+    struct mns_listener_opts opts;
+    char id_prefix[13];          /* 12 hex digits, random per process */
+    uint64_t id_counter;         /* atomic */
+};
+
+/* One request's state (the glue's per-request storage). */
+struct mns_req {
+    struct mns_listener *l;
+    struct httpd_req *http;
+    char request_id[25];
+    bool counted;                /* in metrics since it reached the handler */
+    struct api_call call;
+    int status;
+    const char *error_code;      /* for the log line; NULL on success */
+};
+
+static void next_request_id(struct mns_listener *l, char out[25])
+{
+    uint64_t n = __atomic_fetch_add(&l->id_counter, 1, __ATOMIC_RELAXED);
+    snprintf(out, 25, "%s%012llX", l->id_prefix, (unsigned long long)(n & 0xFFFFFFFFFFFFull));
+}
+
+/* The request as the API layer reads it; auth is filled to point at it. */
+static struct api_request api_request_of(struct httpd_req *r, struct auth_request *auth)
+{
+    struct api_request req;
+
+    auth->method = httpd_req_method(r);
+    auth->resource = httpd_req_target(r);
+    auth->headers = httpd_req_headers(r, &auth->n_headers);
+    req.method = auth->method;
+    req.target = auth->resource;
+    req.host = httpd_req_host(r);
+    req.body = httpd_req_body(r, &req.body_len);
+    req.auth = auth;
+    return req;
+}
+
+/* ---- answers ---------------------------------------------------------------- */
+
+static void respond(struct mns_req *d, struct api_response *resp)
+{
+    struct http_header extra[4];
+    size_t n = 0;
+
+    if (buf_failed(&resp->body)) {
+        resp->status = 500;             /* could not build the document */
+        d->error_code = "InternalError";
+        buf_free(&resp->body);
+        buf_init(&resp->body);
+    }
+    extra[n++] = (struct http_header){"x-mns-request-id", d->request_id};
+    extra[n++] = (struct http_header){"x-mns-version", AUTH_MNS_VERSION};
+    if (resp->location[0] != '\0')
+        extra[n++] = (struct http_header){"Location", resp->location};
+    /* 429 is only QpsLimitExceeded; a bucket refills within a second. */
+    if (resp->status == 429)
+        extra[n++] = (struct http_header){"Retry-After", "1"};
+    d->status = resp->status;
+    httpd_respond(d->http, resp->status, &resp->body, "text/xml;charset=utf-8", extra, n);
+    buf_free(&resp->body);
+}
+
+static void respond_error(struct mns_req *d, const struct api_request *req,
+                          const struct smq_errinfo *ei)
+{
+    struct api_response resp = {0};
+
+    buf_init(&resp.body);
+    api_render_error(req, ei, d->request_id, &resp);
+    d->error_code = errors_info(ei->err)->code;
+    respond(d, &resp);
+}
+
+/* ---- the request's way --------------------------------------------------------- */
+
+/*
+ * The request-rate limits (ratelimit.h), checked only once a request is
+ * authenticated, routed and parsed: then its access key and queue are known
+ * to be real names, a malformed request never uses up a client's budget,
+ * and an excess request is refused before the engine (the serialised part,
+ * with the fsync) sees it.  Its parsing has been paid for by then; the
+ * limits protect the engine and the disk, not the HTTP threads.
+ */
+static int check_limits(struct mns_req *d, struct smq_errinfo *ei)
+{
+    const struct mns_listener_opts *o = &d->l->opts;
+    enum smq_limit_scope refused = ratelimit_take(o->ratelimit, d->call.access_key_id,
+                                                  d->call.op.queue);
+
+    if (refused == SMQ_LIMIT_NONE)
+        return 0;
+    metrics_throttled(o->metrics, refused);
+    return errors_set(ei, SMQ_E_QPS_LIMIT_EXCEEDED,
+                      "The request rate of this %s exceeds the configured limit; retry later.",
+                      refused == SMQ_LIMIT_QUEUE ? "queue" : "access key");
+}
+
+/* Engine thread (or the syncer's): the operation is finished and durable. */
+static void on_op_done(struct smq_op *op, void *arg)
+{
+    struct mns_req *d = arg;
+
+    (void)op;
+    httpd_resume(d->http);
+}
+
+/* Engine thread, about a parked long poll. */
+static bool on_client_gone(struct smq_op *op, void *arg)
+{
+    struct mns_req *d = arg;
+
+    (void)op;
+    return httpd_client_gone(d->http);
+}
+
+static void on_request(void *arg, struct httpd_req *r)
+{
+    struct mns_listener *l = arg;
+    struct mns_req *d = httpd_req_data(r);
+    struct auth_request auth;
+    struct api_request req = api_request_of(r, &auth);
+    struct smq_errinfo ei = {0, ""};
+
+    d->l = l;
+    d->http = r;
+    next_request_id(l, d->request_id);
+    api_call_init(&d->call);
+    d->counted = true;
+    metrics_request_started(l->opts.metrics);
+    if (httpd_req_problem(r, &ei) == 0 && api_prepare(&l->opts.api, &req, &d->call, &ei) == 0)
+        check_limits(d, &ei);
+    if (ei.err != 0) {
+        respond_error(d, &req, &ei);
+        return;
+    }
+    d->call.op.done = on_op_done;
+    d->call.op.done_arg = d;
+    d->call.op.client_gone = on_client_gone;
+    memcpy(d->call.op.request_id, d->request_id, sizeof d->call.op.request_id);
+    httpd_suspend(r, 0);
+    server_submit(l->opts.engine, &d->call.op);
+}
+
+static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
+{
+    struct mns_listener *l = arg;
+    struct mns_req *d = httpd_req_data(r);
+    struct auth_request auth;
+    struct api_request req = api_request_of(r, &auth);
+    struct api_response resp = {0};
+
+    (void)timed_out;             /* MNS requests wait for the engine without a deadline */
+    buf_init(&resp.body);
+    api_render(&l->opts.api, &req, &d->call, d->request_id, &resp);
+    if (d->call.op.result.err != 0 && resp.status >= 400)
+        d->error_code = errors_info(d->call.op.result.err)->code;
+    else if (resp.status == 404)
+        d->error_code = "MessageNotExist";      /* BatchDelete partial failure */
+    respond(d, &resp);
+}
+
+static void log_request(const struct mns_req *d, uint64_t latency_us)
+{
+    const struct smq_op *op = &d->call.op;
+
+    SMQ_INFO("request id=%s action=%s queue=%s status=%d code=%s latency_ms=%.3f",
+             d->request_id, mns_action_name(d->call.action), op->queue[0] ? op->queue : "-",
+             d->status, d->error_code ? d->error_code : "-", (double)latency_us / 1000.0);
+}
+
+/* A request whose headers arrived but that never reached the handler (its
+ * client went away during the body) is counted with no status, as action "-". */
+static void on_done(void *arg, struct httpd_req *r)
+{
+    struct mns_listener *l = arg;
+    struct mns_req *d = httpd_req_data(r);
+    uint64_t latency_us = clock_mono_us() - httpd_req_start_us(r);
+
+    if (!httpd_req_started(r))
+        return;
+    if (!d->counted)
+        metrics_request_started(l->opts.metrics);
+    metrics_request_done(l->opts.metrics, d->call.action, d->status, latency_us);
+    if (l->opts.log_requests)
+        log_request(d, latency_us);
+    if (d->counted)
+        api_call_free(&d->call);
+}
+
+int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener **out,
+                       char *err, size_t err_size)
+{
+    struct mns_listener *l = calloc(1, sizeof *l);
+    struct httpd_opts hopts = {.name = "", .host = opts->host, .port = opts->port,
+                               .threads = opts->threads,
+                               .max_connections = opts->max_connections,
+                               .idle_timeout_s = opts->idle_timeout_s,
+                               .request_timeout_s = opts->request_timeout_s,
+                               .max_body_bytes = opts->max_body_bytes,
+                               .conn_memory = MNS_CONN_MEMORY,
+                               .data_size = sizeof(struct mns_req),
+                               .handler = {on_request, on_resume, on_done}};
+    unsigned char rnd[6];
+    int rc;
+
+    *out = NULL;
+    if (l == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return SMQ_E_NOMEM;
+    }
+    l->opts = *opts;
+    if (crypto_random(rnd, sizeof rnd) != 0) {
+        snprintf(err, err_size, "no random bytes for request ids");
+        free(l);
+        return SMQ_E_INTERNAL;
+    }
+    snprintf(l->id_prefix, sizeof l->id_prefix, "%02X%02X%02X%02X%02X%02X",
+             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    hopts.arg = l;
+    rc = httpd_start(&hopts, &l->http, err, err_size);
+    if (rc != 0) {
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+uint16_t mns_listener_port(const struct mns_listener *l)
+{
+    return httpd_port(l->http);
+}
+
+int64_t mns_listener_active_requests(struct mns_listener *l)
+{
+    return l != NULL ? httpd_active_requests(l->http) : 0;
+}
+
+void mns_listener_quiesce(struct mns_listener *l)
+{
+    if (l != NULL)
+        httpd_quiesce(l->http);
+}
+
+void mns_listener_stop(struct mns_listener *l)
+{
+    if (l == NULL)
+        return;
+    httpd_stop(l->http);
+    free(l);
+}
