@@ -287,15 +287,14 @@ static int start_syncer(const struct smq_config *cfg, struct daemon_parts *p)
     return EXIT_OK;
 }
 
-static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
+/* Opens the store and its disk reserve; *reserve_missing tells the engine
+ * to start in its storage-full mode. */
+static int start_store(const struct smq_config *cfg, struct daemon_parts *p,
+                       bool *reserve_missing)
 {
     struct store_config scfg = {.backend = SMQ_STORE_SQLITE, .path = cfg->storage_path,
                                 .sync = cfg->sync};
     char err[512] = "";
-    struct smq_engine_opts eopts = {.clock = clock_system(),
-                                    .max_queues = cfg->max_queues,
-                                    .reserve_margin = (uint64_t)cfg->reserve_mb << 20};
-    struct mns_listener_opts hopts;
     int code;
 
     /* Opening may wait for a lock and recovery may take a while: say so. */
@@ -309,14 +308,26 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
      * mode: receives and deletes work, sends wait until the reserve can be
      * allocated (otherwise they would take the last space deletes need). */
     code = store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20);
-    if (code == SMQ_E_STORAGE_FULL) {
+    *reserve_missing = code == SMQ_E_STORAGE_FULL;
+    if (code == SMQ_E_STORAGE_FULL)
         SMQ_WARN("storage: no room for the %d MiB disk reserve next to %s; new messages "
                  "are refused until there is", cfg->reserve_mb, cfg->storage_path);
-        eopts.reserve_missing = true;
-    } else if (code != 0) {
+    else if (code != 0)
         SMQ_WARN("storage: running without the disk reserve next to %s", cfg->storage_path);
-    }
-    eopts.store = p->store;
+    return EXIT_OK;
+}
+
+/* Recovers the engine from the store and applies the declared queues. */
+static int start_engine(const struct smq_config *cfg, struct daemon_parts *p,
+                        bool reserve_missing)
+{
+    struct smq_engine_opts eopts = {.clock = clock_system(), .store = p->store,
+                                    .max_queues = cfg->max_queues,
+                                    .reserve_margin = (uint64_t)cfg->reserve_mb << 20,
+                                    .reserve_missing = reserve_missing};
+    char err[512] = "";
+    int code;
+
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
         SMQ_ERROR("recovery: %s", err);
         return EXIT_STORE;
@@ -326,9 +337,12 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         SMQ_ERROR("config: %s", err);
         return code == SMQ_E_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_STORE;
     }
-    code = start_syncer(cfg, p);
-    if (code != EXIT_OK)
-        return code;
+    return EXIT_OK;
+}
+
+/* The engine thread, with the syncer's flushes waking it. */
+static int start_server(struct daemon_parts *p)
+{
     if (server_start(p->engine, &p->server) != 0)
         return EXIT_RUNTIME;
     if (p->syncer != NULL) {
@@ -336,28 +350,45 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         server_wake(p->server);         /* a flush may have ended before the hook was set */
     }
     admin_attach_server(p->admin, p->server, engine_keys(p->engine));
-    memset(&hopts, 0, sizeof hopts);
-    hopts.host = cfg->listen_host;
-    hopts.port = cfg->listen_port;
-    hopts.threads = cfg->threads;
-    hopts.max_connections = cfg->max_connections;
-    hopts.idle_timeout_s = cfg->idle_timeout_s;
-    hopts.request_timeout_s = cfg->request_timeout_s;
-    hopts.max_body_bytes = (size_t)cfg->max_body_bytes;
-    hopts.log_requests = cfg->log_requests;
+    return EXIT_OK;
+}
+
+static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    struct mns_listener_opts o = {
+        .host = cfg->listen_host, .port = cfg->listen_port, .threads = cfg->threads,
+        .max_connections = cfg->max_connections, .idle_timeout_s = cfg->idle_timeout_s,
+        .request_timeout_s = cfg->request_timeout_s,
+        .max_body_bytes = (size_t)cfg->max_body_bytes, .log_requests = cfg->log_requests,
+        .api = {.keys = &p->keys, .handle_keys = engine_keys(p->engine),
+                .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000},
+        .engine = p->server, .metrics = p->metrics, .ratelimit = p->ratelimit};
+    char err[512] = "";
+
     p->keys.current = (struct auth_keyring *)&cfg->keys;
-    hopts.api.keys = &p->keys;
-    hopts.api.handle_keys = engine_keys(p->engine);
-    hopts.api.clock = clock_system();
-    hopts.api.max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000;
-    hopts.engine = p->server;
-    hopts.metrics = p->metrics;
-    hopts.ratelimit = p->ratelimit;
-    if (mns_listener_start(&hopts, &p->http, err, sizeof err) != 0) {
+    if (mns_listener_start(&o, &p->http, err, sizeof err) != 0) {
         SMQ_ERROR("listen: %s", err);
         return EXIT_LISTEN;
     }
     return EXIT_OK;
+}
+
+/* Store, engine, syncer, engine thread, then the MNS listener: each needs
+ * the ones before it. */
+static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    bool reserve_missing = false;
+    int code = start_store(cfg, p, &reserve_missing);
+
+    if (code == EXIT_OK)
+        code = start_engine(cfg, p, reserve_missing);
+    if (code == EXIT_OK)
+        code = start_syncer(cfg, p);
+    if (code == EXIT_OK)
+        code = start_server(p);
+    if (code == EXIT_OK)
+        code = start_mns_listener(cfg, p);
+    return code;
 }
 
 /* Stops in reverse order: no new connections, the engine finishes what it

@@ -1,0 +1,64 @@
+/*
+ * config_table.h — the configuration module's insides, shared by its three
+ * files: the table of settings and the rules of each value
+ * (config_table.c), the loader (config.c) and the printer
+ * (config_print.c).  Nothing outside the module includes this.
+ */
+#ifndef SMQD_CONFIG_TABLE_H
+#define SMQD_CONFIG_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "smqd/config.h"
+
+#define CONFIG_KNOWN_SECTIONS "server, storage, auth, limits, log, admin"
+#define CONFIG_MAX_SETTINGS 64
+
+enum opt_type {
+    OPT_INT,        /* int field, min..max */
+    OPT_BOOL,       /* bool field */
+    OPT_ENUM,       /* int-sized enum field, spelled by names[] */
+    OPT_PATH,       /* char array; min..max is the length range */
+    OPT_LISTEN,     /* HOST:PORT into listen_host + listen_port */
+    OPT_KEY_ID,     /* [auth] access_key_id: collected, not a field */
+    OPT_SECRET,     /* [auth] access_key_secret: collected, not a field */
+    OPT_KEY_PAIR,   /* [auth] key.<ID> = <SECRET>, any number of them */
+    OPT_ADMIN_LISTEN, /* [admin] listen: HOST:PORT into admin_host + admin_port, or off */
+    OPT_TOKEN       /* [admin] token: a secret kept in a char array; empty = none */
+};
+
+struct setting {
+    const char *section;
+    const char *key;            /* OPT_KEY_PAIR: the prefix "key." */
+    enum opt_type type;
+    const char *def;            /* default as written in the file; NULL = none */
+    long long min, max;         /* OPT_INT value range, OPT_PATH length range */
+    const char *const *names;   /* OPT_ENUM spellings, indexed by value */
+    size_t offset;              /* field in struct smq_config */
+    const char *doc;            /* one line, printed above the key */
+};
+
+extern const struct setting config_settings[];
+extern const size_t config_n_settings;
+
+/* A whole decimal integer in min..max into *out: NULL, or the problem. */
+const char *config_table_parse_int(const char *v, long long min, long long max, long long *out);
+/* Stores v into cfg's field of a plain (non-[auth]) row: NULL, or a short
+ * description of the problem. */
+const char *config_table_parse(struct smq_config *cfg, const struct setting *s, const char *v);
+/* Describes the allowed values of s, for error messages and comments. */
+void config_table_describe(const struct setting *s, char *buf, size_t size);
+/* The rules of an access key id and of a secret: NULL or the problem. */
+const char *config_table_check_key_id(const char *id);
+const char *config_table_check_secret(const char *secret);
+
+bool config_table_section_known(const char *name, size_t len);
+/* The row for section/name (key.<ID> matches its prefix row), or NULL. */
+const struct setting *config_table_find(const char *section, const char *name);
+/* The keys of section, comma-separated, for "unknown key" messages. */
+void config_table_keys(const char *section, char *buf, size_t size);
+/* The index of the one row of this type (the [auth] and listener rows). */
+size_t config_table_row(enum opt_type type);
+
+#endif
