@@ -63,7 +63,8 @@ void admin_reply_errinfo(struct admin_reply *r, const struct smq_errinfo *ei)
     admin_reply_error(r, info->http_status, info->code, "%s", errors_message(ei));
 }
 
-/* A 400 InvalidArgument; returns -1 so that callers can `return bad_argument(...)`. */
+/* A 400 InvalidArgument; returns SMQ_E_INVALID_ARGUMENT so that callers can
+ * `return bad_argument(...)`. */
 __attribute__((format(printf, 2, 3)))
 static int bad_argument(struct admin_reply *r, const char *fmt, ...)
 {
@@ -74,7 +75,7 @@ static int bad_argument(struct admin_reply *r, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     admin_reply_error(r, 400, "InvalidArgument", "%s", msg);
-    return -1;
+    return SMQ_E_INVALID_ARGUMENT;
 }
 
 /* ---- strict values ---------------------------------------------------------- */
@@ -109,7 +110,7 @@ static int take_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_
 
     if (query_queue_name(raw, len, out, &ei) != 0) {
         admin_reply_errinfo(r, &ei);
-        return -1;
+        return ei.err;
     }
     return 0;
 }
@@ -138,9 +139,10 @@ static int prepare_peek(const struct query *q, struct smq_op *op, struct admin_r
     static const char *const allowed[] = {"n", NULL};
     const char *n = query_get(q, "n");
     uint64_t v = SMQ_BATCH_MAX;
+    int rc = check_params(q, allowed, r);
 
-    if (check_params(q, allowed, r) != 0)
-        return -1;
+    if (rc != 0)
+        return rc;
     if (n != NULL && !parse_u64(n, 1, SMQ_BATCH_MAX, &v))
         return bad_argument(r, "n must be an integer from 1 to 16, not \"%.64s\".", n);
     op_set_kind(op, SMQ_OP_PEEK);
@@ -152,9 +154,10 @@ static int prepare_purge(const struct query *q, struct smq_op *op, struct admin_
 {
     static const char *const allowed[] = {"type", NULL};
     const char *type = query_get(q, "type");
+    int rc = check_params(q, allowed, r);
 
-    if (check_params(q, allowed, r) != 0)
-        return -1;
+    if (rc != 0)
+        return rc;
     op_set_kind(op, SMQ_OP_PURGE);
     if (type == NULL || strcmp(type, "normal") == 0)
         op->purge.main = true;
@@ -177,9 +180,10 @@ static int prepare_redrive(const struct query *q, struct smq_op *op, struct admi
     static const char *const allowed[] = {"rate", "max", NULL};
     const char *rate = query_get(q, "rate"), *max = query_get(q, "max");
     uint64_t rate_v = REDRIVE_RATE_DEFAULT, max_v = 0;
+    int rc = check_params(q, allowed, r);
 
-    if (check_params(q, allowed, r) != 0)
-        return -1;
+    if (rc != 0)
+        return rc;
     if (rate != NULL && !parse_u64(rate, 1, REDRIVE_RATE_MAX, &rate_v))
         return bad_argument(r, "rate must be an integer from 1 to 100000, not \"%.64s\".", rate);
     if (max != NULL && !parse_u64(max, 0, REDRIVE_MAX_MAX, &max_v))
@@ -229,7 +233,7 @@ static int take_int_attr(const struct int_attr *a, const char *v, struct smq_op 
         admin_reply_error(r, 400, "InvalidArgument",
                           "%s must be an integer from %llu to %llu.", a->name,
                           (unsigned long long)a->min, (unsigned long long)a->max);
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     }
     *(int64_t *)(void *)((char *)&op->attrs.values + a->field) = (int64_t)n;
     op->attrs.present |= a->bit;
@@ -293,7 +297,7 @@ static int take_dlq(const struct dlq_params *d, struct smq_op *op, struct admin_
                             "DlqMaxReceiveCount.");
     if (qname_check_err(d->target, strlen(d->target), &ei) != 0) {
         admin_reply_errinfo(r, &ei);
-        return -1;
+        return ei.err;
     }
     if (strcmp(d->target, op->queue) == 0)
         return bad_argument(r, "%s", "A queue cannot be its own dead-letter queue.");
@@ -310,17 +314,18 @@ static int prepare_set(const struct query *q, struct admin_job *job, struct admi
 {
     struct smq_op *set = &job->ops[0], *stats = &job->ops[1];
     struct dlq_params d = {NULL, NULL, NULL};
+    int rc;
 
     op_set_kind(set, SMQ_OP_SET_QUEUE);
     for (size_t i = 0; i < q->n; i++) {
         for (size_t j = 0; j < i; j++)
             if (strcasecmp(q->names[i], q->names[j]) == 0)
                 return bad_argument(r, "Attribute \"%.64s\" is given twice.", q->names[i]);
-        if (take_attr(q->names[i], q->values[i], set, &d, r) != 0)
-            return -1;
+        if ((rc = take_attr(q->names[i], q->values[i], set, &d, r)) != 0)
+            return rc;
     }
-    if (take_dlq(&d, set, r) != 0)
-        return -1;
+    if ((rc = take_dlq(&d, set, r)) != 0)
+        return rc;
     if (set->attrs.present == 0)
         return bad_argument(r, "%s", "Give at least one attribute, e.g. ?VisibilityTimeout=60.");
     /* The answer is the queue after the change: a STATS right behind the SET
@@ -358,13 +363,13 @@ static int wrong_method(struct admin_reply *r, const char *method, const char *a
     admin_reply_error(r, 405, "MethodNotAllowed", "%.16s is not allowed here; use %s.", method,
                       allowed);
     r->allow = strcmp(allowed, "GET") == 0 ? "GET, HEAD" : allowed;
-    return -1;
+    return SMQ_E_INVALID_REQUEST_URL;
 }
 
 static int not_found(struct admin_reply *r)
 {
     admin_reply_error(r, 404, "NotFound", "%s", "No such admin resource (docs/admin-api.md).");
-    return -1;
+    return SMQ_E_INVALID_REQUEST_URL;
 }
 
 /* Fills the job's first op for its route and query. */
@@ -431,12 +436,12 @@ int admin_api_prepare(const char *method, const char *path, const char *query,
     memset(job, 0, sizeof *job);
     op_init(&job->ops[0], SMQ_OP_STATS);
     job->n_ops = 1;
-    if (route_path(method, path, job, reply) != 0)
-        return -1;
+    if ((rc = route_path(method, path, job, reply)) != 0)
+        return rc;
     if (query_parse(query, &q, &ei) != 0) {
         query_free(&q);
         admin_reply_errinfo(reply, &ei);
-        return -1;
+        return ei.err;
     }
     rc = prepare_kind(&q, job, reply);
     query_free(&q);

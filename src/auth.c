@@ -302,7 +302,7 @@ int auth_parse_http_date(const char *s, int64_t *epoch_s)
     time_t t;
 
     if (s == NULL || !http_date_shape_ok(s))
-        return -1;
+        return SMQ_E_INVALID_DATE;
     wday = name_index(s, day_names, 7);
     mday = parse_digits(s + 5, 2);
     mon = name_index(s + 8, month_names, 12);
@@ -313,7 +313,7 @@ int auth_parse_http_date(const char *s, int64_t *epoch_s)
     /* Years before 1970 are rejected so that timegm's -1 can only mean failure. */
     if (wday < 0 || mon < 0 || year < 1970 || mday < 1 || mday > days_in_month(year, mon)
         || hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 60)
-        return -1;
+        return SMQ_E_INVALID_DATE;
 
     tm.tm_year = year - 1900;
     tm.tm_mon = mon;
@@ -327,7 +327,7 @@ int auth_parse_http_date(const char *s, int64_t *epoch_s)
     /* The day name is redundant, but a wrong one means a broken client date
      * formatter; rejecting it is cheaper than debugging a skewed signature. */
     if (t == (time_t)-1 || tm.tm_wday != wday)
-        return -1;
+        return SMQ_E_INVALID_DATE;
     *epoch_s = (int64_t)t + (sec == 60);
     return 0;
 }

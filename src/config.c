@@ -57,19 +57,20 @@ struct load {
     char msg[768];
 };
 
-/* Records the first error; always returns -1 so callers can `return fail(...)`. */
+/* Records the first error; always returns SMQ_E_INVALID_ARGUMENT so that
+ * callers can `return fail(...)`. */
 __attribute__((format(printf, 3, 4)))
 static int fail(struct load *ld, int line, const char *fmt, ...)
 {
     va_list ap;
 
     if (ld->err_line != 0)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     ld->err_line = line;
     va_start(ap, fmt);
     vsnprintf(ld->msg, sizeof(ld->msg), fmt, ap);
     va_end(ap);
-    return -1;
+    return SMQ_E_INVALID_ARGUMENT;
 }
 
 /* "[section] key = "value": problem (allowed: ...)"; secrets are not echoed. */
@@ -248,7 +249,7 @@ static char *read_line(char *str, int num, void *stream)
     }
     line[body] = '\0';
     ld->indented = line[0] == ' ' || line[0] == '\t';
-    if (check_section_line(ld, line) < 0)
+    if (check_section_line(ld, line) != 0)
         return NULL;
     memcpy(str, line, body);
     str[body] = '\n';
@@ -484,14 +485,14 @@ static int finish_parse(struct load *ld, int ini_rc)
         return fail(ld, ini_rc, "syntax error (expected \"key = value\", \"[section]\" "
                     "or a # comment)");
     }
-    return ld->err_line != 0 ? -1 : 0;
+    return ld->err_line != 0 ? SMQ_E_INVALID_ARGUMENT : 0;
 }
 
 int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_size)
 {
     struct smq_config tmp;
     struct load ld = {.cfg = &tmp};
-    int rc = -1;
+    int rc = SMQ_E_INVALID_ARGUMENT;
 
     config_defaults(cfg);
     config_defaults(&tmp);
@@ -500,8 +501,9 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
         set_err(err, err_size, "%s: cannot open: %s", path, strerror(errno));
         goto out;
     }
-    if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) < 0 ||
-        assemble_keys(&ld) < 0 || check_queue_decls(&ld) < 0 || check_listeners(&ld) < 0) {
+    if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) != 0
+        || assemble_keys(&ld) != 0 || check_queue_decls(&ld) != 0
+        || check_listeners(&ld) != 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else

@@ -393,7 +393,7 @@ int httpd_respond(struct httpd_req *r, int status, struct smq_buf *body,
     if (len == 0 || mr == NULL)
         free(data);
     if (mr == NULL)
-        return -1;
+        return SMQ_E_NOMEM;
     if (len > 0 && content_type != NULL)
         MHD_add_response_header(mr, "Content-Type", content_type);
     for (size_t i = 0; i < n_extra; i++)
@@ -401,7 +401,7 @@ int httpd_respond(struct httpd_req *r, int status, struct smq_buf *body,
     ret = MHD_queue_response(r->conn, (unsigned int)status, mr);
     MHD_destroy_response(mr);
     r->acted = ret == MHD_YES;
-    return ret == MHD_YES ? 0 : -1;
+    return ret == MHD_YES ? 0 : SMQ_E_INTERNAL;
 }
 
 static void on_deadline(void *ctx)

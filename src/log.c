@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "smqd/errors.h"
+
 static atomic_int log_level = SMQ_LOG_INFO;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int log_fd = -1;   /* guarded by log_mu; -1 = stderr */
@@ -59,7 +61,7 @@ int log_level_parse(const char *s, enum smq_log_level *out)
             return 0;
         }
     }
-    return -1;
+    return SMQ_E_INVALID_ARGUMENT;
 }
 
 const char *log_level_name(enum smq_log_level level)
@@ -89,7 +91,7 @@ int log_open(const char *path)
     if (path != NULL && path[0] != '\0' && strcmp(path, "-") != 0) {
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
         if (fd < 0)
-            return -1;
+            return SMQ_E_INTERNAL;      /* errno says why */
     }
     swap_fd(fd);
     return 0;

@@ -88,12 +88,12 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
             exit(EXIT_OK);
         default:
             usage(stderr);
-            return -1;
+            return SMQ_E_INVALID_ARGUMENT;
         }
     }
     if (optind != argc || cli->config_path == NULL) {
         usage(stderr);
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     }
     return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "smqd/errors.h"
+
 int netaddr_make(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *ipv6)
 {
     struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
@@ -30,7 +32,7 @@ int netaddr_make(const char *host, uint16_t port, struct sockaddr_storage *ss, b
         *ipv6 = true;
         return 0;
     }
-    return -1;
+    return SMQ_E_INVALID_ARGUMENT;
 }
 
 int netaddr_local(int fd, char *out, size_t size)
@@ -43,10 +45,10 @@ int netaddr_local(int fd, char *out, size_t size)
     int n = -1;
 
     if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     if (ss.ss_family == AF_INET && inet_ntop(AF_INET, &in4->sin_addr, host, sizeof host))
         n = snprintf(out, size, "%s:%u", host, (unsigned)ntohs(in4->sin_port));
     else if (ss.ss_family == AF_INET6 && inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host))
         n = snprintf(out, size, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
-    return n > 0 && (size_t)n < size ? 0 : -1;
+    return n > 0 && (size_t)n < size ? 0 : SMQ_E_INVALID_ARGUMENT;
 }

@@ -59,7 +59,7 @@ int sqlite_file_dir_of(const char *path, char *out, size_t size)
     int n = slash == NULL ? snprintf(out, size, ".")
                           : snprintf(out, size, "%.*s", (int)(slash - path + 1), path);
 
-    return n >= 0 && (size_t)n < size ? 0 : -1;
+    return n >= 0 && (size_t)n < size ? 0 : SMQ_E_INVALID_ARGUMENT;
 }
 
 const char *sqlite_file_wal_path(const struct smq_store *base)
@@ -225,7 +225,8 @@ int sqlite_file_integrity_check(struct smq_store *base, char *err, size_t err_si
             append_finding(err, err_size, &used, row != NULL ? (const char *)row : "?");
     }
     if (rc != SQLITE_DONE) {
-        sqlite_store_set_err(err, err_size, "integrity check could not run: %s", sqlite3_errmsg(s->db));
+        sqlite_store_set_err(err, err_size, "integrity check could not run: %s",
+                             sqlite3_errmsg(s->db));
         ok = 0;
         sqlite_store_fail("integrity check", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }

@@ -8,6 +8,7 @@
  */
 #include "smqd/sqlite_store.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "smqd/errors.h"
@@ -122,17 +123,17 @@ static void stmt_reset(sqlite3_stmt *st)
     sqlite3_clear_bindings(st);
 }
 
-/* True when the injected write fault is due (and consumes it). */
-static int write_fault_due(struct sqlite_store *s)
+/* Whether the injected write fault is due (and consumes it). */
+static bool write_fault_due(struct sqlite_store *s)
 {
     if (s->fault_writes_left == STORE_FAULT_OFF)
-        return 0;
+        return false;
     if (s->fault_writes_left > 0) {
         s->fault_writes_left--;
-        return 0;
+        return false;
     }
     s->fault_writes_left = STORE_FAULT_OFF;
-    return 1;
+    return true;
 }
 
 /*
@@ -145,7 +146,8 @@ static int run_write(struct sqlite_store *s, struct binder *b, const char *what,
     int rc = b->rc, ret = 0;
 
     if (rc == SQLITE_OK && write_fault_due(s)) {
-        ret = s->fault_full ? sqlite_store_fail(what, SQLITE_FULL, "database or disk is full (injected)")
+        ret = s->fault_full ? sqlite_store_fail(what, SQLITE_FULL,
+                                                "database or disk is full (injected)")
                             : sqlite_store_fail(what, SQLITE_IOERR, "disk I/O error (injected)");
         goto out;
     }
@@ -181,8 +183,8 @@ int sqlite_rows_prepare(struct sqlite_store *s, const char *path, char *err, siz
         if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
                                NULL) != SQLITE_OK) {
             sqlite_store_set_err(err, err_size, "%s: cannot prepare statement %d: %s", path, i,
-                    sqlite3_errmsg(s->db));
-            return -1;
+                                 sqlite3_errmsg(s->db));
+            return SMQ_E_INTERNAL;
         }
     }
     return 0;
@@ -403,7 +405,7 @@ static int queue_from_row(sqlite3_stmt *st, struct store_queue_rec *q)
     int n = sqlite3_column_bytes(st, 1);
 
     if (name == NULL || n > STORE_QUEUE_NAME_MAX)
-        return -1;
+        return SMQ_E_INTERNAL;
     memset(q, 0, sizeof *q);
     q->id = sqlite3_column_int64(st, 0);
     memcpy(q->name, name, (size_t)n);
@@ -419,7 +421,7 @@ static int queue_from_row(sqlite3_stmt *st, struct store_queue_rec *q)
     name = sqlite3_column_text(st, 11);
     n = sqlite3_column_bytes(st, 11);
     if (name == NULL || n > STORE_QUEUE_NAME_MAX)
-        return -1;
+        return SMQ_E_INTERNAL;
     memcpy(q->dlq_target, name, (size_t)n);
     q->dlq_max_receive = sqlite3_column_int64(st, 12);
     return 0;
@@ -435,7 +437,8 @@ int sqlite_rows_queue_load(struct smq_store *base,
 
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (queue_from_row(st, &q) != 0) {
-            ret = sqlite_store_fail("queue load", SQLITE_ERROR, "a queue name is missing or too long");
+            ret = sqlite_store_fail("queue load", SQLITE_ERROR,
+                                    "a queue name is missing or too long");
             goto out;
         }
         ret = cb(arg, &q);
@@ -536,7 +539,8 @@ int sqlite_rows_msg_move(struct smq_store *base, int64_t from_queue_id,
     return ret;
 }
 
-static int delete_by_key(struct sqlite_store *s, enum sqlite_stmt id, int64_t queue_id, uint64_t seq,
+static int delete_by_key(struct sqlite_store *s, enum sqlite_stmt id, int64_t queue_id,
+                         uint64_t seq,
                          const char *what)
 {
     struct binder b = {s->st[id], SQLITE_OK};

@@ -167,15 +167,16 @@ static int query_int(sqlite3 *db, const char *sql, long long *out)
 static int check_version(long long version, const char *path, char *err, size_t err_size)
 {
     if (version > STORE_SCHEMA_VERSION) {
-        sqlite_store_set_err(err, err_size,
-                "%s: database schema version %lld is newer than this smqd supports (%d); "
-                "refusing to open", path, version, STORE_SCHEMA_VERSION);
-        return -1;
+        sqlite_store_set_err(err, err_size, "%s: database schema version %lld is newer than "
+                             "this smqd supports (%d); refusing to open", path, version,
+                             STORE_SCHEMA_VERSION);
+        return SMQ_E_INTERNAL;
     }
     if (version < 0) {
-        sqlite_store_set_err(err, err_size, "%s: database schema version %lld is invalid; refusing to open",
-                path, version);
-        return -1;
+        sqlite_store_set_err(err, err_size,
+                             "%s: database schema version %lld is invalid; refusing to open",
+                             path, version);
+        return SMQ_E_INTERNAL;
     }
     return 0;
 }
@@ -192,23 +193,23 @@ static int preflight(sqlite3 *db, const char *path, char *err, size_t err_size)
     int rc = query_int(db, "PRAGMA user_version", &version);
 
     if (rc == SQLITE_NOTADB) {
-        sqlite_store_set_err(err, err_size, "%s is not an SQLite database (%s); refusing to open", path,
-                sqlite3_errmsg(db));
-        return -1;
+        sqlite_store_set_err(err, err_size, "%s is not an SQLite database (%s); refusing to "
+                             "open", path, sqlite3_errmsg(db));
+        return SMQ_E_INTERNAL;
     }
     if (rc == SQLITE_OK)
         rc = query_int(db, "SELECT count(*) FROM sqlite_schema", &tables);
     if (rc != SQLITE_OK) {
         sqlite_store_set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (check_version(version, path, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     if (version == 0 && tables > 0) {
-        sqlite_store_set_err(err, err_size,
-                "%s is an SQLite database but not an smqd one (schema version 0 with %lld "
-                "existing tables); refusing to open", path, tables);
-        return -1;
+        sqlite_store_set_err(err, err_size, "%s is an SQLite database but not an smqd one "
+                             "(schema version 0 with %lld existing tables); refusing to open",
+                             path, tables);
+        return SMQ_E_INTERNAL;
     }
     return 0;
 }
@@ -219,7 +220,7 @@ static int exec_pragma(sqlite3 *db, const char *sql, const char *path, char *err
     if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
         return 0;
     sqlite_store_set_err(err, err_size, "%s: \"%s\" failed: %s", path, sql, sqlite3_errmsg(db));
-    return -1;
+    return SMQ_E_INTERNAL;
 }
 
 /*
@@ -237,30 +238,32 @@ static int set_pragmas(sqlite3 *db, enum smq_sync_mode sync, const char *path, c
     int rc;
 
     if (sqlite3_busy_timeout(db, 5000) != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "%s: cannot set busy timeout: %s", path, sqlite3_errmsg(db));
-        return -1;
+        sqlite_store_set_err(err, err_size, "%s: cannot set busy timeout: %s", path,
+                             sqlite3_errmsg(db));
+        return SMQ_E_INTERNAL;
     }
     rc = query_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
     if (rc != SQLITE_OK) {
         sqlite_store_set_err(err, err_size, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (strcmp(mode, "wal") != 0) {
-        sqlite_store_set_err(err, err_size, "%s: journal mode is \"%s\", not \"wal\"; refusing to run",
-                path, mode);
-        return -1;
+        sqlite_store_set_err(err, err_size,
+                             "%s: journal mode is \"%s\", not \"wal\"; refusing to run",
+                             path, mode);
+        return SMQ_E_INTERNAL;
     }
     /* NORMAL in WAL mode survives a crash of the process; only FULL also
      * survives power loss (conf/smqd.conf states the same). */
     if (exec_pragma(db, sync == SMQ_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
                                                 : "PRAGMA synchronous=FULL",
                     path, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     if (exec_pragma(db, "PRAGMA foreign_keys=OFF", path, err, err_size) != 0 ||
         exec_pragma(db, "PRAGMA cache_size=-65536", path, err, err_size) != 0 ||
         exec_pragma(db, "PRAGMA temp_store=MEMORY", path, err, err_size) != 0 ||
         exec_pragma(db, "PRAGMA journal_size_limit=16777216", path, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     return 0;
 }
 
@@ -275,15 +278,16 @@ static int apply_migrations(sqlite3 *db, const char *path, char *err, size_t err
 
     if (rc != SQLITE_OK) {
         sqlite_store_set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (check_version(version, path, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     for (long long v = version + 1; v <= STORE_SCHEMA_VERSION; v++) {
         if (sqlite3_exec(db, migrations[v - 1], NULL, NULL, NULL) != SQLITE_OK) {
-            sqlite_store_set_err(err, err_size, "%s: migration to schema version %lld failed: %s", path,
-                    v, sqlite3_errmsg(db));
-            return -1;
+            sqlite_store_set_err(err, err_size, "%s: migration to schema version %lld failed: %s",
+                                 path,
+                                 v, sqlite3_errmsg(db));
+            return SMQ_E_INTERNAL;
         }
     }
     if (version == STORE_SCHEMA_VERSION)
@@ -296,11 +300,11 @@ static int apply_migrations(sqlite3 *db, const char *path, char *err, size_t err
 static int migrate(sqlite3 *db, const char *path, char *err, size_t err_size)
 {
     if (exec_pragma(db, "BEGIN IMMEDIATE", path, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     if (apply_migrations(db, path, err, err_size) != 0 ||
         exec_pragma(db, "COMMIT", path, err, err_size) != 0) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     return 0;
 }
@@ -319,7 +323,7 @@ static int choose_auto_vacuum(sqlite3 *db, const char *path, long long *version,
 {
     if (query_int(db, "PRAGMA user_version", version) != SQLITE_OK) {
         sqlite_store_set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (*version != 0)
         return 0;
@@ -344,8 +348,9 @@ static int read_page_size(struct sqlite_store *s, const char *path, char *err, s
     long long page_size = 0;
 
     if (query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "%s: cannot read the page size: %s", path, sqlite3_errmsg(s->db));
-        return -1;
+        sqlite_store_set_err(err, err_size, "%s: cannot read the page size: %s", path,
+                             sqlite3_errmsg(s->db));
+        return SMQ_E_INTERNAL;
     }
     s->page_size = (uint64_t)page_size;
     return 0;
@@ -358,19 +363,21 @@ static int read_page_size(struct sqlite_store *s, const char *path, char *err, s
  * every name of one database (a link to it or to its directory) meets the
  * same lock, as it meets the same WAL.  The kernel drops the lock when the
  * process dies, even by kill -9.  PATH, as configured, is for messages. */
-static int lock_data(const char *path, const char *db_file, char *err, size_t err_size)
+static int lock_data(const char *path, const char *db_file, int *fd_out, char *err,
+                     size_t err_size)
 {
     char lock_path[PATH_MAX + 8], pid[24];
     int fd, n;
 
     if (snprintf(lock_path, sizeof lock_path, "%s.lock", db_file) >= (int)sizeof lock_path) {
         sqlite_store_set_err(err, err_size, "%s: path too long", path);
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        sqlite_store_set_err(err, err_size, "cannot open lock file %s: %s", lock_path, strerror(errno));
-        return -1;
+        sqlite_store_set_err(err, err_size, "cannot open lock file %s: %s", lock_path,
+                             strerror(errno));
+        return SMQ_E_INTERNAL;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
@@ -378,17 +385,19 @@ static int lock_data(const char *path, const char *db_file, char *err, size_t er
         pid[got > 0 ? got : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
         if (e == EWOULDBLOCK)
-            sqlite_store_set_err(err, err_size, "%s is in use by another smqd process (pid %s holds %s)",
-                    path, pid[0] ? pid : "?", lock_path);
+            sqlite_store_set_err(err, err_size,
+                                 "%s is in use by another smqd process (pid %s holds %s)",
+                                 path, pid[0] ? pid : "?", lock_path);
         else
             sqlite_store_set_err(err, err_size, "cannot lock %s: %s", lock_path, strerror(e));
         close(fd);
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
         { /* the pid is only informational */ }
-    return fd;
+    *fd_out = fd;
+    return 0;
 }
 
 static int sqlite_open(const struct store_config *cfg, struct smq_store **out, char *err,
@@ -413,11 +422,10 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
      * open reads nothing yet: the lock is taken before anything is. */
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         sqlite_store_set_err(err, err_size, "cannot open %s: %s", path,
-                s->db != NULL ? sqlite3_errmsg(s->db) : "out of memory");
+                             s->db != NULL ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail_open;
     }
-    s->lock_fd = lock_data(path, sqlite3_db_filename(s->db, "main"), err, err_size);
-    if (s->lock_fd < 0)
+    if (lock_data(path, sqlite3_db_filename(s->db, "main"), &s->lock_fd, err, err_size) != 0)
         goto fail_open;
     /* SQLite falls back to read-only, silently, when the file is not
      * writable for this user; every write would then fail at run time. */
@@ -435,7 +443,8 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
      * the file rewritten) at every start. */
     if (version == 1)
         convert_auto_vacuum(s->db, path);
-    if (sqlite_rows_prepare(s, path, err, err_size) != 0 || read_page_size(s, path, err, err_size) != 0)
+    if (sqlite_rows_prepare(s, path, err, err_size) != 0
+        || read_page_size(s, path, err, err_size) != 0)
         goto fail_stmts;
     *out = &s->base;
     return 0;

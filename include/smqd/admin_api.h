@@ -53,8 +53,8 @@ struct admin_job {
 /*
  * Decides one /v1 request.  path and query are raw (still percent-encoded;
  * query may be NULL).  0: job->ops[0..n_ops) are initialised and ready to
- * submit.  -1: the request is answered by reply (an error).  The job must
- * be released with admin_api_release either way.
+ * submit.  Otherwise an SMQ_E_* code: the request is answered by reply
+ * (an error).  The job must be released with admin_api_release either way.
  */
 int admin_api_prepare(const char *method, const char *path, const char *query,
                       struct admin_job *job, struct admin_reply *reply);

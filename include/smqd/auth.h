@@ -78,7 +78,8 @@ int auth_verify(const struct auth_keyring *ring, const struct auth_request *r,
                 int64_t now_epoch_ms, int64_t max_skew_ms, size_t *key_index,
                 struct smq_errinfo *ei);
 
-/* Parses an RFC 1123 date ("Tue, 02 Jan 2024 03:04:05 GMT").  0 or -1. */
+/* Parses an RFC 1123 date ("Tue, 02 Jan 2024 03:04:05 GMT").  0 or
+ * SMQ_E_INVALID_DATE. */
 int auth_parse_http_date(const char *s, int64_t *epoch_s);
 
 /*

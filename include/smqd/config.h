@@ -82,8 +82,9 @@ void config_defaults(struct smq_config *cfg);
 
 /*
  * Loads path over the defaults.  On an unknown section/key, a bad value or a
- * missing required key (at least one access key) returns -1 and writes
- * "path:line: message" (or "path: message") into err.
+ * missing required key (at least one access key) returns
+ * SMQ_E_INVALID_ARGUMENT and writes "path:line: message" (or "path:
+ * message") into err.
  *
  * cfg is always fully written and never read: the loaded settings on
  * success, the defaults (no keys) on failure, so config_free(cfg) is safe

@@ -103,8 +103,9 @@ uint64_t httpd_req_start_us(const struct httpd_req *r);
 int httpd_req_problem(const struct httpd_req *r, struct smq_errinfo *ei);
 
 /* Answers the request: status, body (taken, may be empty), Content-Type
- * (ignored for an empty body), and extra headers.  0, or -1 when the
- * response could not be queued (the connection is then closed). */
+ * (ignored for an empty body), and extra headers.  0, or SMQ_E_NOMEM /
+ * SMQ_E_INTERNAL when the response could not be made or queued (the
+ * connection is then closed). */
 int httpd_respond(struct httpd_req *r, int status, struct smq_buf *body,
                   const char *content_type, const struct http_header *extra, size_t n_extra);
 

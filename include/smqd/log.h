@@ -24,13 +24,14 @@ enum smq_log_level {
 
 void log_set_level(enum smq_log_level level);
 enum smq_log_level log_get_level(void);
-/* Parses "error" | "warn" | "info" | "debug" (any case).  0 or -1. */
+/* Parses "error" | "warn" | "info" | "debug" (any case).  0 or
+ * SMQ_E_INVALID_ARGUMENT. */
 int log_level_parse(const char *s, enum smq_log_level *out);
 /* The lowercase name as log_level_parse accepts it; "?" if out of range. */
 const char *log_level_name(enum smq_log_level level);
 
-/* Redirects output to path (append); NULL, "" or "-" means stderr.  0 or -1
- * (errno set; the previous destination stays in use).  Calling it again with
+/* Redirects output to path (append); NULL, "" or "-" means stderr.  0 or
+ * SMQ_E_INTERNAL (errno set; the previous destination stays in use).  Calling it again with
  * the same path reopens the file, e.g. after log rotation. */
 int log_open(const char *path);
 /* Closes the log file, if any, and goes back to stderr. */

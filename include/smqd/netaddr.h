@@ -11,12 +11,14 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* Fills ss for host:port; *ipv6 tells the family.  0, or -1 when host is
- * neither an IPv4/IPv6 literal nor "localhost" (127.0.0.1). */
+/* Fills ss for host:port; *ipv6 tells the family.  0, or
+ * SMQ_E_INVALID_ARGUMENT when host is neither an IPv4/IPv6 literal nor
+ * "localhost" (127.0.0.1). */
 int netaddr_make(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *ipv6);
 
 /* The local address of socket fd as "A.B.C.D:PORT" or "[V6]:PORT" in out.
- * 0, or -1 (not a connected IPv4/IPv6 socket, or out too small). */
+ * 0, or SMQ_E_INVALID_ARGUMENT (not a connected IPv4/IPv6 socket, or out
+ * too small). */
 int netaddr_local(int fd, char *out, size_t size);
 
 #endif

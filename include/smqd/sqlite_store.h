@@ -81,7 +81,7 @@ int sqlite_store_fail(const char *what, int rc, const char *sqlite_msg);
 
 /* ---- sqlite_rows.c ---- */
 
-/* Prepares every statement (at open).  0, or -1 with err set. */
+/* Prepares every statement (at open).  0, or SMQ_E_INTERNAL with err set. */
 int sqlite_rows_prepare(struct sqlite_store *s, const char *path, char *err, size_t err_size);
 void sqlite_rows_finalize(struct sqlite_store *s);
 /* Steps a PRAGMA that returns one count.  0 or SMQ_E_INTERNAL. */
@@ -130,7 +130,7 @@ int sqlite_file_stats(struct smq_store *s, struct store_file_stats *out);
 int sqlite_file_reclaim(struct smq_store *s, unsigned max_pages, uint64_t *freed);
 int sqlite_file_integrity_check(struct smq_store *s, char *err, size_t err_size);
 /* The directory part of path, with its final slash ("." when there is
- * none): 0, or -1 when out is too small. */
+ * none): 0, or SMQ_E_INVALID_ARGUMENT when out is too small. */
 int sqlite_file_dir_of(const char *path, char *out, size_t size);
 
 #endif

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "smqd/errors.h"
+
 /* Pages per backup step: 4 MiB with smqd's 4 KiB pages; small enough that
  * progress shows, large enough that the per-step overhead vanishes. */
 #define BACKUP_STEP_PAGES 1024
@@ -59,7 +61,7 @@ static int open_db(const char *path, int flags, sqlite3 **db, char *err, size_t 
                  *db != NULL ? sqlite3_errmsg(*db) : "out of memory");
         sqlite3_close(*db);
         *db = NULL;
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     /* smqd commits in a few milliseconds; wait for it rather than fail. */
     sqlite3_busy_timeout(*db, 10000);
@@ -67,34 +69,35 @@ static int open_db(const char *path, int flags, sqlite3 **db, char *err, size_t 
 }
 
 /* Runs integrity_check; writes up to CHECK_MAX_LINES result rows to out.
- * 0 ok, 1 problems, -1 error. */
-static int integrity(sqlite3 *db, FILE *out, char *err, size_t err_size)
+ * 0 with *ok (false: problems found), or SMQ_E_INTERNAL when it cannot run. */
+static int integrity(sqlite3 *db, FILE *out, bool *ok, char *err, size_t err_size)
 {
     sqlite3_stmt *st = NULL;
-    int rc, problems = 0, lines = 0;
+    int rc, ret = 0, lines = 0;
 
+    *ok = true;
     if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(" "100" ")", -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, err_size, "integrity_check: %s", sqlite3_errmsg(db));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *line = (const char *)sqlite3_column_text(st, 0);
         if (line == NULL)
             continue;
         if (strcmp(line, "ok") != 0)
-            problems = 1;
+            *ok = false;
         if (out != NULL && lines++ < CHECK_MAX_LINES)
             fprintf(out, "%s\n", line);
     }
     if (rc != SQLITE_DONE) {
         snprintf(err, err_size, "integrity_check: %s", sqlite3_errmsg(db));
-        problems = -1;
+        ret = SMQ_E_INTERNAL;
     }
     sqlite3_finalize(st);
-    return problems;
+    return ret;
 }
 
-int ctl_db_check(const char *db_path, FILE *out, char *err, size_t err_size)
+int ctl_db_check(const char *db_path, FILE *out, bool *ok, char *err, size_t err_size)
 {
     sqlite3 *db = NULL;
     int rc;
@@ -102,9 +105,10 @@ int ctl_db_check(const char *db_path, FILE *out, char *err, size_t err_size)
     /* Read-only: a check must never be the thing that changes the file.
      * (In WAL mode the reader still maps PATH-shm, which smqd created.) */
     warn_foreign_owner(db_path);
+    *ok = false;
     if (open_db(db_path, SQLITE_OPEN_READONLY, &db, err, err_size) != 0)
-        return -1;
-    rc = integrity(db, out, err, err_size);
+        return SMQ_E_INTERNAL;
+    rc = integrity(db, out, ok, err, err_size);
     sqlite3_close(db);
     return rc;
 }
@@ -116,19 +120,19 @@ static int make_temp(const char *dest, char *tmp, size_t size, char *err, size_t
 
     if (snprintf(tmp, size, "%s.tmp.XXXXXX", dest) >= (int)size) {
         snprintf(err, err_size, "destination path too long");
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     fd = mkstemp(tmp);
     if (fd < 0) {
         snprintf(err, err_size, "cannot create a temporary file next to %s: %s", dest,
                  strerror(errno));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     close(fd);
     return 0;
 }
 
-/* Copies the source snapshot into dst in chunks.  0 or -1. */
+/* Copies the source snapshot into dst in chunks.  0 or SMQ_E_INTERNAL. */
 static int copy_pages(sqlite3 *src, sqlite3 *dst, FILE *log, char *err, size_t err_size)
 {
     sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
@@ -136,7 +140,7 @@ static int copy_pages(sqlite3 *src, sqlite3 *dst, FILE *log, char *err, size_t e
 
     if (b == NULL) {
         snprintf(err, err_size, "backup: %s", sqlite3_errmsg(dst));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     do {
         rc = sqlite3_backup_step(b, BACKUP_STEP_PAGES);
@@ -149,7 +153,7 @@ static int copy_pages(sqlite3 *src, sqlite3 *dst, FILE *log, char *err, size_t e
     sqlite3_backup_finish(b);
     if (rc != SQLITE_DONE) {
         snprintf(err, err_size, "backup: %s", sqlite3_errstr(rc));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     return 0;
 }
@@ -160,7 +164,7 @@ static int fsync_path(const char *path, int flags)
     int rc;
 
     if (fd < 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     rc = fsync(fd);
     close(fd);
     return rc;
@@ -173,7 +177,7 @@ static int fsync_dir_of(const char *path)
     int rc;
 
     if (copy == NULL)
-        return -1;
+        return SMQ_E_INTERNAL;
     rc = fsync_path(dirname(copy), O_RDONLY | O_DIRECTORY);
     free(copy);
     return rc;
@@ -184,7 +188,8 @@ static int backup_to(const char *db_path, const char *tmp, FILE *log, char *err,
                      size_t err_size)
 {
     sqlite3 *src = NULL, *dst = NULL;
-    int rc = -1;
+    bool ok = false;
+    int rc = SMQ_E_INTERNAL;
 
     if (open_db(db_path, SQLITE_OPEN_READONLY, &src, err, err_size) != 0)
         goto out;
@@ -199,17 +204,18 @@ static int backup_to(const char *db_path, const char *tmp, FILE *log, char *err,
     if (copy_pages(src, dst, log, err, err_size) != 0)
         goto out;
     sqlite3_exec(src, "COMMIT", NULL, NULL, NULL);
-    rc = integrity(dst, NULL, err, err_size);
-    if (rc > 0)
+    rc = integrity(dst, NULL, &ok, err, err_size);
+    if (rc == 0 && !ok) {
         snprintf(err, err_size, "the copy fails PRAGMA integrity_check (is %s damaged? "
                  "run smqctl check)", db_path);
-    rc = rc == 0 ? 0 : -1;
+        rc = SMQ_E_INTERNAL;
+    }
 out:
     sqlite3_close(dst);              /* the last close folds the copy's own WAL in */
     sqlite3_close(src);
     if (rc == 0 && fsync_path(tmp, O_RDONLY) != 0) {
         snprintf(err, err_size, "cannot fsync %s: %s", tmp, strerror(errno));
-        rc = -1;
+        rc = SMQ_E_INTERNAL;
     }
     return rc;
 }
@@ -239,7 +245,7 @@ static int check_dest(const char *db_path, const char *dest, char *err, size_t e
             if (same_file(path, &st)) {
                 snprintf(err, err_size, "%s is %s itself: a backup must go elsewhere", dest,
                          path);
-                return -1;
+                return SMQ_E_INTERNAL;
             }
         }
     }
@@ -248,7 +254,7 @@ static int check_dest(const char *db_path, const char *dest, char *err, size_t e
         if (access(path, F_OK) == 0) {
             snprintf(err, err_size, "%s exists and would be read as part of the backup; "
                      "remove it or choose another destination", path);
-            return -1;
+            return SMQ_E_INTERNAL;
         }
     }
     return 0;
@@ -260,21 +266,21 @@ int ctl_db_backup(const char *db_path, const char *dest, FILE *log, char *err, s
 
     if (access(db_path, R_OK) != 0) {
         snprintf(err, err_size, "cannot read %s: %s", db_path, strerror(errno));
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (check_dest(db_path, dest, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     warn_foreign_owner(db_path);
     if (make_temp(dest, tmp, sizeof tmp, err, err_size) != 0)
-        return -1;
+        return SMQ_E_INTERNAL;
     if (backup_to(db_path, tmp, log, err, err_size) != 0) {
         unlink(tmp);
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (rename(tmp, dest) != 0) {
         snprintf(err, err_size, "cannot rename %s to %s: %s", tmp, dest, strerror(errno));
         unlink(tmp);
-        return -1;
+        return SMQ_E_INTERNAL;
     }
     if (fsync_dir_of(dest) != 0 && log != NULL)
         fprintf(log, "backup: warning: cannot fsync the directory of %s: %s\n", dest,

@@ -8,13 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/errors.h"
+
 /* Bigger than any admin answer (16 messages of 64 KiB, or thousands of
  * queues), small enough that a wrong -a cannot exhaust memory. */
 #define MAX_RESPONSE (64u << 20)
 
 int ctl_http_init(void)
 {
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : SMQ_E_INTERNAL;
 }
 
 void ctl_http_cleanup(void)
@@ -108,7 +110,7 @@ out:
         curl_easy_cleanup(c);
     if (rc != CURLE_OK)
         ctl_resp_free(out);
-    return rc == CURLE_OK ? 0 : -1;
+    return rc == CURLE_OK ? 0 : SMQ_E_INTERNAL;
 }
 
 void ctl_resp_free(struct ctl_resp *r)

@@ -18,12 +18,13 @@ struct ctl_resp {
     size_t len;
 };
 
-/* Call once before any request (libcurl global init); 0 or -1. */
+/* Call once before any request (libcurl global init); 0 or SMQ_E_INTERNAL. */
 int ctl_http_init(void);
 void ctl_http_cleanup(void);
 
 /* method GET, POST or PUT; path_query starts with '/'.  0 with out filled
- * (any HTTP status), or -1 with a reason in err (connection failed...). */
+ * (any HTTP status), or SMQ_E_INTERNAL with a reason in err (connection
+ * failed...). */
 int ctl_http_request(const struct ctl_target *t, const char *method, const char *path_query,
                      struct ctl_resp *out, char *err, size_t err_size);
 void ctl_resp_free(struct ctl_resp *r);

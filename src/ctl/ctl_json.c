@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/errors.h"
 #include "smqd/strnum.h"
 
 struct parser {
@@ -35,7 +36,7 @@ static int fail(struct parser *p, const char *fmt, ...)
         snprintf(p->err, p->err_size, "offset %zu: %s", p->pos, msg);
         p->failed = true;
     }
-    return -1;
+    return SMQ_E_INVALID_ARGUMENT;
 }
 
 static void skip_ws(struct parser *p)
@@ -70,7 +71,7 @@ static int sbuf_put(struct sbuf *b, const char *data, size_t n)
         while (cap < b->len + n + 1)
             cap *= 2;
         if ((grown = realloc(b->data, cap)) == NULL)
-            return -1;
+            return SMQ_E_NOMEM;
         b->data = grown;
         b->cap = cap;
     }
@@ -127,7 +128,7 @@ static int unicode_escape(struct parser *p, struct sbuf *b)
     uint32_t hi, lo;
 
     if (hex4(p, &hi) != 0)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     if (hi >= 0xDC00 && hi <= 0xDFFF)
         return fail(p, "lone low surrogate");
     if (hi >= 0xD800 && hi <= 0xDBFF) {
@@ -180,7 +181,7 @@ static int parse_string(struct parser *p, char **out, size_t *out_len)
             p->pos++;
             if (escape(p, &b) != 0) {
                 free(b.data);
-                return -1;
+                return SMQ_E_INVALID_ARGUMENT;
             }
             continue;
         }
@@ -269,9 +270,9 @@ static int parse_member(struct parser *p, struct cj_value *v, size_t *cap, int d
     if (p->pos >= p->len || p->s[p->pos] != '"')
         return fail(p, "expected a key");
     if ((slot = grow(p, v, cap)) == NULL)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     if (parse_string(p, &v->keys[v->n - 1], &klen) != 0)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     skip_ws(p);
     if (p->pos >= p->len || p->s[p->pos] != ':')
         return fail(p, "expected ':'");
@@ -300,9 +301,9 @@ static int parse_container(struct parser *p, struct cj_value *v, int depth)
         skip_ws(p);
         if (obj) {
             if (parse_member(p, v, &cap, depth) != 0)
-                return -1;
+                return SMQ_E_INVALID_ARGUMENT;
         } else if ((slot = grow(p, v, &cap)) == NULL || parse_value(p, slot, depth + 1) != 0) {
-            return -1;
+            return SMQ_E_INVALID_ARGUMENT;
         }
         skip_ws(p);
         if (p->pos < p->len && p->s[p->pos] == ',') {
@@ -351,7 +352,7 @@ int cj_parse(const char *text, size_t len, struct cj_value *out, char *err, size
 
     memset(out, 0, sizeof *out);
     if (parse_value(&p, out, 0) != 0)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     skip_ws(&p);
     if (p.pos != p.len)
         return fail(&p, "trailing characters");

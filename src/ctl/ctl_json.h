@@ -26,8 +26,9 @@ struct cj_value {
 
 #define CJ_MAX_DEPTH 32
 
-/* Parses exactly one JSON value (surrounding whitespace allowed).  0, or -1
- * with "offset N: problem" in err; out is always safe to cj_free. */
+/* Parses exactly one JSON value (surrounding whitespace allowed).  0, or
+ * SMQ_E_INVALID_ARGUMENT with "offset N: problem" in err; out is always
+ * safe to cj_free. */
 int cj_parse(const char *text, size_t len, struct cj_value *out, char *err, size_t err_size);
 void cj_free(struct cj_value *v);
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "smqd/errors.h"
+
 void ctl_print_safe(FILE *out, const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
@@ -62,7 +64,7 @@ int ctl_print_queue_table(FILE *out, const struct cj_value *doc)
     const struct cj_value *queues = cj_get(doc, "queues");
 
     if (queues == NULL || queues->type != CJ_ARRAY)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     fprintf(out, "%-32s %10s %10s %10s %8s %12s  %s\n", "NAME", "ACTIVE", "INACTIVE",
             "DELAYED", "WAITERS", "OLDEST_S", "DLQ");
     for (size_t i = 0; i < queues->n; i++) {
@@ -110,7 +112,7 @@ static void print_flat(FILE *out, const struct cj_value *obj, const char *prefix
 int ctl_print_queue(FILE *out, const struct cj_value *queue)
 {
     if (queue == NULL || queue->type != CJ_OBJECT || cj_get(queue, "name") == NULL)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     print_flat(out, queue, "");
     return 0;
 }
@@ -120,7 +122,7 @@ int ctl_print_messages(FILE *out, const struct cj_value *doc)
     const struct cj_value *msgs = cj_get(doc, "messages");
 
     if (msgs == NULL || msgs->type != CJ_ARRAY)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     for (size_t i = 0; i < msgs->n; i++) {
         const struct cj_value *m = &msgs->items[i];
         const struct cj_value *body = cj_get(m, "body");

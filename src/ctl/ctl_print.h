@@ -12,7 +12,8 @@
 
 #include "ctl_json.h"
 
-/* {"queues":[QUEUE...]} as a table.  -1 if the document has another shape. */
+/* {"queues":[QUEUE...]} as a table.  SMQ_E_INVALID_ARGUMENT if the document
+ * has another shape. */
 int ctl_print_queue_table(FILE *out, const struct cj_value *doc);
 /* One QUEUE as "key: value" lines (attributes and counters flattened). */
 int ctl_print_queue(FILE *out, const struct cj_value *queue);

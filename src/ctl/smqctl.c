@@ -18,6 +18,7 @@
 #include "ctl_json.h"
 #include "ctl_print.h"
 #include "smqd/config.h"
+#include "smqd/errors.h"
 #include "smqd/strnum.h"
 
 enum exit_code {
@@ -81,7 +82,7 @@ static int load_config(struct ctl *c)
         return 0;
     if (config_load(c->config_path, &c->cfg, err, sizeof err) != 0) {
         fprintf(stderr, "smqctl: %s\n", err);
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     }
     c->cfg_loaded = true;
     return 0;
@@ -96,7 +97,7 @@ static int addr_from_config(struct ctl *c)
     if (!c->cfg.admin_enabled) {
         fprintf(stderr, "smqctl: the admin listener is off in %s ([admin] listen = off)\n",
                 c->config_path);
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     }
     if (strcmp(host, "0.0.0.0") == 0)
         host = "127.0.0.1";
@@ -110,10 +111,8 @@ static int addr_from_config(struct ctl *c)
 
 static int resolve_target(struct ctl *c)
 {
-    if (load_config(c) != 0)
-        return -1;
-    if (c->addr == NULL && c->cfg_loaded && addr_from_config(c) != 0)
-        return -1;
+    if (load_config(c) != 0 || (c->addr == NULL && c->cfg_loaded && addr_from_config(c) != 0))
+        return SMQ_E_INVALID_ARGUMENT;
     if (c->addr == NULL)
         c->addr = DEFAULT_ADMIN;
     if (c->token == NULL)
@@ -396,16 +395,17 @@ static int cmd_redrive(struct ctl *c, char **args, int n)
     return code;
 }
 
-/* Appends "&Name=Value" (both encoded) to query; -1 when arg has no '='. */
+/* Appends "&Name=Value" (both encoded) to query: 0, SMQ_E_INVALID_ARGUMENT
+ * when arg has no '=', or SMQ_E_NOMEM. */
 static int add_attr(char **query, size_t *len, const char *arg)
 {
     const char *eq = strchr(arg, '=');
     char *name, *ename, *evalue, *grown;
     size_t add;
-    int rc = -1;
+    int rc = SMQ_E_NOMEM;
 
     if (eq == NULL || eq == arg)
-        return -1;
+        return SMQ_E_INVALID_ARGUMENT;
     name = strndup(arg, (size_t)(eq - arg));
     ename = name != NULL ? ctl_http_escape(name) : NULL;
     evalue = ctl_http_escape(eq + 1);
@@ -472,16 +472,15 @@ static int cmd_check(struct ctl *c, int n)
 {
     const char *db;
     char err[1024];
-    int rc;
+    bool ok;
 
     if (n != 0)
         return usage(stderr), EXIT_USAGE;
     if ((db = resolve_db(c)) == NULL)
         return EXIT_USAGE;
-    rc = ctl_db_check(db, stdout, err, sizeof err);
-    if (rc < 0)
+    if (ctl_db_check(db, stdout, &ok, err, sizeof err) != 0)
         fprintf(stderr, "smqctl: check: %s\n", err);
-    return rc == 0 ? EXIT_OK : EXIT_FAILED;
+    return ok ? EXIT_OK : EXIT_FAILED;
 }
 
 /* ---- command line ---------------------------------------------------------------------- */
@@ -513,10 +512,10 @@ static int parse_cli(int argc, char **argv, struct ctl *c)
         case OPT_RATE: c->rate = optarg; break;
         case OPT_MAX: c->max = optarg; break;
         case 'h': usage(stdout); exit(EXIT_OK);
-        default: return -1;
+        default: return SMQ_E_INVALID_ARGUMENT;
         }
     }
-    return optind < argc ? 0 : -1;
+    return optind < argc ? 0 : SMQ_E_INVALID_ARGUMENT;
 }
 
 static int run_command(struct ctl *c, const char *cmd, char **args, int n)

@@ -58,7 +58,7 @@ static void expect_refused(struct fx *f, const char *method, const char *path, c
 {
     char want[96];
 
-    if (prepare(f, method, path, query) != -1)
+    if (prepare(f, method, path, query) >= 0)
         fail_msg("%s %s?%s was accepted", method, path, query ? query : "");
     snprintf(want, sizeof want, "{\"error\":\"%s\"", code);
     if (f->reply.status != status || strncmp(f->reply.body.data, want, strlen(want)) != 0)

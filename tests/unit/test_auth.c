@@ -458,9 +458,9 @@ static void test_auth_parse_date_invalid(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         print_message("'%s'\n", bad[i]);
-        assert_int_equal(auth_parse_http_date(bad[i], &t), -1);
+        assert_int_equal(auth_parse_http_date(bad[i], &t), SMQ_E_INVALID_DATE);
     }
-    assert_int_equal(auth_parse_http_date(NULL, &t), -1);
+    assert_int_equal(auth_parse_http_date(NULL, &t), SMQ_E_INVALID_DATE);
     assert_int_equal(t, 77);   /* untouched on failure */
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "smqd/config.h"
+#include "smqd/errors.h"
 #include "smqd/log.h"
 
 /* A loadable [auth] section for tests whose subject is elsewhere. */
@@ -75,7 +76,7 @@ static void expect_error(struct fixture *f, const char *text, int line, const ch
 {
     char prefix[256];
 
-    assert_int_equal(load_text(f, text), -1);
+    assert_int_equal(load_text(f, text), SMQ_E_INVALID_ARGUMENT);
     snprintf(prefix, sizeof(prefix), "%s:%d: ", f->path, line);
     if (strncmp(f->err, prefix, strlen(prefix)) != 0 || strstr(f->err, needle) == NULL)
         fail_msg("for:\n%s\nexpected \"%s...%s\", got \"%s\"", text, prefix, needle, f->err);
@@ -216,7 +217,7 @@ static void test_config_missing_file(void **state)
     struct fixture *f = *state;
     char expect[256];
 
-    assert_int_equal(config_load("/nonexistent/smqd.conf", &f->cfg, f->err, sizeof(f->err)), -1);
+    assert_int_equal(config_load("/nonexistent/smqd.conf", &f->cfg, f->err, sizeof(f->err)), SMQ_E_INVALID_ARGUMENT);
     snprintf(expect, sizeof(expect), "/nonexistent/smqd.conf: cannot open: %s",
              strerror(ENOENT));
     assert_string_equal(f->err, expect);
@@ -229,7 +230,7 @@ static void test_config_directory_is_not_a_file(void **state)
 {
     struct fixture *f = *state;
 
-    assert_int_equal(config_load(f->dir, &f->cfg, f->err, sizeof(f->err)), -1);
+    assert_int_equal(config_load(f->dir, &f->cfg, f->err, sizeof(f->err)), SMQ_E_INVALID_ARGUMENT);
     assert_non_null(strstr(f->err, "cannot"));
     assert_int_equal(strncmp(f->err, f->dir, strlen(f->dir)), 0);
 }
@@ -239,13 +240,13 @@ static void test_config_no_key(void **state)
     struct fixture *f = *state;
     char expect[256];
 
-    assert_int_equal(load_text(f, "[server]\nthreads = 4\n"), -1);
+    assert_int_equal(load_text(f, "[server]\nthreads = 4\n"), SMQ_E_INVALID_ARGUMENT);
     snprintf(expect, sizeof(expect),
              "%s: no access key configured ([auth] access_key_id and access_key_secret)",
              f->path);
     assert_string_equal(f->err, expect);
     /* An empty file is the same: the key pair is the one required setting. */
-    assert_int_equal(load_text(f, ""), -1);
+    assert_int_equal(load_text(f, ""), SMQ_E_INVALID_ARGUMENT);
     assert_string_equal(f->err, expect);
 }
 
@@ -762,10 +763,10 @@ static void test_config_error_truncation(void **state)
 
     write_file(f->path, "[server]\nthreads = 0\n");
     config_free(&f->cfg);
-    assert_int_equal(config_load(f->path, &f->cfg, small, sizeof(small)), -1);
+    assert_int_equal(config_load(f->path, &f->cfg, small, sizeof(small)), SMQ_E_INVALID_ARGUMENT);
     assert_int_equal(strlen(small), sizeof(small) - 1);
     assert_string_equal(small + sizeof(small) - 4, "...");
-    assert_int_equal(config_load(f->path, &f->cfg, NULL, 0), -1);
+    assert_int_equal(config_load(f->path, &f->cfg, NULL, 0), SMQ_E_INVALID_ARGUMENT);
 }
 
 /* [queue.NAME] sections: declared queues and their dead-letter policies. */

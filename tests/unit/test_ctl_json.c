@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "ctl_json.h"
+#include "smqd/errors.h"
 
 static void test_ctl_json_admin_document(void **state)
 {
@@ -75,7 +76,7 @@ static void test_ctl_json_refuses(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (cj_parse(bad[i], strlen(bad[i]), &v, err, sizeof err) != -1)
+        if (cj_parse(bad[i], strlen(bad[i]), &v, err, sizeof err) != SMQ_E_INVALID_ARGUMENT)
             fail_msg("accepted: %s", bad[i]);
         assert_true(strncmp(err, "offset ", 7) == 0);
         cj_free(&v);
@@ -100,7 +101,7 @@ static void test_ctl_json_depth(void **state)
         doc[n] = '[';
     for (size_t i = 0; i <= CJ_MAX_DEPTH; i++)
         doc[n++] = ']';
-    assert_int_equal(cj_parse(doc, n, &v, err, sizeof err), -1);
+    assert_int_equal(cj_parse(doc, n, &v, err, sizeof err), SMQ_E_INVALID_ARGUMENT);
     assert_non_null(strstr(err, "nested too deeply"));
     cj_free(&v);
 }

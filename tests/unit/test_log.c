@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "smqd/errors.h"
 #include "smqd/log.h"
 
 #define STAMP_RE "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z"
@@ -114,10 +115,10 @@ static void test_log_level_parse(void **state)
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         level = SMQ_LOG_WARN;
-        assert_int_equal(log_level_parse(bad[i], &level), -1);
+        assert_int_equal(log_level_parse(bad[i], &level), SMQ_E_INVALID_ARGUMENT);
         assert_int_equal(level, SMQ_LOG_WARN);   /* untouched on failure */
     }
-    assert_int_equal(log_level_parse(NULL, &level), -1);
+    assert_int_equal(log_level_parse(NULL, &level), SMQ_E_INVALID_ARGUMENT);
     (void)state;
 }
 
@@ -339,7 +340,7 @@ static void test_log_open_failure_keeps_destination(void **state)
     char *text;
 
     errno = 0;
-    assert_int_equal(log_open("/nonexistent-dir/x/smqd.log"), -1);
+    assert_int_equal(log_open("/nonexistent-dir/x/smqd.log"), SMQ_E_INTERNAL);
     assert_int_equal(errno, ENOENT);
     SMQ_INFO("still here");
     text = read_log(f, NULL);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "smqd/errors.h"
 #include "smqd/netaddr.h"
 
 static void test_netaddr_make(void **state)
@@ -32,11 +33,11 @@ static void test_netaddr_make(void **state)
     assert_int_equal(((struct sockaddr_in *)&ss)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
     assert_int_equal(netaddr_make("::1", 9, &ss, &v6), 0);
     assert_true(v6);
-    assert_int_equal(netaddr_make("example.org", 80, &ss, &v6), -1);
+    assert_int_equal(netaddr_make("example.org", 80, &ss, &v6), SMQ_E_INVALID_ARGUMENT);
 }
 
 /* A loopback TCP connection: the accepted side's local address is the
- * listener's; an unconnected or non-IP descriptor gives -1. */
+ * listener's; an unconnected or non-IP descriptor is refused. */
 static void test_netaddr_local(void **state)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -58,10 +59,10 @@ static void test_netaddr_local(void **state)
     snprintf(want, sizeof want, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
     assert_int_equal(netaddr_local(afd, out, sizeof out), 0);
     assert_string_equal(out, want);
-    assert_int_equal(netaddr_local(afd, tiny, sizeof tiny), -1);    /* does not fit */
-    assert_int_equal(netaddr_local(-1, out, sizeof out), -1);
+    assert_int_equal(netaddr_local(afd, tiny, sizeof tiny), SMQ_E_INVALID_ARGUMENT);    /* does not fit */
+    assert_int_equal(netaddr_local(-1, out, sizeof out), SMQ_E_INVALID_ARGUMENT);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
-    assert_int_equal(netaddr_local(pair[0], out, sizeof out), -1);  /* not IPv4/IPv6 */
+    assert_int_equal(netaddr_local(pair[0], out, sizeof out), SMQ_E_INVALID_ARGUMENT);  /* not IPv4/IPv6 */
 
     close(pair[0]);
     close(pair[1]);
