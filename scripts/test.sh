@@ -38,7 +38,8 @@ for t in build/tests/test_*; do
   echo "valgrind: $(basename "$t") clean"
 done
 echo "== ThreadSanitizer (the unit tests that start threads)"
-threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper test_xml test_httpd)
+threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper test_xml test_httpd
+          test_worker test_crypto)
 cmake -S "$root" -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"

@@ -14,7 +14,7 @@ void op_set_kind(struct smq_op *op, enum smq_op_kind kind)
     switch (kind) {
     case SMQ_OP_CREATE_QUEUE:
     case SMQ_OP_SET_QUEUE:
-        memset(&op->attrs.values, 0, sizeof op->attrs.values);
+        memset(&op->attrs, 0, sizeof op->attrs);
         break;
     case SMQ_OP_GET_QUEUE:
         memset(&op->info, 0, sizeof op->info);

@@ -84,9 +84,12 @@ void oplog_move(struct oplog *l, const struct smq_queue *from,
 void oplog_purge(struct oplog *l, const struct smq_queue *q, uint64_t count,
                         const char *request_id)
 {
-    oplog_record(l, q, OPLOG_PURGE, NULL, request_id);
-    if (q->attrs.logging && l->n > 0 && l->events[l->n - 1].kind == OPLOG_PURGE)
-        l->events[l->n - 1].seq = count;
+    struct oplog_event *ev = record(l, q, OPLOG_PURGE, NULL, 0, request_id);
+
+    /* A purge line carries its count where the others carry a seq; a purge
+     * dropped at the cap has no slot, and writes nowhere. */
+    if (ev != NULL)
+        ev->seq = count;
 }
 
 static void write_event(const struct oplog *l, const struct oplog_event *ev)

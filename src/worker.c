@@ -5,6 +5,7 @@
 #include "smqd/worker.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "smqd/clock.h"
@@ -20,9 +21,12 @@ void worker_init(struct worker *w)
 
 int worker_start(struct worker *w, const char *name, void *(*main)(void *arg), void *arg)
 {
+    char shown[16];              /* Linux refuses a longer name outright */
+
     if (pthread_create(&w->thread, NULL, main, arg) != 0)
         return SMQ_E_INTERNAL;
-    pthread_setname_np(w->thread, name);
+    snprintf(shown, sizeof shown, "%s", name);
+    pthread_setname_np(w->thread, shown);
     w->running = true;
     return 0;
 }

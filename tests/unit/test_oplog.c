@@ -1,0 +1,439 @@
+/*
+ * test_oplog.c — unit tests for the operation log (src/oplog.c): events
+ * kept only for queues with logging on, written at flush only when the
+ * run committed (except expiries, written either way), in order, with the
+ * MessageId, dequeue count and request id; a move written for each side
+ * that logs with to= / from=; a purge with its count; the per-run cap and
+ * the count of dropped lines.  The log goes to a temporary file
+ * (log_open) that each test reads back.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "smqd/handle.h"
+#include "smqd/log.h"
+#include "smqd/mns.h"
+#include "smqd/oplog.h"
+#include "smqd/queue.h"
+
+#define CAP 65536                    /* events one run holds (oplog.c) */
+#define ID(seqhex) "0102030405060708" seqhex
+
+struct fixture {
+    char dir[64];
+    char path[128];
+    struct handle_keys keys;
+    struct oplog log;
+    struct smq_queue *loud, *quiet, *dlq;
+    struct smq_msg m;
+};
+
+static struct smq_queue *make_queue(int64_t id, const char *name, int logging)
+{
+    struct smq_queue_attrs a;
+    struct smq_queue *q;
+
+    mns_default_attrs(&a);
+    a.logging = logging;
+    q = queue_new(id, name, &a, 0, 0);
+    assert_non_null(q);
+    return q;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+
+    if (f == NULL)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-oplog-XXXXXX");
+    if (mkdtemp(f->dir) == NULL)
+        return -1;
+    snprintf(f->path, sizeof f->path, "%s/smqd.log", f->dir);
+    if (log_open(f->path) != 0)
+        return -1;
+    for (unsigned i = 0; i < 8; i++)
+        f->keys.id_prefix[i] = (unsigned char)(i + 1);
+    oplog_init(&f->log, &f->keys);
+    f->loud = make_queue(1, "loud", 1);
+    f->quiet = make_queue(2, "quiet", 0);
+    f->dlq = make_queue(3, "loud-dlq", 1);
+    f->m.seq = 0x2A;
+    f->m.dequeue_count = 3;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    log_close();
+    oplog_free(&f->log);
+    queue_free(f->loud);
+    queue_free(f->quiet);
+    queue_free(f->dlq);
+    unlink(f->path);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* The log file's lines, each without its time stamp ("OPLOG queue=..."
+ * or "WARN ..."); the caller frees lines[0] and lines. */
+static char **read_lines(const struct fixture *f, size_t *n_out)
+{
+    FILE *fp = fopen(f->path, "r");
+    char *text, **lines;
+    long size;
+    size_t n = 0;
+
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+    size = ftell(fp);
+    rewind(fp);
+    text = malloc((size_t)size + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)size, fp), (size_t)size);
+    text[size] = '\0';
+    fclose(fp);
+    for (long i = 0; i < size; i++)
+        n += text[i] == '\n';
+    lines = calloc(n + 1, sizeof *lines);
+    assert_non_null(lines);
+    n = 0;
+    for (char *p = text, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        char *sp = strchr(p, ' ');      /* after the time stamp */
+        *nl = '\0';
+        assert_non_null(sp);
+        lines[n++] = sp + 1;
+    }
+    lines[n] = text;                    /* kept for freeing */
+    *n_out = n;
+    return lines;
+}
+
+static void free_lines(char **lines, size_t n)
+{
+    free(lines[n]);
+    free(lines);
+}
+
+/* The log holds exactly the given lines (time stamps aside), in order. */
+static void assert_log(const struct fixture *f, const char *const *want, size_t n_want)
+{
+    size_t n;
+    char **lines = read_lines(f, &n);
+
+    assert_int_equal(n, n_want);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(lines[i], want[i]);
+    free_lines(lines, n);
+}
+
+/* ---- recording and flushing ------------------------------------------------ */
+
+static void test_oplog_only_logging_queues(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=send message_id=" ID("000000000000002A")
+        " dequeue_count=3 request_id=R1",
+    };
+
+    oplog_record(&f->log, f->quiet, OPLOG_SEND, &f->m, "R0");
+    assert_int_equal(f->log.n, 0);
+    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R1");
+    assert_int_equal(f->log.n, 1);
+    oplog_record(&f->log, f->quiet, OPLOG_DELETE, &f->m, "R2");
+    assert_int_equal(f->log.n, 1);
+    oplog_flush(&f->log, true);
+    assert_int_equal(f->log.n, 0);
+    assert_log(f, want, 1);
+}
+
+/* Every kind by its name, in recording order, each with the message's
+ * dequeue count at the time it was recorded. */
+static void test_oplog_committed_writes_all_in_order(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=send message_id=" ID("000000000000002A")
+        " dequeue_count=0 request_id=A",
+        "OPLOG queue=loud event=receive message_id=" ID("000000000000002A")
+        " dequeue_count=1 request_id=B",
+        "OPLOG queue=loud event=change_visibility message_id=" ID("000000000000002A")
+        " dequeue_count=1 request_id=C",
+        "OPLOG queue=loud event=delete message_id=" ID("FFFFFFFFFFFFFFFF")
+        " dequeue_count=1 request_id=D",
+        "OPLOG queue=loud event=expire message_id=" ID("0000000000000007")
+        " dequeue_count=9 request_id=-",
+    };
+    struct smq_msg other = {.seq = 7, .dequeue_count = 9};
+
+    f->m.dequeue_count = 0;
+    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "A");
+    f->m.dequeue_count = 1;
+    oplog_record(&f->log, f->loud, OPLOG_RECEIVE, &f->m, "B");
+    oplog_record(&f->log, f->loud, OPLOG_CHANGE_VISIBILITY, &f->m, "C");
+    f->m.seq = UINT64_MAX;
+    oplog_record(&f->log, f->loud, OPLOG_DELETE, &f->m, "D");
+    oplog_record(&f->log, f->loud, OPLOG_EXPIRE, &other, NULL);
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 5);
+}
+
+/* A lost run writes only its expiries (they happened regardless), and
+ * its events are gone afterwards either way. */
+static void test_oplog_lost_run_writes_only_expiry(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=expire message_id=" ID("000000000000002A")
+        " dequeue_count=3 request_id=-",
+        "OPLOG queue=loud-dlq event=expire message_id=" ID("000000000000002A")
+        " dequeue_count=3 request_id=-",
+    };
+
+    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "S");
+    oplog_record(&f->log, f->loud, OPLOG_EXPIRE, &f->m, NULL);
+    oplog_record(&f->log, f->loud, OPLOG_DELETE, &f->m, "D");
+    oplog_move(&f->log, f->loud, f->dlq, OPLOG_DEAD_LETTER, &f->m, 3, "M");
+    oplog_purge(&f->log, f->loud, 4, "P");
+    oplog_record(&f->log, f->dlq, OPLOG_EXPIRE, &f->m, "");
+    oplog_flush(&f->log, false);
+    assert_int_equal(f->log.n, 0);
+    assert_log(f, want, 2);
+    /* Nothing is left for a later flush. */
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 2);
+}
+
+/* No request id (NULL or "") is written as "-". */
+static void test_oplog_request_id_default(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=send message_id=" ID("000000000000002A")
+        " dequeue_count=3 request_id=-",
+        "OPLOG queue=loud event=send message_id=" ID("000000000000002A")
+        " dequeue_count=3 request_id=-",
+        "OPLOG queue=loud event=send message_id=" ID("000000000000002A")
+        " dequeue_count=3 request_id=5F1A2B3C4D5E6F7A8B9C0D1E",
+    };
+
+    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, NULL);
+    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "");
+    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "5F1A2B3C4D5E6F7A8B9C0D1E");
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 3);
+}
+
+/* Names and the message's fields are copied when recorded: the queue may
+ * be deleted and the message freed before the flush. */
+static void test_oplog_copies_at_record_time(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=gone event=delete message_id=" ID("0000000000000063")
+        " dequeue_count=2 request_id=X",
+    };
+    struct smq_queue *gone = make_queue(9, "gone", 1);
+    struct smq_msg *m = calloc(1, sizeof *m);
+    char rid[8] = "X";
+
+    assert_non_null(m);
+    m->seq = 99;
+    m->dequeue_count = 2;
+    oplog_record(&f->log, gone, OPLOG_DELETE, m, rid);
+    queue_free(gone);
+    free(m);
+    rid[0] = 'Y';
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 1);
+}
+
+/* ---- moves ------------------------------------------------------------------ */
+
+static void test_oplog_move_logs_both_sides(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=dead_letter message_id=" ID("000000000000002A")
+        " dequeue_count=5 to=loud-dlq request_id=R",
+        "OPLOG queue=loud-dlq event=dead_letter message_id=" ID("000000000000002A")
+        " dequeue_count=5 from=loud request_id=R",
+        "OPLOG queue=loud-dlq event=redrive message_id=" ID("000000000000002A")
+        " dequeue_count=1 to=loud request_id=-",
+        "OPLOG queue=loud event=redrive message_id=" ID("000000000000002A")
+        " dequeue_count=1 from=loud-dlq request_id=-",
+    };
+
+    /* The count passed, not m's own (which restarts with the move). */
+    f->m.dequeue_count = 0;
+    oplog_move(&f->log, f->loud, f->dlq, OPLOG_DEAD_LETTER, &f->m, 5, "R");
+    oplog_move(&f->log, f->dlq, f->loud, OPLOG_REDRIVE, &f->m, 1, NULL);
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 4);
+}
+
+/* Only the sides that log get a line. */
+static void test_oplog_move_one_side_logging(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=dead_letter message_id=" ID("000000000000002A")
+        " dequeue_count=2 to=quiet request_id=A",
+        "OPLOG queue=loud event=redrive message_id=" ID("000000000000002A")
+        " dequeue_count=4 from=quiet request_id=B",
+    };
+    struct smq_queue *quiet2 = make_queue(4, "quiet2", 0);
+
+    oplog_move(&f->log, f->loud, f->quiet, OPLOG_DEAD_LETTER, &f->m, 2, "A");
+    oplog_move(&f->log, f->quiet, f->loud, OPLOG_REDRIVE, &f->m, 4, "B");
+    oplog_move(&f->log, f->quiet, quiet2, OPLOG_DEAD_LETTER, &f->m, 1, "C");
+    assert_int_equal(f->log.n, 2);
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 2);
+    queue_free(quiet2);
+}
+
+/* ---- purge ---------------------------------------------------------------- */
+
+static void test_oplog_purge_carries_count(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG queue=loud event=purge count=123 request_id=P1",
+        "OPLOG queue=loud-dlq event=purge count=0 request_id=-",
+        "OPLOG queue=loud event=purge count=18446744073709551615 request_id=P3",
+    };
+
+    oplog_purge(&f->log, f->loud, 123, "P1");
+    /* A quiet queue's purge records nothing and changes no other line. */
+    oplog_purge(&f->log, f->quiet, 77, "P2");
+    oplog_purge(&f->log, f->dlq, 0, NULL);
+    oplog_purge(&f->log, f->loud, UINT64_MAX, "P3");
+    assert_int_equal(f->log.n, 3);
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 3);
+}
+
+/* ---- the per-run cap ---------------------------------------------------------- */
+
+static void test_oplog_cap_counts_dropped(void **state)
+{
+    struct fixture *f = *state;
+    size_t n, n_oplog = 0;
+    char **lines;
+
+    for (size_t i = 0; i < CAP + 3; i++) {
+        f->m.seq = i + 1;
+        oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R");
+    }
+    /* A move past the cap drops both of its lines. */
+    oplog_move(&f->log, f->loud, f->dlq, OPLOG_DEAD_LETTER, &f->m, 1, "R");
+    assert_int_equal(f->log.n, CAP);
+    assert_int_equal(f->log.dropped, 5);
+    oplog_flush(&f->log, true);
+    assert_int_equal(f->log.dropped, 0);
+    assert_int_equal(f->log.n, 0);
+
+    lines = read_lines(f, &n);
+    assert_int_equal(n, CAP + 1);
+    for (size_t i = 0; i < n; i++)
+        n_oplog += strncmp(lines[i], "OPLOG ", 6) == 0;
+    assert_int_equal(n_oplog, CAP);
+    /* The first and the last kept are the first CAP recorded. */
+    assert_string_equal(lines[0], "OPLOG queue=loud event=send message_id=" ID("0000000000000001")
+                        " dequeue_count=3 request_id=R");
+    assert_string_equal(lines[CAP - 1], "OPLOG queue=loud event=send message_id="
+                        ID("0000000000010000") " dequeue_count=3 request_id=R");
+    /* Then one warning with the number dropped. */
+    assert_true(strncmp(lines[CAP], "WARN ", 5) == 0);
+    assert_non_null(strstr(lines[CAP], " 5 operation-log lines"));
+    free_lines(lines, n);
+
+    /* The next run starts afresh: recorded, no warning. */
+    oplog_record(&f->log, f->loud, OPLOG_DELETE, &f->m, "N");
+    assert_int_equal(f->log.n, 1);
+    assert_int_equal(f->log.dropped, 0);
+    oplog_flush(&f->log, true);
+    lines = read_lines(f, &n);
+    assert_int_equal(n, CAP + 2);
+    assert_non_null(strstr(lines[CAP + 1], "event=delete"));
+    free_lines(lines, n);
+}
+
+/* A lost run past the cap still reports what it dropped. */
+static void test_oplog_cap_dropped_reported_when_lost(void **state)
+{
+    struct fixture *f = *state;
+    size_t n;
+    char **lines;
+
+    for (size_t i = 0; i < CAP + 1; i++)
+        oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R");
+    oplog_flush(&f->log, false);
+    lines = read_lines(f, &n);
+    assert_int_equal(n, 1);
+    assert_true(strncmp(lines[0], "WARN ", 5) == 0);
+    assert_non_null(strstr(lines[0], " 1 operation-log lines"));
+    free_lines(lines, n);
+    assert_int_equal(f->log.dropped, 0);
+}
+
+/*
+ * A purge line carries its own purge's count, and the log never shows what
+ * did not happen (oplog.h): a purge dropped at the per-run cap leaves the
+ * line of an earlier purge as it was.
+ */
+static void test_oplog_purge_dropped_at_cap_keeps_earlier_count(void **state)
+{
+    struct fixture *f = *state;
+    char purge_line[128];
+    size_t n;
+    char **lines;
+
+    for (size_t i = 0; i < CAP - 1; i++)
+        oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R");
+    oplog_purge(&f->log, f->loud, 1, "FIRST");
+    assert_int_equal(f->log.n, CAP);
+    oplog_purge(&f->log, f->loud, 99, "DROPPED");
+    assert_int_equal(f->log.dropped, 1);
+    oplog_flush(&f->log, true);
+    lines = read_lines(f, &n);
+    snprintf(purge_line, sizeof purge_line, "%s", n >= CAP ? lines[CAP - 1] : "");
+    free_lines(lines, n);              /* before asserting: no leak when it fails */
+    assert_int_equal(n, CAP + 1);
+    assert_string_equal(purge_line, "OPLOG queue=loud event=purge count=1 request_id=FIRST");
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_oplog_only_logging_queues),
+        T(test_oplog_committed_writes_all_in_order),
+        T(test_oplog_lost_run_writes_only_expiry),
+        T(test_oplog_request_id_default),
+        T(test_oplog_copies_at_record_time),
+        T(test_oplog_move_logs_both_sides),
+        T(test_oplog_move_one_side_logging),
+        T(test_oplog_purge_carries_count),
+        T(test_oplog_cap_counts_dropped),
+        T(test_oplog_cap_dropped_reported_when_lost),
+        T(test_oplog_purge_dropped_at_cap_keeps_earlier_count),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
