@@ -97,15 +97,17 @@ void msgs_expire(struct smq_engine *e, struct smq_msg *m)
 
 void msgs_flush_expired(struct smq_engine *e, bool force)
 {
+    int rc;
+
     if (e->expired.n == 0 || (!force && !e->txn.open && e->expired.n < EXPIRED_FLUSH_AT))
         return;
-    if (txn_write_begin(&e->txn) != 0)
-        return;
-    for (size_t i = 0; i < e->expired.n; i++)
-        if (store_msg_delete(e->store, e->expired.rows[i].queue_id, e->expired.rows[i].seq) != 0)
-            break;
-    txn_write_end(&e->txn, 0);
-    e->expired.n = 0;
+    rc = txn_write_begin(&e->txn);
+    for (size_t i = 0; rc == 0 && i < e->expired.n; i++)
+        rc = store_msg_delete(e->store, e->expired.rows[i].queue_id, e->expired.rows[i].seq);
+    /* A failed batch is undone whole (a full disk is noticed like any other
+     * write's) and kept for the next flush. */
+    if (txn_write_end(&e->txn, rc) == 0)
+        e->expired.n = 0;
 }
 
 void msgs_take_state(struct smq_engine *e, struct smq_msg *m, const struct smq_msg *next)
@@ -184,8 +186,14 @@ bool msgs_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_msg 
                      "messages past MaxReceiveCount normally", q->name, q->attrs.dlq.target);
         return false;
     }
-    if (msgs_move(e, m, dlq, src_ref(q)) != 0)
-        return false;            /* delivered instead; a lost run fails the receive anyway */
+    if (msgs_move(e, m, dlq, src_ref(q)) != 0) {
+        /* Delivered instead, and counted like a missing target (a lost run
+         * fails the receive anyway); the store has logged why. */
+        if (e->dlq_move_failures++ % 1000 == 0)
+            SMQ_WARN("engine: queue %s: a dead-letter move to %s failed; delivering "
+                     "messages past MaxReceiveCount normally", q->name, dlq->name);
+        return false;
+    }
     q->count.dead_lettered++;
     oplog_move(&e->oplog, q, dlq, OPLOG_DEAD_LETTER, m, count, request_id);
     if (msgs_moved_expired(e, m))

@@ -186,8 +186,6 @@ static void carry_restore(struct smq_engine *e, struct queue_carry *c, size_t n)
     free(c);
 }
 
-/* After a lost transaction memory may be ahead of disk: rebuild it from the
- * store, keeping parked long polls on the queues that still exist. */
 /* Takes every parked poll off its queue, in FIFO order per queue, keeping
  * its deadline: a ->next list. */
 static struct smq_op *detach_parked(struct smq_engine *e)
@@ -229,9 +227,14 @@ static void reattach_parked(struct smq_engine *e, struct smq_op *parked)
     }
 }
 
+/* After a lost transaction memory may be ahead of disk: rebuild it from the
+ * store, keeping parked long polls on the queues that still exist.  While
+ * broken every run retries; a retry is not another lost transaction, so it
+ * is neither counted nor logged unless it succeeds. */
 void recover_reload(struct smq_engine *e)
 {
     struct smq_op *parked = detach_parked(e);
+    bool retry = e->broken;
     struct queue_carry *carry;
     size_t n_carry;
 
@@ -239,16 +242,21 @@ void recover_reload(struct smq_engine *e)
     recover_free(e);
     e->expired.n = 0;
     e->broken = recover_load(e) != 0;
-    e->reloads++;
+    if (!retry)
+        e->reloads++;
     carry_restore(e, carry, n_carry);
     reattach_parked(e, parked);
     if (e->broken) {
         recover_free(e);
-        SMQ_ERROR("engine: the store could not be read back after a lost transaction; "
-                  "refusing every operation until it can");
+        if (!retry)
+            SMQ_ERROR("engine: the store could not be read back after a lost transaction; "
+                      "refusing every operation until it can");
         return;
     }
-    SMQ_ERROR("engine: a transaction was lost; state reloaded from the store");
+    if (retry)
+        SMQ_WARN("engine: the store can be read again; state reloaded, operations accepted");
+    else
+        SMQ_ERROR("engine: a transaction was lost; state reloaded from the store");
 }
 
 int recover_keys(struct smq_engine *e)

@@ -76,7 +76,7 @@ struct smq_engine {
     struct engine_ids ids;
     struct engine_expired expired;
     struct engine_redrives redrives;
-    uint64_t dlq_move_failures;      /* dead-letter moves skipped: target missing (msgs.c) */
+    uint64_t dlq_move_failures;      /* dead-letter moves not made (msgs.c) */
     uint64_t reloads;                /* state reloads after a lost transaction (recover.c) */
     bool broken;                     /* the last reload failed: serve nothing (recover.c) */
 };

@@ -64,7 +64,7 @@ struct smq_engine_stats {
     uint64_t reloads;             /* state reloads after a lost transaction */
     bool storage_full;            /* refusing sends: the disk filled up */
     bool broken;                  /* state could not be reloaded: serving nothing */
-    uint64_t dlq_move_failures;   /* moves skipped because the target was missing */
+    uint64_t dlq_move_failures;   /* moves not made (target missing, write failed) */
     uint64_t db_pages, free_pages, page_size;   /* database file, as of the last run */
     uint64_t vacuumed_pages;      /* freed pages returned to the file system */
 };

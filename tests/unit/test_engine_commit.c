@@ -200,6 +200,7 @@ static void test_engine_commit_failed_reload_refuses_until_store_reads(void **st
 
     assert_int_equal(fx_send_msg(f, "rb", "after", 5, 0, 8, &seq), 0);   /* readable again */
     assert_true(seq > last);
+    assert_int_equal(fx_stats(f).reloads, 1);            /* one lost transaction, not three */
     fx_assert_counts(f, "rb", 3, 1, 0);
     assert_int_equal(fx_delete_msg(f, "rb", v.seq, v.handle_gen), 0);   /* old handle still works */
 }

@@ -216,6 +216,28 @@ static void test_engine_dlq_target_gone_keeps_message(void **state)
     assert_int_equal(fx_stats(f).dlq_move_failures, 1);
 }
 
+/* A move whose write fails (a full disk) leaves the message where it is:
+ * it is delivered as if there were no policy, and the move counted. */
+static void test_engine_dlq_failed_move_delivers_and_counts(void **state)
+{
+    struct fx *f = *state;
+    struct smq_msg_view v;
+    uint64_t seq;
+
+    assert_int_equal(fx_create_with_dlq(f, "dlq", NULL, 0, 30), 0);
+    assert_int_equal(fx_create_with_dlq(f, "src", "dlq", 1, 1), 0);
+    seq = fx_send_text(f, "src", "m", 0, 8);
+    fx_receive_and_lapse(f, "src", seq, 1);
+    store_fault_inject_full(f->store, 0);                /* the move's write */
+    assert_int_equal(fx_receive_one(f, "src", &v), 0);
+    assert_true(v.seq == seq);
+    assert_int_equal(v.dequeue_count, 2);
+    assert_int_equal(fx_stats(f).dlq_move_failures, 1);
+    assert_true(fx_stats(f).storage_full);
+    fx_assert_counts(f, "dlq", 0, 0, 0);
+    fx_assert_counts(f, "src", 0, 1, 0);
+}
+
 /* ---- retention across the move ------------------------------------------- */
 
 /* "dlq" with a 60 s retention, and "src" dead-lettering into it after one
@@ -293,6 +315,7 @@ int main(void)
         T(test_engine_dlq_batch_receive_moves_behind_head),
         T(test_engine_dlq_parked_poll_not_answered_by_moved_message),
         T(test_engine_dlq_target_gone_keeps_message),
+        T(test_engine_dlq_failed_move_delivers_and_counts),
         T(test_engine_dlq_expiry_from_original_enqueue),
         T(test_engine_dlq_move_past_dlq_retention_expires),
 #undef T

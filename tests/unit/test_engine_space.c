@@ -140,6 +140,38 @@ static void test_engine_space_storage_full_unmakeable_reserve_does_not_block(voi
 }
 
 /*
+ * The lazy delete of expired rows meets a full disk like any other write:
+ * the engine enters storage-full mode, the run's other writes still commit,
+ * and the rows are deleted by a later flush instead of staying on disk.
+ */
+static void test_engine_space_storage_full_in_expired_rows_delete(void **state)
+{
+    struct fx *f = *state;
+    struct smq_queue_attrs a;
+
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    mns_default_attrs(&a);
+    a.retention_s = 60;
+    assert_int_equal(fx_create_queue(f, "short", &a, FX_ALL_ATTRS, NULL), 0);
+    assert_int_equal(fx_create_queue(f, "other", NULL, 0, NULL), 0);
+    fx_send_text(f, "short", "one", 0, 8);
+    fx_send_text(f, "short", "two", 0, 8);
+    fx_tick(f, 61 * 1000);                               /* both expire; rows still there */
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 2);
+
+    store_fault_inject_full(f->store, 2);                /* the send's two writes pass */
+    fx_send_text(f, "other", "kept", 0, 8);
+    assert_true(fx_stats(f).storage_full);
+    store_fault_inject(f->store, STORE_FAULT_OFF, 0);
+
+    fx_tick(f, 5001);                                    /* past the cool-down */
+    fx_send_text(f, "other", "after", 0, 8);
+    assert_false(fx_stats(f).storage_full);
+    fx_assert_counts(f, "other", 2, 0, 0);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg_body"), 2);
+}
+
+/*
  * Started without its reserve (no room for it at start-up): the engine
  * begins in storage-full mode, refusing sends until the reserve can be
  * allocated, and takes it as soon as there is room (at the first run).
@@ -314,6 +346,7 @@ int main(void)
         T(test_engine_space_storage_full_refuses_sends_keeps_deletes),
         T(test_engine_space_storage_full_sends_wait_for_the_reserve),
         T(test_engine_space_storage_full_unmakeable_reserve_does_not_block),
+        T(test_engine_space_storage_full_in_expired_rows_delete),
         T(test_engine_space_starts_full_without_reserve),
         T(test_engine_space_reclaims_after_purge),
         T(test_engine_space_reclaims_any_free_page_while_full),
