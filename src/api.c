@@ -15,8 +15,8 @@
 enum path_kind { PATH_NONE, PATH_QUEUES, PATH_QUEUE, PATH_MESSAGES };
 
 /* The actions each route serves are decided by its handler from the query
- * and body (§1.2): they are named here so that an action's name leads to
- * its handler. */
+ * and body (docs/protocol.md §1.2): they are named here so that an action's
+ * name leads to its handler. */
 static const struct route {
     const char *method;
     enum path_kind path;

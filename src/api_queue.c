@@ -69,7 +69,8 @@ static int take_dlq_policy(const struct xml_queue_attrs *x, struct smq_op *op,
     return 0;
 }
 
-/* Copies the present attributes into the op, checking each range (§5). */
+/* Copies the present attributes into the op, checking each range
+ * (docs/protocol.md §5). */
 static int take_attrs(const struct xml_queue_attrs *x, struct smq_op *op, struct smq_errinfo *ei)
 {
     for (size_t i = 0; i < sizeof attr_rules / sizeof attr_rules[0]; i++) {
@@ -184,7 +185,7 @@ static void attrs_elems(struct smq_buf *b, const struct smq_queue_info *i)
     xml_elem_i64(b, "DelayMessages", (int64_t)i->n_delayed);
     xml_elem_bool(b, "LoggingEnabled", i->attrs.logging != 0);
     /* Flat, and only when set: the Python SDK's decoder breaks on a nested
-     * element inside <Queue> (protocol §11), and a queue without a policy
+     * element inside <Queue> (docs/protocol.md §11), and a queue without a policy
      * answers exactly as the service does. */
     if (i->attrs.dlq.enabled) {
         xml_elem_bool(b, "DlqEnabled", true);

@@ -1,5 +1,5 @@
 /*
- * auth.c — owns MNS request authentication, signature V2 (protocol §3):
+ * auth.c — owns MNS request authentication, signature V2 (docs/protocol.md §3):
  * building the string to sign from the request as received, HMAC-SHA1
  * signing, the Authorization/Date/x-mns-version checks, the strict RFC 1123
  * date parser and the Content-MD5 check.  Crypto primitives come from
@@ -118,7 +118,7 @@ static bool is_mns_header(const struct http_header *h)
     return h->name != NULL && ascii_ieq_prefix(h->name, MNS_PREFIX, MNS_PREFIX_LEN);
 }
 
-/* Byte order of the lowercased names (§3.2 step 4). */
+/* Byte order of the lowercased names (docs/protocol.md §3.1). */
 static int lower_name_cmp(const char *a, const char *b)
 {
     for (;; a++, b++) {
@@ -362,7 +362,7 @@ int auth_check_content_md5(const char *header_value, const void *body, size_t le
     return SMQ_E_INVALID_DIGEST;
 }
 
-/* ---- verification (§3.2) ---- */
+/* ---- verification (docs/protocol.md §3.2) ---- */
 
 /* Splits "MNS id:sig" into its parts; the regex is ^MNS ([^:]+):(.+)$. */
 static int parse_authorization(const char *v, const char **id, size_t *id_len,
@@ -517,8 +517,8 @@ int auth_verify(const struct auth_keyring *ring, const struct auth_request *r,
         rc = check_date(r, now_epoch_ms, max_skew_ms, ei);
     if (rc == 0)
         rc = check_signature(r, ring->keys[idx].secret, sig, ei);
-    /* Version is checked only after the signature, per §3.2, so an
-     * unauthenticated client learns nothing beyond "bad signature". */
+    /* Version is checked only after the signature (docs/protocol.md §3.2),
+     * so an unauthenticated client learns nothing beyond "bad signature". */
     if (rc == 0)
         rc = check_version(r, ei);
     if (rc == 0)

@@ -97,8 +97,8 @@ void buf_printf(struct smq_buf *b, const char *fmt, ...)
 }
 
 /* Decimal digits written backwards from the end of a small buffer: snprintf
- * cost ~1,000 instructions per number, and a Receive response has four per
- * message (EnqueueTime, NextVisibleTime, FirstDequeueTime, DequeueCount...). */
+ * parses its format on every call, and a Receive response has four numbers
+ * per message (EnqueueTime, NextVisibleTime, FirstDequeueTime, ...). */
 void buf_append_i64(struct smq_buf *b, int64_t v)
 {
     char tmp[24], *p = tmp + sizeof tmp;

@@ -20,9 +20,8 @@
  * Every request is signed with one of a handful of secrets, so each thread
  * keeps an HMAC context per secret, keyed once: signing then costs the two
  * SHA-1 passes and nothing else.  The one-shot HMAC() fetched the algorithm,
- * allocated contexts and derived the key pads on every call, which made it
- * about three times as expensive (callgrind, ~17,000 instructions per request
- * against ~5,000).  MD5 likewise reuses one fetched algorithm and one digest
+ * allocated contexts and derived the key pads on every call, several times
+ * the cost of the two passes.  MD5 likewise reuses one fetched algorithm and one digest
  * context per thread instead of an implicit fetch per call.  The contexts are
  * per thread because OpenSSL contexts are not safe to share; they are freed
  * when the thread exits.  A new secret (SIGHUP) simply gets a context of its

@@ -73,7 +73,7 @@ static const char schema_v1[] =
     ") WITHOUT ROWID;"
     /* A rowid table on purpose: a WITHOUT ROWID b-tree keeps at most ~1000
      * bytes of a row in its page, so every 1 KiB body would spill into an
-     * overflow page of its own (4.6 KB on disk per message, measured). */
+     * overflow page of its own, several times the body's size on disk. */
     "CREATE TABLE msg_body("
     " seq INTEGER PRIMARY KEY,"
     " body BLOB NOT NULL"

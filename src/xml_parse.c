@@ -352,10 +352,10 @@ int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out
 }
 
 /*
- * SendMessage and BatchSendMessage share a route: one parse serves both
- * (it used to take two, one for the root name and one for the items).
- * Errors read as they did then: a document that does not load gets the
- * default MalformedXML message, any other root the <Message> one.
+ * SendMessage and BatchSendMessage share a route: one parse serves both,
+ * reading the root name and the items together.  A document that does not
+ * load gets the default MalformedXML message, any other root the <Message>
+ * one.
  */
 int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, int *root_kind,
                        struct smq_errinfo *ei)

@@ -3,7 +3,7 @@
  * engine operation, and from a finished operation to the exact response
  * bytes the SDKs expect (docs/protocol.md §1.2, §6–§8).
  *
- * api_prepare runs on an HTTP thread: it authenticates (§3), routes by
+ * api_prepare runs on an HTTP thread: it authenticates (docs/protocol.md §3), routes by
  * method and path to the one handler of the action (the route table in
  * api.c), which parses the query and the XML body, checks every fixed
  * range, and fills call->op for the engine, or answers at once with an
@@ -24,7 +24,7 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
 void api_render(const struct api_ctx *ctx, const struct api_request *req,
                 struct api_call *call, const char *request_id, struct api_response *resp);
 
-/* Renders the MNS <Error> document for ei into resp (§8.1). */
+/* Renders the MNS <Error> document for ei into resp (docs/protocol.md §8.1). */
 void api_render_error(const struct api_request *req, const struct smq_errinfo *ei,
                       const char *request_id, struct api_response *resp);
 

@@ -1,5 +1,5 @@
 /*
- * auth.h — MNS request authentication (signature V2, protocol §3).
+ * auth.h — MNS request authentication (signature V2, docs/protocol.md §3).
  *
  * Builds the string to sign from the request exactly as received (raw
  * request target, every x-mns-* header), computes HMAC-SHA1 with the key
@@ -60,7 +60,8 @@ static inline void auth_keyring_set(struct auth_keyring_slot *slot, struct auth_
 /* Looks up a header value by case-insensitive name; NULL if absent. */
 const char *auth_header_get(const struct auth_request *r, const char *name);
 
-/* Appends the V2 string to sign for r to out (§3.1).  Returns 0 or SMQ_E_NOMEM. */
+/* Appends the V2 string to sign for r to out (docs/protocol.md §3.1).
+ * Returns 0 or SMQ_E_NOMEM. */
 int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out);
 
 /* base64(HMAC-SHA1(secret, sts)) into out (NUL-terminated, 28 chars).
@@ -68,9 +69,10 @@ int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out);
 int auth_signature(const char *secret, const char *sts, size_t sts_len, char out[29]);
 
 /*
- * Verifies r per §3.2: Authorization present and "MNS id:sig", id known,
- * Date (or x-mns-date) present, parsable and within max_skew_ms of
- * now_epoch_ms, signature equal (constant time), then x-mns-version.
+ * Verifies r per docs/protocol.md §3.2: Authorization present and
+ * "MNS id:sig", id known, Date (or x-mns-date) present, parsable and within
+ * max_skew_ms of now_epoch_ms, signature equal (constant time), then
+ * x-mns-version.
  * On success returns 0 and sets *key_index to the matching key.
  * On failure returns the SMQ_E_* code and fills ei.
  */

@@ -3,7 +3,7 @@
  *
  * Every internal API returns 0 or a negative SMQ_E_* code.  This module maps
  * each code to the HTTP status, the MNS <Code> string and a default
- * <Message> text (protocol §8.2).  Only the HTTP layer renders them.
+ * <Message> text (docs/protocol.md §8.2).  Only the HTTP layer renders them.
  */
 #ifndef SMQD_ERRORS_H
 #define SMQD_ERRORS_H

@@ -5,7 +5,7 @@
  *
  * 1 to 120 characters (the product documents' limit, which wins over the
  * protocol notes' 256), ASCII letters, digits and '-', the first a letter
- * or a digit (protocol §5).  Checked on raw bytes: a NUL is a bad character.
+ * or a digit (docs/protocol.md §5).  Checked on raw bytes: a NUL is a bad character.
  */
 #ifndef SMQD_QNAME_H
 #define SMQD_QNAME_H

@@ -4,7 +4,7 @@
  * backend's header, anywhere else in the daemon.
  *
  * A backend is a table of operations (store_backend.h) chosen at
- * store_open by the configuration's backend; SQLite (store_sqlite.c) is
+ * store_open by the configuration's backend; SQLite (sqlite_store.c) is
  * the one built in.  The contract is shaped for a backend whose commit is
  * a network round trip as much as for a local file:
  *

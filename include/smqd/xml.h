@@ -2,7 +2,7 @@
  * xml.h — request-body parsing (libxml2) and response writing.
  *
  * Parsing: elements are matched by local name, namespaces and order are
- * ignored, unknown elements are ignored (protocol §4).  The parser refuses
+ * ignored, unknown elements are ignored (docs/protocol.md §4).  The parser refuses
  * DTDs, entity declarations and external entities, network access, and
  * documents nested deeper than a small bound.  Values are checked for
  * syntax (integers, booleans) here; ranges are checked by the caller, which
@@ -139,7 +139,7 @@ void xml_elem_bool(struct smq_buf *b, const char *name, bool v);
  * output is always well-formed.  xml_elem_str writes NULL as "". */
 void xml_escape(struct smq_buf *b, const char *text, size_t len);
 
-/* The complete MNS <Error> document of §8.1. */
+/* The complete MNS <Error> document of docs/protocol.md §8.1. */
 void xml_error_doc(struct smq_buf *b, const char *code, const char *message,
                    const char *request_id, const char *host_id);
 

@@ -131,7 +131,7 @@ static const char *model_get(const struct model *m, const char *name)
     return NULL;
 }
 
-/* §5 queue names, on bytes (no locale). */
+/* docs/protocol.md §5 queue names, on bytes (no locale). */
 static int model_queue_name(const char *s, size_t len)
 {
     if (len == 0 || len > SMQ_QUEUE_NAME_MAX)

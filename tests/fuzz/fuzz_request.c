@@ -5,7 +5,7 @@
  *
  * The input is a request in the format of fuzz_common.h.  Any Authorization
  * header in it is replaced by a correct signature over whatever the input
- * yields (fixed keyring, fake clock at the §3.4 Date), so the fuzzer gets
+ * yields (fixed keyring, fake clock at the docs/protocol.md §3.4 Date), so the fuzzer gets
  * past authentication into routing and XML; seeds carry Date and
  * x-mns-version.  Checked:
  *   - a refused request has a defined code, ei filled, never an
@@ -13,7 +13,7 @@
  *     only the engine can know (QueueNotExist, MessageNotExist, ...); its
  *     <Error> document is well-formed with the table's HTTP status;
  *   - an accepted request has an action matching op.kind, a valid queue
- *     name, and inputs inside the fixed ranges of §5/§7 (batch sizes,
+ *     name, and inputs inside the fixed ranges of docs/protocol.md §5/§7 (batch sizes,
  *     delays, priorities, waits, visibility, attributes, ret-number); each
  *     body's MD5 is the upper-case hex MD5 of the parsed body; each batch
  *     handle that decoded re-encodes to its text, the others are

@@ -5,7 +5,7 @@
  * The input is a request in the format of fuzz_common.h (NUL-separated
  * method, target, "Name:value" headers, then the body).  The keyring is
  * fixed ({testAccessKeyId, testAccessKeySecret}, {other-team,
- * another-secret}) and "now" is the Date of the §3.4 vectors, so the
+ * another-secret}) and "now" is the Date of the docs/protocol.md §3.4 vectors, so the
  * seed requests carrying the SDKs' real signatures verify.  Checked:
  *   - auth_string_to_sign: starts with METHOD \n Content-MD5 \n
  *     Content-Type \n Date-or-x-mns-date \n, ends with the raw target, and

@@ -267,7 +267,7 @@ cleanup_all() {
 trap cleanup_all EXIT
 
 # ---------------------------------------------------------------------------------------
-# Signing (protocol doc §3.1, Appendix A)
+# Signing (docs/protocol.md §3.1, vectors in docs/protocol.md §3.4)
 # ---------------------------------------------------------------------------------------
 
 # mns_string_to_sign VERB MD5 TYPE DATE CANON_HEADERS RESOURCE — CANON_HEADERS is the
@@ -283,7 +283,7 @@ mns_hmac() {
 }
 
 # mns_canon_headers 'name: value'... — lowercase names, trimmed values, byte-order sort,
-# keeps only x-mns-* (§3.2 step 4).
+# keeps only x-mns-* (docs/protocol.md §3.1).
 mns_canon_headers() {
     local h name value out=""
     for h in "$@"; do
@@ -365,14 +365,14 @@ mns_request() {
         fi
         curl_args+=(--data-binary "@$tag.req")
     fi
-    # curl would otherwise add its own Content-Type for --data-binary (form-urlencoded, §3.3
-    # pitfalls); send exactly what we sign, and "Content-Type:" removes curl's default.
+    # curl would otherwise add its own Content-Type for --data-binary (form-urlencoded,
+    # docs/protocol.md §3.3); send exactly what we sign, and "Content-Type:" removes curl's default.
     if [ "$has_body" = 1 ]; then
         if [ -n "$ctype" ]; then curl_args+=(-H "Content-Type: $ctype"); else curl_args+=(-H "Content-Type:"); fi
     fi
     [ -n "$md5" ] && curl_args+=(-H "Content-MD5: $md5")
     if [ "${MNS_OMIT_DATE:-0}" = 1 ]; then
-        # Without Date the server signs with x-mns-date (§3.2 step 3), so do we.
+        # Without Date the server signs with x-mns-date (docs/protocol.md §3.1), so do we.
         date=""
         for h in "${hdrs[@]}"; do
             case $(printf '%s' "${h%%:*}" | tr 'A-Z' 'a-z') in
@@ -391,7 +391,7 @@ mns_request() {
     fi
     for h in "${hdrs[@]}"; do curl_args+=(-H "$h"); done
     # curl adds "Expect: 100-continue" to larger bodies; left alone on purpose, because the
-    # server must support it (Java sends it, protocol doc §10 d).
+    # server must support it (Java sends it, docs/protocol.md §10).
 
     local t0 t1
     t0=$(date +%s%N)
@@ -466,7 +466,7 @@ header_value() {
 }
 
 # header_name_exact NAME — succeeds when the final block has a header spelled exactly NAME
-# (case-sensitive: Java and Python read a case-sensitive map, protocol doc §0.1).
+# (case-sensitive: Java and Python read a case-sensitive map, docs/protocol.md §0).
 header_name_exact() {
     awk -v want="$1" '
         /^HTTP\// { found = 0; next }
@@ -535,7 +535,8 @@ assert_range() {
     fi
 }
 
-# envelope_problems — what is wrong with the parts every response must have (§0, §2.2):
+# envelope_problems — what is wrong with the parts every response must have
+# (docs/protocol.md §0, §2.2):
 # x-mns-request-id (exact lowercase name, 24 uppercase hex) and, with an XML body, the exact
 # Content-Type. Prints nothing when all is well.
 envelope_problems() {
@@ -566,8 +567,8 @@ assert_status() {
     ok "$1"
 }
 
-# assert_error DESC STATUS CODE — status, envelope and the exact error document (§8.1 and the
-# team decision): declaration, namespace without trailing slash, four children in order,
+# assert_error DESC STATUS CODE — status, envelope and the exact error document
+# (docs/protocol.md §8.1 and protocol-decisions.md): declaration, namespace without trailing slash, four children in order,
 # RequestId equal to the header, HostId http://{Host}.
 assert_error() {
     local desc=$1 status=$2 code=$3 problems re body
@@ -622,7 +623,7 @@ assert_children() {
 # Small protocol helpers used by both suites
 # ---------------------------------------------------------------------------------------
 
-# xml_escape TEXT — for building request bodies (the server must unescape, §4).
+# xml_escape TEXT — for building request bodies (the server must unescape, docs/protocol.md §4).
 xml_escape() {
     local s=$1
     # Replacements quoted: bash 5.2 (patsub_replacement) expands a bare '&' to the match.

@@ -67,8 +67,8 @@ t_nothing_lost() {
 }
 
 # A few deletes do not give the reserve back: after the cool-down, sends are still refused, so
-# the space they would take stays for deletes (found by review: they were accepted again, the
-# disk filled with the reserve already gone, and then deletes failed).
+# the space they would take stays for deletes (accepting them would fill the disk with the
+# reserve already gone, and then deletes would fail).
 t_refused_until_reserve_back() {
     local i handles="" batch
     mns_request GET '/queues/full/messages?numOfMessages=2'
@@ -123,8 +123,7 @@ t_drain_and_resume() {
 }
 
 # The disk fills a second time.  Sends resumed only once the reserve was back, so there is
-# one to release again and receives and deletes keep working (found by review: sends used to
-# resume after the cool-down without it, and a second full disk left deletes failing).
+# one to release again and receives and deletes keep working.
 t_second_fill() {
     ACKED=(resumed)             # the message send_ok got in
     fill_disk

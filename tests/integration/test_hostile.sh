@@ -448,7 +448,7 @@ t_connections() {
     hold_cmd "check 100"
     open1=$HOLD_LINE
     # Those queued beyond the limit are accepted as the first ones go, and
-    # evicted in their turn (found by review: the expectation was not checked).
+    # evicted in their turn.
     hold_cmd "check $(( (IDLE_S + 1) * 1000 ))"
     assert_match "every idle connection is evicted in the end" '^open=0 closed=40$' "$HOLD_LINE"
     obs "$hold_line; new client: $RESP_STATUS after ${served_ms} ms; hog then: $open1; $(( IDLE_S + 1 )) s later: $HOLD_LINE"
@@ -886,14 +886,14 @@ t_handles() {
     big=$(repeat 10240 A)
     case_begin "10 KB receipt handle" \
         "DeleteMessage and ChangeMessageVisibility with \`ReceiptHandle=<10240 × A>\`; BatchDeleteMessage with it and \`x+/=\`, and with it alone" \
-        "400 ReceiptHandleError; batches: 404 \`<Errors>\` with one ReceiptHandleError item per handle (§7.12); nothing deleted"
+        "400 ReceiptHandleError; batches: 404 \`<Errors>\` with one ReceiptHandleError item per handle (docs/protocol.md §7.12); nothing deleted"
     req DELETE "/queues/hq/messages?ReceiptHandle=$big"
     assert_error "10 KB handle: DeleteMessage" 400 ReceiptHandleError
     obs "Delete: $RESP_STATUS $(code_of)"
     req PUT "/queues/hq/messages?ReceiptHandle=$big&VisibilityTimeout=10"
     assert_error "10 KB handle: ChangeMessageVisibility" 400 ReceiptHandleError
     obs "ChangeVisibility: $RESP_STATUS $(code_of)"
-    # §7.12: a BatchDeleteMessage whose handles fail answers 404 <Errors>, one item each.
+    # docs/protocol.md §7.12: a BatchDeleteMessage whose handles fail answers 404 <Errors>, one item each.
     printf '<ReceiptHandles><ReceiptHandle>%s</ReceiptHandle><ReceiptHandle>x+/=</ReceiptHandle></ReceiptHandles>' "$big" >"$SUITE_TMP/bd2"
     req_file DELETE /queues/hq/messages "$SUITE_TMP/bd2"
     assert_eq "10 KB handle + another: BatchDelete status" 404 "$RESP_STATUS"
@@ -902,8 +902,8 @@ t_handles() {
     obs "BatchDelete of it and another: $RESP_STATUS $(xml_root) $(xml_get ErrorCode 1),$(xml_get ErrorCode 2)"
     printf '<ReceiptHandles><ReceiptHandle>%s</ReceiptHandle></ReceiptHandles>' "$big" >"$SUITE_TMP/bd"
     req_file DELETE /queues/hq/messages "$SUITE_TMP/bd"
-    assert_eq "10 KB handle alone: BatchDelete status (§7.12)" 404 "$RESP_STATUS"
-    assert_eq "10 KB handle alone: BatchDelete answers <Errors> (§7.12)" Errors "$(xml_root)"
+    assert_eq "10 KB handle alone: BatchDelete status (docs/protocol.md §7.12)" 404 "$RESP_STATUS"
+    assert_eq "10 KB handle alone: BatchDelete answers <Errors> (docs/protocol.md §7.12)" Errors "$(xml_root)"
     obs "BatchDelete of it alone: $RESP_STATUS $(xml_root) $(code_of)$(xml_get ErrorCode)"
     case_end
 

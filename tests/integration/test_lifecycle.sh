@@ -113,8 +113,8 @@ t_newer_database() {
 }
 
 # A database file the service user cannot write (say, restored as root) stops the start with
-# the storage exit code; before, SQLite opened it read-only without a word, smqd reported ready
-# and then answered every write 500 (found by review).  Needs root, to run smqd as nobody.
+# the storage exit code: SQLite would open it read-only without a word, and smqd would report
+# ready and then answer every write 500.  Needs root, to run smqd as nobody.
 t_readonly_database() {
     local dir rc out
     if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_message_api.sh — message operations (protocol doc §6–§7 plus the team decisions):
+# test_message_api.sh — message operations (docs/protocol.md §6–§7, protocol-decisions.md):
 # send/batch send, receive/batch receive with long polling, peek, delete/batch delete,
 # ChangeMessageVisibility, ordering, delays, counters and crash/restart state, against the
 # real smqd binary over loopback HTTP.
@@ -62,7 +62,7 @@ handles_xml() {
 repeat_char() { head -c "$2" /dev/zero | tr '\0' "$1"; }
 
 # ---------------------------------------------------------------------------------------
-# SendMessage / BatchSendMessage (§7.6, §7.7)
+# SendMessage / BatchSendMessage (docs/protocol.md §7.6, §7.7)
 # ---------------------------------------------------------------------------------------
 
 t_send_message() {
@@ -81,7 +81,7 @@ t_send_message() {
     # The doc's real-service capture: UTF-8 text and its MD5.
     mns_request POST "/queues/$q/messages" "$(message_body 'I am 测试字符串.')"
     assert_xml "MD5 of UTF-8 body (doc capture)" MessageBodyMD5 9D75198CAA17528AB23790C1861987AF
-    # MD5 is over the text after XML unescaping (§6.1).
+    # MD5 is over the text after XML unescaping (docs/protocol.md §6.1).
     body='a<b & "c" > '\''d'\'
     mns_request POST "/queues/$q/messages" "$(message_body "$body")"
     assert_xml "MD5 of the unescaped text" MessageBodyMD5 "$(md5_upper "$body")"
@@ -188,7 +188,7 @@ t_batch_send() {
 }
 
 # ---------------------------------------------------------------------------------------
-# ReceiveMessage / BatchReceiveMessage (§7.8, §7.9)
+# ReceiveMessage / BatchReceiveMessage (docs/protocol.md §7.8, §7.9)
 # ---------------------------------------------------------------------------------------
 
 t_receive() {
@@ -248,7 +248,7 @@ t_batch_receive() {
     assert_status "batch receive 3 -> 200" 200
     assert_eq "got 3" 3 "$(xml_count Message)"
     for i in 1 2 3; do assert_xml "batch entry $i in send order" MessageBody "b$i" "$i"; done
-    # Returns as soon as something is there; does not wait to fill 16 (§7.9).
+    # Returns as soon as something is there; does not wait to fill 16 (docs/protocol.md §7.9).
     mns_request GET "/queues/$q/messages?numOfMessages=16&waitseconds=3"
     assert_status "batch receive 16 with 2 left -> 200" 200
     assert_eq "got the remaining 2" 2 "$(xml_count Message)"
@@ -259,7 +259,7 @@ t_batch_receive() {
 }
 
 # ---------------------------------------------------------------------------------------
-# PeekMessage / BatchPeekMessage (§7.10)
+# PeekMessage / BatchPeekMessage (docs/protocol.md §7.10)
 # ---------------------------------------------------------------------------------------
 
 t_peek() {
@@ -307,7 +307,7 @@ t_peek() {
 }
 
 # ---------------------------------------------------------------------------------------
-# DeleteMessage / BatchDeleteMessage (§7.11, §7.12)
+# DeleteMessage / BatchDeleteMessage (docs/protocol.md §7.11, §7.12)
 # ---------------------------------------------------------------------------------------
 
 # percent_first H — H with its first character percent-encoded (what Go's QueryEscape-style
@@ -432,7 +432,7 @@ t_batch_delete() {
 }
 
 # ---------------------------------------------------------------------------------------
-# ChangeMessageVisibility (§7.13)
+# ChangeMessageVisibility (docs/protocol.md §7.13)
 # ---------------------------------------------------------------------------------------
 
 t_change_visibility() {
@@ -485,7 +485,7 @@ t_change_visibility() {
 }
 
 # ---------------------------------------------------------------------------------------
-# Long polling (§7.8, §10)
+# Long polling (docs/protocol.md §7.8, §10)
 # ---------------------------------------------------------------------------------------
 
 t_long_poll_wakeup() {
@@ -493,7 +493,7 @@ t_long_poll_wakeup() {
     create_queue "$q"
     mns_request_bg "$out" GET "/queues/$q/messages?waitseconds=5"
     sleep 0.3   # let the receive park before the send (the case under test)
-    # Other requests are served while a receive is parked (§10 f).
+    # Other requests are served while a receive is parked (docs/protocol.md §10).
     mns_request GET "/queues/$q"
     assert_status "GetQueueAttributes while a receive is parked" 200
     assert_range "not blocked by the parked receive" 0 500 "$RESP_MS"

@@ -64,7 +64,7 @@ t_cli() {
 }
 
 # ---------------------------------------------------------------------------------------
-# Authentication (§3.2)
+# Authentication (docs/protocol.md §3.2)
 # ---------------------------------------------------------------------------------------
 
 t_auth() {
@@ -128,19 +128,19 @@ t_content_md5() {
     assert_error "Content-MD5 mismatch" 400 InvalidDigest
     mns_request GET "/queues/$q"
     assert_error "queue not created after InvalidDigest" 404 QueueNotExist
-    # The doc (§2.1) asks to accept the RFC 1864 form (base64 of the raw digest) as well.
+    # The doc (docs/protocol.md §2.1) asks to accept the RFC 1864 form (base64 of the raw digest) as well.
     raw=$(printf '%s' "$body" | openssl dgst -md5 -binary | base64)
     MNS_MD5=$raw mns_request PUT "/queues/$q" "$body"
     assert_status "RFC 1864 Content-MD5 accepted" 201
     MNS_NO_MD5=1 mns_request PUT "/queues/${q}2" "$body"
     assert_status "no Content-MD5 is fine" 201
-    # Content-Type is not enforced (Go sends application/xml, §2.1).
+    # Content-Type is not enforced (Go sends application/xml, docs/protocol.md §2.1).
     MNS_CTYPE=application/xml mns_request PUT "/queues/${q}3" "$body"
     assert_status "application/xml body accepted" 201
 }
 
 # ---------------------------------------------------------------------------------------
-# Queue names (§5 and the brief)
+# Queue names (docs/protocol.md §5)
 # ---------------------------------------------------------------------------------------
 
 t_queue_names() {
@@ -175,7 +175,7 @@ t_queue_names() {
 }
 
 # ---------------------------------------------------------------------------------------
-# CreateQueue (§7.1)
+# CreateQueue (docs/protocol.md §7.1)
 # ---------------------------------------------------------------------------------------
 
 t_create_queue() {
@@ -209,7 +209,7 @@ t_create_queue() {
     mns_request PUT "/queues/$q2" "$(queue_body VisibilityTimeout 60 DelaySeconds 5 LoggingEnabled true)"
     assert_error "LoggingEnabled differs" 409 QueueAlreadyExist
 
-    # Namespaces vary by SDK (§4): Go sends none, Java sends no trailing slash.
+    # Namespaces vary by SDK (docs/protocol.md §4): Go sends none, Java sends no trailing slash.
     mns_request PUT /queues/nsgo '<?xml version="1.0" encoding="UTF-8"?><Queue><DelaySeconds>0</DelaySeconds><PollingWaitSeconds>0</PollingWaitSeconds><LoggingEnabled>false</LoggingEnabled></Queue>'
     assert_status "Go-style body without namespace" 201
     mns_request PUT /queues/nsjava '<?xml version="1.0" encoding="UTF-8" standalone="no"?><Queue xmlns="http://mns.aliyuncs.com/doc/v1"><LoggingEnabled>true</LoggingEnabled></Queue>'
@@ -262,7 +262,7 @@ t_attribute_ranges() {
 }
 
 # ---------------------------------------------------------------------------------------
-# GetQueueAttributes (§7.3), SetQueueAttributes (§7.2), DeleteQueue (§7.4)
+# GetQueueAttributes (docs/protocol.md §7.3), SetQueueAttributes (docs/protocol.md §7.2), DeleteQueue (docs/protocol.md §7.4)
 # ---------------------------------------------------------------------------------------
 
 QUEUE_ELEMENTS='ActiveMessages CreateTime DelayMessages DelaySeconds InactiveMessages LastModifyTime LoggingEnabled MaximumMessageSize MessageRetentionPeriod PollingWaitSeconds QueueName VisibilityTimeout'
@@ -286,7 +286,7 @@ t_get_queue() {
     assert_xml "ActiveMessages 0" ActiveMessages 0
     assert_xml "InactiveMessages 0" InactiveMessages 0
     assert_xml "DelayMessages 0" DelayMessages 0
-    # CreateTime/LastModifyTime are epoch seconds (§5), not milliseconds.
+    # CreateTime/LastModifyTime are epoch seconds (docs/protocol.md §5), not milliseconds.
     assert_range "CreateTime is epoch seconds of now" $((now - 5)) $((now + 5)) "$(xml_get CreateTime)"
     assert_eq "LastModifyTime equals CreateTime on a new queue" "$(xml_get CreateTime)" "$(xml_get LastModifyTime)"
     mns_request GET /queues/no-such-queue
@@ -360,7 +360,7 @@ t_delete_queue() {
 }
 
 # ---------------------------------------------------------------------------------------
-# ListQueue (§7.5)
+# ListQueue (docs/protocol.md §7.5)
 # ---------------------------------------------------------------------------------------
 
 LIST_NAMES="lst-A lst-b lst-c lst-d lst-e"   # byte order: uppercase sorts first

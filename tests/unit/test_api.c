@@ -1,13 +1,13 @@
 /*
  * test_api.c — unit tests for api.c, api_queue.c and api_message.c.
  *
- * Query parsing (§1.3) and queue-name checks (§5); api_prepare on signed
+ * Query parsing (docs/protocol.md §1.3) and queue-name checks (docs/protocol.md §5); api_prepare on signed
  * requests (a fake clock at the Date of every request, the keyring
- * {testAccessKeyId, testAccessKeySecret}): routing of every action of §1.2
- * with its inputs, the fixed ranges of §5/§7, path and method errors,
+ * {testAccessKeyId, testAccessKeySecret}): routing of every action of docs/protocol.md §1.2
+ * with its inputs, the fixed ranges of docs/protocol.md §5/§7, path and method errors,
  * Content-MD5 and auth failures; then api_render / api_render_error on
  * hand-filled finished operations, comparing the exact response bytes of
- * §7 and §8 (element order, namespace, status, Location).
+ * docs/protocol.md §7 and docs/protocol.md §8 (element order, namespace, status, Location).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -561,7 +561,7 @@ static void send_with(const char *extra, int want_rc, int want_priority, int64_t
 static void test_api_prepare_send_priority(void **state)
 {
     (void)state;
-    send_with("<Priority>0</Priority>", 0, 8, 0);         /* Go's "unset" (§6.5) */
+    send_with("<Priority>0</Priority>", 0, 8, 0);         /* Go's "unset" (docs/protocol.md §6.5) */
     send_with("<Priority>1</Priority>", 0, 1, 0);
     send_with("<Priority>16</Priority>", 0, 16, 0);
     send_with("<Priority>17</Priority>", SMQ_E_INVALID_ARGUMENT, 0, 0);
@@ -987,7 +987,7 @@ static void test_api_prepare_unknown_methods(void **state)
     run_err("get", "/queues/q", NULL, SMQ_E_INVALID_REQUEST_URL);
 }
 
-/* ---- queue attribute ranges (§5) ---- */
+/* ---- queue attribute ranges (docs/protocol.md §5) ---- */
 
 struct attr_case {
     const char *name;
@@ -1452,7 +1452,7 @@ static void fill_msg(struct smq_op *op, size_t i, uint64_t seq, const char *body
     v->priority = 10;
 }
 
-/* The nine elements of a received message, §7.8 order. */
+/* The nine elements of a received message, docs/protocol.md §7.8 order. */
 static void received_xml(char *out, size_t size, uint64_t seq, uint32_t gen, const char *md5,
                          const char *escaped_body)
 {
@@ -1676,7 +1676,7 @@ static void test_api_render_batch_delete_all_failed_and_empty_text(void **state)
     add_batch_handle(&x, "a<b", SMQ_E_RECEIPT_HANDLE_ERROR);
     render_run(&x);
     assert_int_equal(x.resp.status, 404);
-    /* Each item keeps three non-empty elements (§7.12). */
+    /* Each item keeps three non-empty elements (docs/protocol.md §7.12). */
     assert_body(&x.resp, DECL "<Errors " NS "><Error><ErrorCode>ReceiptHandleError</ErrorCode>"
                          "<ErrorMessage>The receipt handle you provide is not valid.</ErrorMessage>"
                          "<ReceiptHandle>(empty)</ReceiptHandle></Error>"
@@ -1776,7 +1776,7 @@ static void test_api_render_error_document(void **state)
     errors_set(&ei, SMQ_E_QUEUE_NOT_EXIST, NULL);
     api_render_error(&r.req, &ei, RID, &resp);
     assert_int_equal(resp.status, 404);
-    /* Protocol §8.1, byte for byte (namespace without a trailing slash). */
+    /* Protocol docs/protocol.md §8.1, byte for byte (namespace without a trailing slash). */
     assert_body(&resp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
                        "<Error xmlns=\"http://mns.aliyuncs.com/doc/v1\"><Code>QueueNotExist</Code>"
                        "<Message>The queue name you provided is not exist.</Message>"

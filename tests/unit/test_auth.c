@@ -1,5 +1,5 @@
 /*
- * test_auth.c — unit tests for auth.c: the protocol §3.4 known-answer
+ * test_auth.c — unit tests for auth.c: the docs/protocol.md §3.4 known-answer
  * vectors from the Python, Node and Java SDKs and the docs, every auth
  * error code, the Date skew window, RFC 1123 parsing and Content-MD5.
  */
@@ -28,7 +28,7 @@
 #define RH "8-0zxjHBaWtzPz8zphz0z6OGz5yWWidU1fJM"
 #define MD5_EMPTY "ZDQxZDhjZDk4ZjAwYjIwNGU5ODAwOTk4ZWNmODQyN2U="
 
-/* §3.4 bodies, exact bytes. */
+/* docs/protocol.md §3.4 bodies, exact bytes. */
 static const char B2[] =
     "<?xml version=\"1.0\" encoding=\"utf-8\"?><Message xmlns=\"http://mns.aliyuncs.com/doc/v1/\">"
     "<MessageBody>Hello MNS</MessageBody><Priority>8</Priority></Message>";
@@ -59,7 +59,7 @@ struct vector {
     const char *authz;
 };
 
-/* Headers as each SDK puts them on the wire (§2.1), unsigned ones included. */
+/* Headers as each SDK puts them on the wire (docs/protocol.md §2.1), unsigned ones included. */
 static const struct vector vectors[] = {
     {"P1", "GET", "/queues/TestQueue",
      {{"host", HOST}, {"date", DATE}, {"x-mns-version", VER}, {"content-length", "0"},
@@ -100,8 +100,8 @@ static const struct vector vectors[] = {
      {{"host", HOST}, {"date", DATE}, {"x-mns-version", VER}, {"content-length", "0"},
       {"authorization", "MNS " AK ":4HtPpXzCVLfaivXtkzwN8Nds/mg="}},
      NULL, "MNS " AK ":4HtPpXzCVLfaivXtkzwN8Nds/mg="},
-    /* The §3.4 table lists only content-md5 for P8, but the SDK also signs
-     * its content-type: without it the signature does not reproduce. */
+    /* P8 signs its content-type as well as its content-md5
+     * (docs/protocol.md §3.4). */
     {"P8", "PUT", "/queues/TestQueue?metaoverride=true",
      {{"host", HOST}, {"date", DATE}, {"x-mns-version", VER}, {"content-length", "134"},
       {"content-md5", "MTcyN2Q5MGRjYzYwZTg2MTQ1ODE3MTE3MjM2MzAwNzY="},
@@ -266,7 +266,7 @@ static void assert_error(const struct auth_request *r, int64_t now_ms, int want)
     assert_null(strstr(ei.msg, SK));
 }
 
-/* ---- §3.4 known-answer vectors ---- */
+/* ---- docs/protocol.md §3.4 known-answer vectors ---- */
 
 static void test_auth_vectors_sign(void **state)
 {
@@ -319,7 +319,7 @@ static void test_auth_docs_example_second_key(void **state)
 
     (void)state;
     assert_int_equal(auth_signature("TestAccessSecret", sts, strlen(sts), sig), 0);
-    /* The docs print only the first 24 characters; §3.4 recomputed all 28. */
+    /* The docs print only the first 24 characters; docs/protocol.md §3.4 recomputed all 28. */
     assert_memory_equal(sig, "uwx3yeWoILzgmvesW0BQSgfM", 24);
     assert_string_equal(sig, "uwx3yeWoILzgmvesW0BQSgfM7b8=");
 
@@ -809,7 +809,7 @@ static void test_auth_invalid_version(void **state)
     }
 }
 
-/* Version is judged only once the signature holds (§3.2 order). */
+/* Version is judged only once the signature holds (docs/protocol.md §3.2 order). */
 static void test_auth_version_checked_after_signature(void **state)
 {
     struct req_copy c;

@@ -611,13 +611,13 @@ static void test_config_admin(void **state)
     expect_error(f, AUTH_OK "[admin]\nlisten = example.org:80\n", 5, "[admin] listen");
     expect_error(f, AUTH_OK "[admin]\ntoken = two words\n", 5, "[admin] token: contains a space");
     assert_null(strstr(f->err, "two words"));
-    /* An empty token is an error, not "no token" (found by review: a
-     * template whose variable came out empty opened the admin API). */
+    /* An empty token is an error, not "no token": a template whose
+     * variable came out empty must not open the admin API. */
     expect_error(f, AUTH_OK "[admin]\ntoken =\n", 5, "[admin] token: empty value");
 }
 
 /* The admin listener cannot share the MNS listener's address: smqd would
- * exit 3 at every start (found by review: -t accepted it). */
+ * exit 3 at every start, so -t refuses it. */
 static void test_config_admin_listen_clash(void **state)
 {
     struct fixture *f = *state;
@@ -628,7 +628,7 @@ static void test_config_admin_listen_clash(void **state)
                  7, "[admin] listen: port 9000");
     expect_error(f, AUTH_OK "[server]\nlisten = [::1]:9000\n[admin]\nlisten = [::]:9000\n",
                  7, "[admin] listen: port 9000");
-    /* The same address spelled differently (found by review). */
+    /* The same address spelled differently. */
     expect_error(f, AUTH_OK "[server]\nlisten = [0::1]:9000\n[admin]\nlisten = [::1]:9000\n",
                  7, "[admin] listen: port 9000");
     expect_error(f, AUTH_OK "[server]\nlisten = [::0]:9000\n[admin]\nlisten = [::5]:9000\n",
@@ -639,7 +639,7 @@ static void test_config_admin_listen_clash(void **state)
     expect_ok(f, AUTH_OK "[server]\nlisten = 127.0.0.1:9000\n[admin]\nlisten = [::1]:9000\n");
     expect_ok(f, AUTH_OK "[server]\nlisten = 127.0.0.1:0\n[admin]\nlisten = 127.0.0.1:0\n");
     expect_ok(f, AUTH_OK "[server]\nlisten = 127.0.0.1:8081\n[admin]\nlisten = off\n");
-    /* IPv6 sockets are IPv6-only: the families never clash (found by review). */
+    /* IPv6 sockets are IPv6-only: the families never clash. */
     expect_ok(f, AUTH_OK "[server]\nlisten = [::]:9000\n[admin]\nlisten = 127.0.0.1:9000\n");
     expect_ok(f, AUTH_OK "[server]\nlisten = 0.0.0.0:9000\n[admin]\nlisten = [::]:9000\n");
 }

@@ -1,7 +1,7 @@
 /*
  * test_errors.c — unit tests for errors.c: every SMQ_E_* code has a row
  * (non-empty Code and Message, a 4xx/5xx status), the codes and statuses the
- * protocol table (§8.2) fixes are exact, unknown values fall back to
+ * protocol table (docs/protocol.md §8.2) fixes are exact, unknown values fall back to
  * InternalError, and errors_set/errors_message record and report a
  * request-specific message.
  */
@@ -22,7 +22,7 @@ struct expected_row {
     const char *code;
 };
 
-/* Protocol §8.2, code by code. */
+/* Protocol docs/protocol.md §8.2, code by code. */
 static const struct expected_row protocol_rows[] = {
     {SMQ_E_MISSING_AUTHORIZATION, 400, "MissingAuthorizationHeader"},
     {SMQ_E_INVALID_AUTHORIZATION, 400, "InvalidAuthorizationHeader"},
@@ -104,7 +104,7 @@ static void test_errors_protocol_table_exact(void **state)
 static void test_errors_protocol_messages(void **state)
 {
     (void)state;
-    /* The texts §7 and §8 quote verbatim. */
+    /* The texts docs/protocol.md §7 and docs/protocol.md §8 quote verbatim. */
     assert_string_equal(errors_info(SMQ_E_MESSAGE_NOT_EXIST)->message, "Message not exist.");
     assert_string_equal(errors_info(SMQ_E_QUEUE_NOT_EXIST)->message,
                         "The queue name you provided is not exist.");

@@ -215,7 +215,7 @@ static void test_handle_doc_formats_rejected(void **state)
 
     (void)state;
     fixed_keys(&k, 8);
-    /* The formats the real service uses (§6.1) are not ours. */
+    /* The formats the real service uses (docs/protocol.md §6.1) are not ours. */
     assert_rejected_str(&k, "8-0zxjHBaWtzPz8zphz0z6OGz5yWWidU1fJM");
     assert_rejected_str(&k, "1-ODU4OTkzNDU5My0xNDM1MTk3NjAwLTItNg==");
     assert_rejected_str(&k, "MbZj6wDWli+QEauMZc8ZRv37sIW2iJKq3M9Mx/KSbkJ0");

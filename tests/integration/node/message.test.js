@@ -50,7 +50,7 @@ test('sendMessage and batchSendMessage', async () => {
   await assert.rejects(mns.sendMessage('nm-send', { MessageBody: 'x', Priority: 17 }), mnsError('InvalidArgument'));
   await assert.rejects(mns.batchSendMessage('nm-send', [{ MessageBody: 'ok' }, { MessageBody: 'bad', DelaySeconds: 604801 }]),
     mnsError('InvalidArgument'));
-  // The Node SDK does not escape XML (protocol doc §4): the server answers MalformedXML.
+  // The Node SDK does not escape XML (docs/protocol.md §4): the server answers MalformedXML.
   await assert.rejects(mns.sendMessage('nm-send', { MessageBody: 'a & b' }), mnsError('MalformedXML'));
   await assert.rejects(mns.sendMessage('nm-missing', { MessageBody: 'x' }), mnsError('QueueNotExist'));
   assert.deepEqual(await counts('nm-send'), [3, 0, 1], 'refused sends stored nothing');
