@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # test.sh — builds smqd and runs every test:
+#   0. the structure check (docs/architecture.md's modules and layers) and its own test;
 #   1. unit + integration tests (cmocka, curl, official Node SDK) on a normal build;
 #   2. the same again under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the unit tests under valgrind (zero leaks, zero errors);
@@ -24,6 +25,10 @@ build_and_test() {   # build_and_test DIR [cmake args...]
   echo "== test $dir"
   (cd "$dir" && ctest --output-on-failure -j"$jobs")
 }
+
+echo "== structure"
+scripts/check-structure.sh
+tests/structure/test_check_structure.sh
 
 build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# check-structure.sh — checks that the code keeps the structure docs/architecture.md
+# describes: every source file in exactly one module of its module table, includes
+# pointing only to the same layer or below with no cycle between modules, each
+# third-party header included only by the files its table names, no file over 800
+# lines, no function over 60, a comment at the top of every file, and no mutable
+# global declared in a header.  Prints every violation; exits 1 if there is one.
+#
+#   scripts/check-structure.sh [REPO]        (default: the repository holding this script)
+set -euo pipefail
+
+repo=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+doc="$repo/docs/architecture.md"
+max_file_lines=800
+max_function_lines=60
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Problems go to a file, not a variable: many are found inside pipelines (subshells).
+problem() { printf 'check-structure: %s\n' "$*" | tee -a "$work/problems" >&2; }
+
+[ -r "$doc" ] || { echo "check-structure: cannot read $doc" >&2; exit 1; }
+
+# The project's own files: the daemon's and smqctl's sources and headers.
+(cd "$repo" && ls src/*.c src/ctl/*.c src/ctl/*.h include/smqd/*.h) | sort >"$work/files"
+
+# Resolves a short name from the tables (engine.c, ctl_db.h) to its path.
+path_of() {
+    local p
+    for p in "src/$1" "src/ctl/$1" "include/smqd/$1"; do
+        if grep -qxF "$p" "$work/files"; then
+            printf '%s\n' "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Rows of a markdown table under a "## HEADING" line: "| `a` | ... |", cells trimmed,
+# separated by tabs.  Header and ruler rows have no backtick in the first cell.
+table_rows() {
+    awk -v heading="$1" '
+        /^## / { inside = ($0 == "## " heading) ; next }
+        inside && /^\| *`/ {
+            n = split($0, cell, "|")
+            row = ""
+            for (i = 2; i < n; i++) {
+                gsub(/^ +| +$/, "", cell[i])
+                row = row (i > 2 ? "\t" : "") cell[i]
+            }
+            print row
+        }' "$doc"
+}
+
+# ---- the module table: module, layer, files ----------------------------------------------
+table_rows "Modules" >"$work/modules"
+[ -s "$work/modules" ] || problem "no module table under '## Modules' in $doc"
+: >"$work/owner"                         # path <tab> module <tab> layer
+while IFS=$'\t' read -r name layer files _; do
+    name=${name//\`/}
+    if ! [[ $layer =~ ^[0-9]+$ ]]; then
+        problem "module $name: layer '$layer' is not a number"
+        continue
+    fi
+    for f in $files; do
+        f=${f//\`/}
+        if p=$(path_of "$f"); then
+            printf '%s\t%s\t%s\n' "$p" "$name" "$layer" >>"$work/owner"
+        else
+            problem "module $name lists $f, which does not exist"
+        fi
+    done
+done <"$work/modules"
+
+cut -f1 "$work/owner" | sort | uniq -d | while read -r p; do
+    problem "$p is listed in more than one module"
+done
+cut -f1 "$work/owner" | sort -u | comm -23 "$work/files" - | while read -r p; do
+    problem "$p belongs to no module of the table in docs/architecture.md"
+done
+
+declare -A module_by_path layer_by_path
+while IFS=$'\t' read -r p name layer; do
+    module_by_path[$p]=$name
+    layer_by_path[$p]=$layer
+done <"$work/owner"
+module_of() { printf '%s\n' "${module_by_path[$1]:-}"; }
+layer_of() { printf '%s\n' "${layer_by_path[$1]:-}"; }
+
+# ---- the third-party header table: header (or prefix/), files allowed --------------------
+table_rows "Third-party headers" >"$work/vendor"
+[ -s "$work/vendor" ] || problem "no table under '## Third-party headers' in $doc"
+
+# The C and POSIX headers, which any file may include.
+system_headers=$(echo assert.h ctype.h errno.h fcntl.h float.h getopt.h inttypes.h libgen.h \
+    limits.h locale.h math.h netdb.h poll.h pthread.h sched.h signal.h stdalign.h stdarg.h \
+    stdatomic.h stdbool.h stddef.h stdint.h stdio.h stdlib.h string.h strings.h syslog.h time.h \
+    unistd.h)
+system_headers=" $system_headers "
+
+# Prints the third-party table row a header matches (its key), if any.
+vendor_key() {
+    local key files
+    while IFS=$'\t' read -r key files _; do
+        key=${key//\`/}
+        case $key in
+            */) [[ $1 == "$key"* ]] && { printf '%s\n' "$key"; return 0; } ;;
+            *) [ "$1" = "$key" ] && { printf '%s\n' "$key"; return 0; } ;;
+        esac
+    done <"$work/vendor"
+    return 1
+}
+
+vendor_allows() {
+    local key files f
+    while IFS=$'\t' read -r key files _; do
+        [ "${key//\`/}" = "$1" ] || continue
+        for f in $files; do
+            [ "$(basename "$2")" = "${f//\`/}" ] && return 0
+        done
+    done <"$work/vendor"
+    return 1
+}
+
+# ---- includes ---------------------------------------------------------------------------
+: >"$work/edges"                         # module <tab> module, for the cycle check
+: >"$work/vendor_headers"                # headers that include a third-party header
+while read -r p; do
+    mod=$(module_of "$p")
+    [ -n "$mod" ] || continue
+    layer=$(layer_of "$p")
+    while read -r inc; do
+        case $inc in
+            \"*)
+                inc=${inc//\"/}
+                target=$(path_of "$(basename "$inc")") || { problem "$p includes \"$inc\", not a project header"; continue; }
+                tmod=$(module_of "$target")
+                [ -n "$tmod" ] || continue
+                [ "$tmod" = "$mod" ] && continue
+                printf '%s\t%s\n' "$mod" "$tmod" >>"$work/edges"
+                tlayer=$(layer_of "$target")
+                if [ "$tlayer" -gt "$layer" ]; then
+                    problem "$p (module $mod, layer $layer) includes $target (module $tmod, layer $tlayer): a layer may use only its own and those below"
+                fi
+                ;;
+            \<*)
+                inc=${inc#<}
+                inc=${inc%>}
+                if key=$(vendor_key "$inc"); then
+                    vendor_allows "$key" "$p" || problem "$p includes <$inc>: only the files docs/architecture.md names for $key may"
+                    [[ $p == *.h ]] && printf '%s\n' "$p" >>"$work/vendor_headers"
+                elif [[ $inc == sys/* || $inc == netinet/* || $inc == arpa/* ]]; then
+                    :
+                elif [[ $system_headers != *" $inc "* ]]; then
+                    problem "$p includes <$inc>, neither a C/POSIX header nor one of the third-party table"
+                fi
+                ;;
+        esac
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^>"]*[>"]\).*/\1/p' "$repo/$p")
+done <"$work/files"
+
+# A header that pulls in a third-party header passes it on: only its own module may include it.
+sort -u "$work/vendor_headers" | while read -r h; do
+    hmod=$(module_of "$h")
+    (cd "$repo" && grep -l "^#include \"\(smqd/\)\?$(basename "$h")\"" $(cat "$work/files") || true) |
+        while read -r user; do
+            [ "$(module_of "$user")" = "$hmod" ] ||
+                problem "$user includes $h, which carries a third-party header of module $hmod"
+        done
+done
+
+# No cycle between modules (tsort names the modules of a loop on stderr).
+if ! sort -u "$work/edges" | tr '\t' ' ' | tsort >/dev/null 2>"$work/tsort"; then
+    problem "the module graph has a cycle: $(grep -v 'input contains a loop' "$work/tsort" | sed 's/^tsort: //' | tr '\n' ' ')"
+fi
+
+# ---- sizes, top comments, globals -------------------------------------------------------
+while read -r p; do
+    lines=$(wc -l <"$repo/$p")
+    [ "$lines" -le "$max_file_lines" ] || problem "$p has $lines lines (at most $max_file_lines)"
+    [ "$(head -c 2 "$repo/$p")" = "/*" ] || problem "$p does not start with a comment saying what it owns"
+done <"$work/files"
+
+# A function is a line "{" at column 0 up to the next "}" at column 0; its signature starts
+# at the last line before the "{" that is not indented.
+grep '\.c$' "$work/files" | while read -r p; do
+    awk -v file="$p" -v max="$max_function_lines" '
+        /^[^ \t{}#\/]/ { sig = NR; name = $0 }
+        /^\{/ && start == 0 { start = sig }
+        /^\}/ && start > 0 {
+            n = NR - start + 1
+            if (n > max) {
+                sub(/\(.*/, "", name)
+                printf "%s: function %s has %d lines (at most %d)\n", file, name, n, max
+            }
+            start = 0
+        }' "$repo/$p"
+done >"$work/long_functions"
+while read -r line; do problem "$line"; done <"$work/long_functions"
+
+# Shared state must be read-only: a header may declare const data only.
+(cd "$repo" && grep -n '^[[:space:]]*extern[[:space:]]' $(grep '\.h$' "$work/files") || true) |
+    { grep -v 'extern[[:space:]]\+const[[:space:]]' || true; } |
+    while read -r line; do problem "mutable global declared in a header: $line"; done
+
+if [ -s "$work/problems" ]; then
+    exit 1
+fi
+printf 'check-structure: %d files in %d modules keep docs/architecture.md\n' \
+    "$(wc -l <"$work/files")" "$(wc -l <"$work/modules")"
