@@ -169,13 +169,15 @@ static void on_op_done(struct smq_op *op, void *arg)
 }
 
 /* Submits d's ops in order, its connection suspended for at most wait_ms.
- * false: the request was answered instead (no engine, or too many waiting). */
-static bool submit_job(struct admin_req *d, int wait_ms, struct admin_reply *r)
+ * false: the request was answered instead (no engine, or too many waiting).
+ * A probe asks the engine whenever there is one, so /metrics keeps its
+ * engine figures while smqd drains; API requests only when ready. */
+static bool submit_job(struct admin_req *d, int wait_ms, bool probe, struct admin_reply *r)
 {
     struct smq_admin *a = d->a;
     struct smq_server *s = acquire_server(a, &d->keys);
 
-    if (s == NULL || get_state(a) != ADMIN_READY) {
+    if (s == NULL || (!probe && get_state(a) != ADMIN_READY)) {
         admin_reply_error(r, 503, "ServiceUnavailable", "%s", "smqd is starting or stopping; "
                           "the engine does not take requests now.");
     } else if (!waiter_enter(a)) {
@@ -286,15 +288,18 @@ static bool refused(struct smq_admin *a, struct httpd_req *r, struct admin_reply
     enum token_state token = token_state(a, r);
     const char *why = browser_refusal(r, token);
     struct smq_errinfo ei = {0, ""};
+    int problem = httpd_req_problem(r, &ei);
     size_t body_len;
 
     httpd_req_body(r, &body_len);
-    if (why != NULL)
+    if (problem == SMQ_E_SERVICE_UNAVAILABLE)
+        admin_reply_error(reply, 503, "ServiceUnavailable", "%s", errors_message(&ei));
+    else if (why != NULL)
         admin_reply_error(reply, 403, "Forbidden", "%s", why);
     else if (token == TOKEN_BAD)
         admin_reply_error(reply, 401, "Unauthorized", "%s",
                           "Send the [admin] token as Authorization: Bearer <token>.");
-    else if (body_len > 0 || httpd_req_problem(r, &ei) == SMQ_E_REQUEST_TOO_LARGE)
+    else if (body_len > 0 || problem == SMQ_E_REQUEST_TOO_LARGE)
         admin_reply_error(reply, 400, "InvalidArgument", "%s", "Admin requests take no body; "
                           "parameters go in the query string.");
     else if (ei.err != 0)
@@ -357,7 +362,7 @@ static bool start_probe(struct admin_req *d, enum admin_route route, struct admi
     op_init(op, SMQ_OP_STATS);
     op->stats.totals_only = route == ROUTE_READY;
     d->job.n_ops = 1;
-    if (submit_job(d, ADMIN_PROBE_WAIT_MS, r))
+    if (submit_job(d, ADMIN_PROBE_WAIT_MS, true, r))
         return true;
     /* No engine now: the probe answers from what it knows without one. */
     answer_probe(d, NULL, r);
@@ -392,7 +397,7 @@ static bool dispatch(struct admin_req *d, struct admin_reply *reply)
             submitted = start_probe(d, path[1] == 'r' ? ROUTE_READY : ROUTE_METRICS, reply);
     } else if (admin_api_prepare(method, path, query, &d->job, reply) == 0) {
         d->route = ROUTE_API;
-        submitted = submit_job(d, ADMIN_ENGINE_WAIT_MS, reply);
+        submitted = submit_job(d, ADMIN_ENGINE_WAIT_MS, false, reply);
     }
     free(path);
     return submitted;

@@ -31,6 +31,7 @@ struct httpd {
     uint16_t port;
     int64_t active;              /* atomic: requests begun and not yet completed */
     struct conn_reaper *reaper;  /* bounds slow requests, fires deadlines */
+    char log_prefix[32];         /* "libmicrohttpd" or "admin: libmicrohttpd" */
 };
 
 struct httpd_req {
@@ -44,6 +45,7 @@ struct httpd_req {
     bool too_large;
     bool nul_in_target;          /* the request line had a NUL inside the target */
     bool header_overflow, header_nul;
+    const char *last_value;      /* the last header value seen, while collecting */
     bool has_deadline;
     int fd;                      /* the connection's socket */
     uint64_t start_us;
@@ -131,7 +133,7 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     /* libmicrohttpd hands values on as C strings: one with a NUL inside
      * would be read only up to it (RFC 9110 §5.5 says reject it).  Where a
      * value's line ended shows only once the next header's name is known. */
-    if (r->n_headers > 0 && value_has_nul(r->headers[r->n_headers - 1].value, key))
+    if (r->last_value != NULL && value_has_nul(r->last_value, key))
         r->header_nul = true;
     if (strlen(key) != key_size || (value != NULL && strlen(value) != value_size))
         r->header_nul = true;
@@ -139,6 +141,7 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
         r->header_overflow = true;
         return MHD_NO;
     }
+    r->last_value = value;       /* NULL (no value) has no bytes after it to look at */
     r->headers[r->n_headers].name = key;
     r->headers[r->n_headers].value = value != NULL ? value : "";
     r->n_headers++;
@@ -152,8 +155,7 @@ static void collect_headers(struct httpd_req *r)
     const char *host;
 
     MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, collect_header, r);
-    if (r->n_headers > 0 && !r->header_overflow
-        && value_has_nul(r->headers[r->n_headers - 1].value, NULL))
+    if (r->last_value != NULL && !r->header_overflow && value_has_nul(r->last_value, NULL))
         r->header_nul = true;
     /* Only HTTP/1.0 may omit Host; URLs in answers then name the address
      * the client reached (the configured one may be a wildcard). */
@@ -366,6 +368,11 @@ uint64_t httpd_req_start_us(const struct httpd_req *r)
 
 int httpd_req_problem(const struct httpd_req *r, struct smq_errinfo *ei)
 {
+    /* The reaper bounds a request's arrival and its wait for the engine: a
+     * connection it could not track (no memory at accept) is not served. */
+    if (r->track == NULL)
+        return errors_set(ei, SMQ_E_SERVICE_UNAVAILABLE,
+                          "The server is out of memory for this connection; try again.");
     if (r->header_overflow)
         return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "Too many request headers (at most %d).",
                           HTTPD_MAX_HEADERS);
@@ -480,7 +487,7 @@ static struct MHD_Daemon *start_daemon(struct httpd *h, const struct sockaddr_st
     return MHD_start_daemon(
         flags, o->port, NULL, NULL, on_access, h,
         /* First, so it sees every message. */
-        MHD_OPTION_EXTERNAL_LOGGER, log_library_line, (void *)h->opts.name,
+        MHD_OPTION_EXTERNAL_LOGGER, log_library_line, (void *)h->log_prefix,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(o->threads > 0 ? o->threads : 1),
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
@@ -515,6 +522,8 @@ int httpd_start(const struct httpd_opts *opts, struct httpd **out, char *err, si
         return SMQ_E_NOMEM;
     }
     h->opts = *opts;
+    snprintf(h->log_prefix, sizeof h->log_prefix, "%slibmicrohttpd",
+             opts->name != NULL ? opts->name : "");
     if (h->opts.label == NULL)
         h->opts.label = "";
     if (h->opts.clock == NULL)

@@ -200,7 +200,8 @@ static void log_request(const struct mns_req *d, uint64_t latency_us)
 }
 
 /* A request whose headers arrived but that never reached the handler (its
- * client went away during the body) is counted with no status, as action "-". */
+ * client went away during the body) is counted with no status, as action
+ * "-", and logged under an id of its own like any other. */
 static void on_done(void *arg, struct httpd_req *r)
 {
     struct mns_listener *l = arg;
@@ -209,8 +210,10 @@ static void on_done(void *arg, struct httpd_req *r)
 
     if (!httpd_req_started(r))
         return;
-    if (!d->counted)
+    if (!d->counted) {
         metrics_request_started(l->opts.metrics);
+        next_request_id(l, d->request_id);
+    }
     metrics_request_done(l->opts.metrics, d->call.action, d->status, latency_us);
     if (l->opts.log_requests)
         log_request(d, latency_us);

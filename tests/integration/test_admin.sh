@@ -159,6 +159,9 @@ t_drain() {
     assert_eq "/health is still 200 while draining" "200 ok" "$RESP_STATUS $RESP_BODY"
     admin GET /v1/queues
     assert_admin_error "the JSON API answers 503 while draining" 503 ServiceUnavailable
+    admin GET /metrics
+    assert_eq "/metrics still answers while draining" 200 "$RESP_STATUS"
+    assert_match "/metrics says not ready while draining" '^smqd_ready 0$' "$RESP_BODY"
     exec 5>&-
     smqd_stop
     assert_eq "the drain ends with exit 0" 0 "$SMQD_EXIT"

@@ -226,8 +226,8 @@ t_trickle_after_keepalive() {
 }
 
 # The database path is a symbolic link into another directory: SQLite keeps
-# its WAL next to the real file, and the syncer must flush that one (review
-# finding: it opened "<link>-wal" and refused to start).
+# its WAL next to the real file, and the syncer must flush that one, not a
+# "<link>-wal" that does not exist.
 t_symlinked_database() {
     local real
     new_server_dir
@@ -250,7 +250,24 @@ t_symlinked_database() {
     smqd_stop
 }
 
+# A client that goes away in the middle of its body still leaves a request
+# log line with an id of its own (action "-", no status), like any request.
+t_body_abandoned() {
+    trap "" PIPE
+    local host port
+    smqd_start || return
+    host=${SMQD_ADDR%:*} port=${SMQD_ADDR##*:}
+    exec 3<>"/dev/tcp/$host/$port"
+    printf 'PUT /queues/x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc' >&3
+    sleep 0.3                   # let the server read the headers and the first bytes
+    exec 3>&-
+    wait_for "the abandoned request is logged with an id" 3000 \
+        grep -Eq 'request id=[0-9A-F]{24} action=- queue=- status=0' "$SMQD_LOG"
+    smqd_stop
+}
+
 run_test t_config_errors
+run_test t_body_abandoned
 run_test t_symlinked_database
 run_test t_corrupt_database
 run_test t_newer_database
