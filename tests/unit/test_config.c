@@ -539,8 +539,8 @@ static void test_config_key_errors(void **state)
     expect_error(f, text, 2, "access key id too long");
     snprintf(text, sizeof(text), "[auth]\nkey.%.128s = s\n", id);
     expect_ok(f, text);
-    /* The longest secret fits a line after the shortest prefix (found by
-     * review: the documented 256 did not fit in 198 characters). */
+    /* The longest secret (the documented 256 characters) fits a line after
+     * the shortest prefix. */
     {
         char secret[SMQ_KEY_SECRET_MAX + 2];
 

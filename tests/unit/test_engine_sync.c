@@ -263,7 +263,7 @@ static void test_a_failed_deferred_commit_refuses_both_runs_and_keeps_the_rest(v
 }
 
 /* A purge makes disk reclamation due; while the commit is deferred it cannot
- * run, and must not make the engine thread spin (review finding). */
+ * run, and must not make the engine thread spin. */
 static void test_a_deferred_commit_does_not_make_maintenance_spin(void **state)
 {
     struct fixture *f = *state;
@@ -310,9 +310,9 @@ static void test_a_failed_flush_stops_all_writes(void **state)
 }
 
 /* After a failed flush no timer may run, so nothing is due any more however
- * far the clock moves: the engine thread sleeps until a new op comes (it
- * spun on the overdue timers: review finding).  A parked long poll, whose
- * deadline will not fire either, is answered at once. */
+ * far the clock moves: the engine thread sleeps until a new op comes rather
+ * than spinning on overdue timers.  A parked long poll, whose deadline will
+ * not fire either, is answered at once. */
 static void test_a_failed_flush_answers_parked_polls_and_does_not_spin(void **state)
 {
     struct fixture *f = *state;

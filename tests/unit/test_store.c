@@ -408,9 +408,8 @@ static void expect_refusal(struct fixture *f, const char *want)
 }
 
 /* Every name of one database shares its lock: a second open through a
- * symbolic link to the file, or to its directory, is refused (found by
- * review: the lock was taken on the name given, so an alias got its own and
- * two servers wrote one database). */
+ * symbolic link to the file, or to its directory, is refused, or an alias
+ * would get a lock of its own and two servers would write one database. */
 static void test_store_lock_follows_symlinks(void **state)
 {
     struct fixture *f = *state;

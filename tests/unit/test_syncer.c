@@ -244,8 +244,8 @@ static void slow_done(struct smq_op *op, void *arg)
 }
 
 /* While the syncer thread is still answering a flushed batch, an op
- * released with nothing left to flush waits behind it (review finding:
- * it used to be answered at once, overtaking). */
+ * released with nothing left to flush waits behind it instead of
+ * overtaking it. */
 static void test_no_answer_overtakes_one_being_sent(void **state)
 {
     struct fixture *f = *state;
