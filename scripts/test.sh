@@ -44,7 +44,7 @@ for t in build/tests/test_*; do
 done
 echo "== ThreadSanitizer (the unit tests that start threads)"
 threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper test_xml test_httpd
-          test_worker test_crypto)
+          test_worker test_crypto test_server)
 cmake -S "$root" -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"

@@ -102,17 +102,42 @@ static bool policy_in_force(struct smq_engine *e, const struct smq_queue_decl *d
            && info.attrs.dlq.max_receive == d->dlq_max_receive_count;
 }
 
-/* Every target is declared or exists already: checked before anything is
- * created, so a bad configuration changes nothing. */
+/* Every target is another queue, declared or existing already: checked
+ * before anything is created, so a bad configuration changes nothing. */
 static int check_targets(struct smq_engine *e, const struct smq_queue_decl *decls, size_t n,
                          char *err, size_t err_size)
 {
     for (size_t i = 0; i < n; i++) {
         const char *t = decls[i].dlq_target;
+        if (strcmp(t, decls[i].name) == 0) {
+            snprintf(err, err_size, "[queue.%s] (line %d): dlq_target cannot be the queue "
+                     "itself", decls[i].name, decls[i].line);
+            return SMQ_E_INVALID_ARGUMENT;
+        }
         if (t[0] == '\0' || declared(decls, n, t) || queue_exists(e, t))
             continue;
         snprintf(err, err_size, "[queue.%s] (line %d): dlq_target %s is neither declared "
                  "([queue.%s]) nor an existing queue", decls[i].name, decls[i].line, t, t);
+        return SMQ_E_INVALID_ARGUMENT;
+    }
+    return 0;
+}
+
+/* The queues to create fit under [limits] max_queues beside those that
+ * exist: also the configuration's fault, and also checked first. */
+static int check_room(struct smq_engine *e, const struct smq_queue_decl *decls, size_t n,
+                      char *err, size_t err_size)
+{
+    struct smq_engine_stats st;
+    size_t queues;
+
+    engine_stats(e, &st);
+    queues = st.queues;
+    for (size_t i = 0; i < n; i++) {
+        if (queue_exists(e, decls[i].name) || ++queues <= (size_t)engine_max_queues(e))
+            continue;
+        snprintf(err, err_size, "[queue.%s] (line %d): one queue more than [limits] "
+                 "max_queues = %d allows", decls[i].name, decls[i].line, engine_max_queues(e));
         return SMQ_E_INVALID_ARGUMENT;
     }
     return 0;
@@ -125,6 +150,8 @@ int declare_queues(struct smq_engine *e, const struct smq_queue_decl *decls, siz
     int rc;
 
     rc = check_targets(e, decls, n, err, err_size);
+    if (rc == 0)
+        rc = check_room(e, decls, n, err, err_size);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < n; i++) {

@@ -250,6 +250,11 @@ void engine_drain(struct smq_engine *e)
     finish_run(e, true);
 }
 
+int engine_max_queues(const struct smq_engine *e)
+{
+    return e->max_queues;
+}
+
 void engine_stats(const struct smq_engine *e, struct smq_engine_stats *out)
 {
     ops_admin_totals(e, out);

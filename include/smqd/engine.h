@@ -88,6 +88,8 @@ void engine_drain(struct smq_engine *e);
 
 /* Engine thread only (SMQ_OP_STATS carries a copy to other threads). */
 void engine_stats(const struct smq_engine *e, struct smq_engine_stats *out);
+/* The most queues the engine holds ([limits] max_queues). */
+int engine_max_queues(const struct smq_engine *e);
 /* Checks that the in-memory bookkeeping agrees with itself: per queue, the
  * state counters against the nodes really in its Active heap and its age
  * heap (each node of that queue; Active ones Active), the waiter counts;
