@@ -4,6 +4,7 @@
  * clock, and the helpers that build, run and check operations.
  */
 #include "engine_fixture.h"
+#include "scratch_dir.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -73,9 +74,6 @@ int fx_setup(void **state)
 int fx_teardown(void **state)
 {
     struct fx *f = *state;
-    char file[512];
-    struct dirent *de;
-    DIR *d;
 
     engine_close(f->e);
     for (size_t i = 0; i < FX_N_PARK; i++)
@@ -83,16 +81,7 @@ int fx_teardown(void **state)
     for (size_t i = 0; i < sizeof f->scratch / sizeof f->scratch[0]; i++)
         free(f->scratch[i]);
     store_close(f->store);
-    d = opendir(f->dir);
-    while (d != NULL && (de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        snprintf(file, sizeof file, "%s/%s", f->dir, de->d_name);
-        unlink(file);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
+    scratch_dir_remove(f->dir);
     free(f);
     return 0;
 }

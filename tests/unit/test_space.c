@@ -27,6 +27,7 @@
 #include "smqd/log.h"
 #include "smqd/space.h"
 #include "smqd/store.h"
+#include "scratch_dir.h"
 
 #define RESERVE_BYTES ((uint64_t)1 << 20)
 #define COOLDOWN_MS 5000             /* space.c FULL_COOLDOWN_MS */
@@ -74,22 +75,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    char file[512];
-    struct dirent *e;
-    DIR *d;
 
     store_close(f->store);
     log_close();
-    d = opendir(f->dir);
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(file, sizeof file, "%s/%s", f->dir, e->d_name);
-        unlink(file);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
+    scratch_dir_remove(f->dir);
     free(f);
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
+#include "scratch_dir.h"
 
 struct fixture {
     char dir[64];
@@ -88,21 +89,9 @@ static int store_setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    char file[512];
-    struct dirent *e;
-    DIR *d;
 
     store_close(f->s);
-    d = opendir(f->dir);
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(file, sizeof file, "%s/%s", f->dir, e->d_name);
-        unlink(file);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
+    scratch_dir_remove(f->dir);
     free(f);
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "smqd/space.h"
 #include "smqd/store.h"
 #include "smqd/txn.h"
+#include "scratch_dir.h"
 
 struct fixture {
     char dir[64];
@@ -67,22 +68,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    char file[512];
-    struct dirent *e;
-    DIR *d;
 
     store_close(f->store);
     log_close();
-    d = opendir(f->dir);
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(file, sizeof file, "%s/%s", f->dir, e->d_name);
-        unlink(file);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
+    scratch_dir_remove(f->dir);
     free(f);
     return 0;
 }
