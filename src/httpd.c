@@ -43,6 +43,7 @@ struct httpd_req {
     bool started;                /* the headers were complete */
     bool acted;                  /* the handler answered or suspended in this call */
     bool too_large;
+    bool ambiguous_framing;      /* more than one framing header (RFC 9112 §6.3) */
     bool nul_in_target;          /* the request line had a NUL inside the target */
     bool header_overflow, header_nul;
     const char *last_value;      /* the last header value seen, while collecting */
@@ -255,8 +256,29 @@ static enum MHD_Result dispatch(struct httpd_req *r)
     return r->acted ? MHD_YES : MHD_NO;
 }
 
+/*
+ * A body framed by more than one header line (two Content-Length lines, a
+ * list of lengths, or a length beside Transfer-Encoding) is one that a proxy
+ * in front may frame differently: the bytes it forwards as this request's
+ * body could be a request of their own here.  RFC 9112 §6.3 makes such a
+ * request an error and the connection unusable afterwards.
+ */
+static bool framing_is_ambiguous(const struct httpd_req *r)
+{
+    int lengths = 0, codings = 0;
+
+    for (size_t i = 0; i < r->n_headers; i++) {
+        if (strcasecmp(r->headers[i].name, "Content-Length") == 0)
+            lengths += strchr(r->headers[i].value, ',') != NULL ? 2 : 1;
+        else if (strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0)
+            codings++;
+    }
+    return lengths > 1 || codings > 1 || (lengths > 0 && codings > 0);
+}
+
 /* First call for a request: its headers are complete.  An announced body
- * over the cap is answered before it is read. */
+ * over the cap, or one whose framing is ambiguous, is answered before it is
+ * read; an answer queued before the body closes the connection after it. */
 static enum MHD_Result start_request(struct httpd_req *r, const char *method)
 {
     const char *cl;
@@ -266,6 +288,10 @@ static enum MHD_Result start_request(struct httpd_req *r, const char *method)
     snprintf(r->method, sizeof r->method, "%s", method);
     collect_headers(r);
     conn_reaper_phase(r->h->reaper, r->track, PHASE_BODY);
+    if (framing_is_ambiguous(r)) {
+        r->ambiguous_framing = true;
+        return dispatch(r);
+    }
     cl = httpd_req_header(r, "Content-Length");
     /* A malformed length is libmicrohttpd's to refuse (it frames the body);
      * digits beyond 64 bits are just too large. */
@@ -381,6 +407,10 @@ int httpd_req_problem(const struct httpd_req *r, struct smq_errinfo *ei)
     if (r->nul_in_target)
         return errors_set(ei, SMQ_E_INVALID_REQUEST_URL,
                           "The request target contains a NUL byte.");
+    if (r->ambiguous_framing)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                          "The request body is framed by more than one header "
+                          "(Content-Length and Transfer-Encoding must appear once, not both).");
     if (r->too_large)
         return errors_set(ei, SMQ_E_REQUEST_TOO_LARGE,
                           "The request body is larger than %zu bytes.", r->h->opts.max_body_bytes);

@@ -7,7 +7,7 @@
  * it builds on a fresh Debian 12 with nothing but a C compiler.
  *
  *   hostile_client send ADDR -i FILE [-s HEAD] [-c CHUNK] [-d MS] [-L] [-e]
- *                       [-w MS] [-t MS] [-o FILE]
+ *                       [-W] [-w MS] [-t MS] [-o FILE]
  *       Connects to ADDR (IPv4:PORT), writes the first HEAD bytes of FILE at
  *       once (default: all of it), then the rest CHUNK bytes at a time
  *       (default: all) with MS milliseconds between writes.  -L loops the
@@ -16,7 +16,9 @@
  *       2000) for a response head and sends the rest only if that was 100.
  *       Reading stops at the end of the first final (non-1xx) response
  *       (Content-Length framing), at EOF, or at the -t deadline (default
- *       10000 ms).  Prints one line:
+ *       10000 ms); with -W it goes on after that response until the server
+ *       closes or the deadline passes (does the server keep the connection?,
+ *       and what else does it answer on it?).  Prints one line:
  *         first=CODE final=CODE closed=eof|reset|open|timeout sent=N rest_sent=N
  *         recv=N ms=N close_ms=N
  *       (CODE 0 = none seen; close_ms = -1 when the server did not close.)
@@ -231,7 +233,7 @@ static int run_send(const char *addr, int argc, char **argv)
 {
     const char *in_path = NULL, *out_path = NULL;
     size_t head = (size_t)-1, chunk = 0, len, sent = 0, rest_sent = 0, off;
-    int delay = 0, loop = 0, expect = 0, wait_ms = 2000, deadline_ms = 10000, opt;
+    int delay = 0, loop = 0, expect = 0, linger = 0, wait_ms = 2000, deadline_ms = 10000, opt;
     struct sockaddr_in sa;
     struct conn_state c;
     long long t0, deadline;
@@ -240,7 +242,7 @@ static int run_send(const char *addr, int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.close_ms = -1;
     c.body_left = -1;
-    while ((opt = getopt(argc, argv, "i:s:c:d:Lew:t:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "i:s:c:d:LeWw:t:o:")) != -1) {
         switch (opt) {
         case 'i': in_path = optarg; break;
         case 's': head = (size_t)atoll(optarg); break;
@@ -248,6 +250,7 @@ static int run_send(const char *addr, int argc, char **argv)
         case 'd': delay = atoi(optarg); break;
         case 'L': loop = 1; break;
         case 'e': expect = 1; break;
+        case 'W': linger = 1; break;
         case 'w': wait_ms = atoi(optarg); break;
         case 't': deadline_ms = atoi(optarg); break;
         case 'o': out_path = optarg; break;
@@ -306,6 +309,8 @@ static int run_send(const char *addr, int argc, char **argv)
 
 read_rest:
     while (!c.closed && !response_complete(&c) && now_ms() < deadline)
+        pump(&c, (int)(deadline - now_ms()), t0);
+    while (linger && !c.closed && now_ms() < deadline)
         pump(&c, (int)(deadline - now_ms()), t0);
     if (out_path != NULL) {
         FILE *f = fopen(out_path, "wb");

@@ -648,6 +648,61 @@ t_broken_http() {
 }
 
 # ---------------------------------------------------------------------------------------
+# Ambiguous framing (RFC 9112 §6.3): a proxy that frames by another header than smqd would
+# see a different request stream, so any second framing header is refused and the
+# connection closed.
+# ---------------------------------------------------------------------------------------
+
+# smuggle_file FILE CL-HEADERS... — a signed GET carrying the given framing header lines,
+# whose bytes after the first 5 of its body are a complete signed SendMessage to hq.
+smuggle_file() {
+    local f=$1 inner="$SUITE_TMP/inner" body m=''
+    shift
+    m='<?xml version="1.0" encoding="UTF-8"?><Message><MessageBody>smuggled</MessageBody></Message>'
+    { signed_head POST /queues/hq/messages 'text/xml;charset=UTF-8'
+      printf 'Content-Length: %d\r\n\r\n%s' "${#m}" "$m"; } >"$inner"
+    body="XXXXX$(cat "$inner")"
+    { signed_head GET /queues/hq
+      local h
+      for h in "$@"; do printf '%s\r\n' "${h//N/${#body}}"; done
+      printf '\r\n%s' "$body"; } >"$f"
+}
+
+# assert_framing_refused DESC — 400 InvalidArgument (or libmicrohttpd's own 400 page, which
+# answers a malformed Content-Length value before smqd sees the request), then the
+# connection closed.
+assert_framing_refused() {
+    if [ "$HC_FINAL" = 400 ] && [ -z "$(code_of)" ] && [[ $RESP_BODY == '<html'* ]]; then
+        ok "$1: 400 (libmicrohttpd page)"
+    else
+        assert_error "$1: 400 InvalidArgument" 400 InvalidArgument
+    fi
+    if [ "$HC_CLOSED" = eof ] || [ "$HC_CLOSED" = reset ]; then
+        ok "$1: connection closed after the answer"
+    else
+        not_ok "$1: connection closed after the answer" "$HC_LINE"
+    fi
+}
+
+t_framing() {
+    local f="$SUITE_TMP/frame" n=0 spec
+    for spec in 'Content-Length: 5|Content-Length: N' 'Content-Length: N|Content-Length: 5' \
+                'Content-Length: 5, N' 'Content-Length: 5|Content-Length: 5' \
+                'Transfer-Encoding: chunked|Content-Length: 5'; do
+        n=$((n + 1))
+        case_begin "ambiguous framing $n" \
+            "signed GET with \`${spec//|/\` and \`}\` (N: all its bytes), a body of 5 bytes plus a whole signed SendMessage" \
+            "400 InvalidArgument (a malformed value: the HTTP library's 400 page), connection closed; the hidden SendMessage is not executed"
+        IFS='|' read -r -a hdrs <<<"$spec"
+        smuggle_file "$f.$n" "${hdrs[@]}"
+        hc "frame$n" "$f.$n" -W -t 4000
+        assert_framing_refused "framing $n"
+        obs "$(hc_summary)"
+        case_end
+    done
+}
+
+# ---------------------------------------------------------------------------------------
 # Hostile XML
 # ---------------------------------------------------------------------------------------
 
@@ -1087,6 +1142,7 @@ if hostile_start "idle_timeout_s = $IDLE_S" "request_timeout_s = $REQUEST_S" \
     t_slowloris_pool
     t_oversize
     t_broken_http
+    t_framing
     t_xml
     t_handles
     t_queue_names
