@@ -473,6 +473,33 @@ static int check_listeners(struct load *ld)
                 "another port, or write off", (unsigned)c->admin_port);
 }
 
+static bool is_loopback(const char *host)
+{
+    struct sockaddr_storage ss;
+    bool v6;
+
+    if (netaddr_make(host, 0, &ss, &v6) != 0)
+        return false;
+    if (v6)
+        return IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+    return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+}
+
+/* The admin API can peek at and purge every queue: beyond this host it
+ * needs a token (docs/admin-api.md). */
+static int check_admin_exposure(struct load *ld)
+{
+    const struct smq_config *c = ld->cfg;
+    int line = ld->seen[config_table_row(OPT_ADMIN_LISTEN)];
+
+    if (!c->admin_enabled || c->admin_token[0] != '\0' || is_loopback(c->admin_host))
+        return 0;
+    return fail(ld, line, "[admin] listen: %s%s%s is reachable from other hosts and [admin] "
+                "token is not set: anyone who reaches it could read and purge every queue; set "
+                "a token, or listen on 127.0.0.1", strchr(c->admin_host, ':') ? "[" : "",
+                c->admin_host, strchr(c->admin_host, ':') ? "]" : "");
+}
+
 /* Turns inih's result and our first error into one message. */
 static int finish_parse(struct load *ld, int ini_rc)
 {
@@ -503,7 +530,7 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
     }
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) != 0
         || assemble_keys(&ld) != 0 || check_queue_decls(&ld) != 0
-        || check_listeners(&ld) != 0) {
+        || check_listeners(&ld) != 0 || check_admin_exposure(&ld) != 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else

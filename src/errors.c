@@ -68,8 +68,8 @@ static const struct smq_error_info error_table[SMQ_E__COUNT] = {
         "The service is out of memory; the request was not applied."},
     /* MNS has no code for this; InternalError keeps every SDK's error path. */
     [-SMQ_E_STORAGE_FULL] = {500, "InternalError",
-        "The server's storage is full: new messages are refused until space is freed; "
-        "receiving and deleting still work. The request was not applied."},
+        "The server's storage is full; the request was not applied. New messages are "
+        "refused until space is freed on the server."},
 };
 
 const struct smq_error_info *errors_info(int err)

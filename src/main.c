@@ -21,12 +21,14 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "smqd/admin.h"
 #include "smqd/api.h"
 #include "smqd/clock.h"
 #include "smqd/config.h"
 #include "smqd/declare.h"
+#include "smqd/exposure.h"
 #include "smqd/engine.h"
 #include "smqd/mns_listener.h"
 #include "smqd/log.h"
@@ -310,8 +312,9 @@ static int start_store(const struct smq_config *cfg, struct daemon_parts *p,
     code = store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20);
     *reserve_missing = code == SMQ_E_STORAGE_FULL;
     if (code == SMQ_E_STORAGE_FULL)
-        SMQ_WARN("storage: no room for the %d MiB disk reserve next to %s; new messages "
-                 "are refused until there is", cfg->reserve_mb, cfg->storage_path);
+        SMQ_WARN("storage: no room for the %.1f MiB disk reserve next to %s; new messages "
+                 "are refused until there is",
+                 (double)store_reserve_bytes(p->store) / (1 << 20), cfg->storage_path);
     else if (code != 0)
         SMQ_WARN("storage: running without the disk reserve next to %s", cfg->storage_path);
     return EXIT_OK;
@@ -323,7 +326,7 @@ static int start_engine(const struct smq_config *cfg, struct daemon_parts *p,
 {
     struct smq_engine_opts eopts = {.clock = clock_system(), .store = p->store,
                                     .max_queues = cfg->max_queues,
-                                    .reserve_margin = (uint64_t)cfg->reserve_mb << 20,
+                                    .reserve_margin = store_reserve_bytes(p->store),
                                     .reserve_missing = reserve_missing};
     char err[512] = "";
     int code;
@@ -513,6 +516,21 @@ static int run(const char *path, const struct smq_config *cfg)
     return code;
 }
 
+static void report_to_stderr(void *arg, bool error, const char *msg)
+{
+    (void)arg;
+    fprintf(stderr, "smqd: %s: %s\n", error ? "error" : "warning", msg);
+}
+
+static void report_to_log(void *arg, bool error, const char *msg)
+{
+    (void)arg;
+    if (error)
+        SMQ_ERROR("%s; not starting", msg);
+    else
+        SMQ_WARN("%s", msg);
+}
+
 int main(int argc, char **argv)
 {
     struct cli cli;
@@ -529,16 +547,22 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (cli.test_only) {
+        code = exposure_check(&cfg, cli.config_path, geteuid(), report_to_stderr, NULL) > 0
+                   ? EXIT_USAGE : EXIT_OK;
         config_print(&cfg, stdout);
-        fprintf(stderr, "smqd: configuration %s is valid\n", cli.config_path);
+        fprintf(stderr, "smqd: configuration %s is %s\n", cli.config_path,
+                code == EXIT_OK ? "valid" : "refused (see the errors above)");
         config_free(&cfg);
-        return EXIT_OK;
+        return code;
     }
     log_set_level(cfg.log_level);
     if (log_open(cfg.log_file) != 0)
         fprintf(stderr, "smqd: cannot open log file %s: %s; logging to stderr\n", cfg.log_file,
                 strerror(errno));
-    code = run(cli.config_path, &cfg);
+    if (exposure_check(&cfg, cli.config_path, geteuid(), report_to_log, NULL) > 0)
+        code = EXIT_USAGE;
+    else
+        code = run(cli.config_path, &cfg);
     log_close();
     config_free(&cfg);
     return code;

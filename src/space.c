@@ -35,8 +35,8 @@ void space_full(struct space *s)
 {
     if (!s->full) {
         SMQ_ERROR("engine: storage is full; refusing new messages until the disk reserve "
-                  "can be taken back (checked every %d s), receive and delete keep working",
-                  FULL_COOLDOWN_MS / 1000);
+                  "can be taken back (checked every %d s); receives and deletes are served "
+                  "while the released reserve lasts", FULL_COOLDOWN_MS / 1000);
         store_reserve_release(s->store);
         reclaim_now(s);
     }
@@ -47,7 +47,8 @@ void space_full(struct space *s)
 /* The reserve is taken back only when as much again stays free beside it;
  * until then sends stay refused, since they would use up the space the
  * released reserve left for deletes (and a second full disk would find no
- * reserve to release). */
+ * reserve to release).  The reserve's size follows the volume, so a
+ * drained volume always has that much free (storage.h). */
 void space_recheck(struct space *s, uint64_t now_mono)
 {
     int rc;

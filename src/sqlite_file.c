@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "smqd/errors.h"
@@ -53,15 +52,6 @@ int sqlite_file_flush(struct smq_store *base)
 
 /* The directory part of path, with its final slash ("." when there is
  * none): 0, or -1 when out is too small. */
-int sqlite_file_dir_of(const char *path, char *out, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    int n = slash == NULL ? snprintf(out, size, ".")
-                          : snprintf(out, size, "%.*s", (int)(slash - path + 1), path);
-
-    return n >= 0 && (size_t)n < size ? 0 : SMQ_E_INVALID_ARGUMENT;
-}
-
 const char *sqlite_file_wal_path(const struct smq_store *base)
 {
     const struct sqlite_store *s = sqlite_of_const(base);
@@ -102,37 +92,34 @@ int sqlite_file_reserve_init(struct smq_store *base, const char *db_path, uint64
     if (s->reserve_path == NULL)
         return SMQ_E_NOMEM;
     snprintf(s->reserve_path, n, "%s.reserve", db_path);
-    s->reserve_bytes = bytes;
-    if (bytes == 0) {
+    s->reserve_bytes = storage_reserve_for_volume(bytes, storage_volume_bytes(db_path));
+    if (s->reserve_bytes == 0) {
         unlink(s->reserve_path);     /* a reserve left by an earlier config */
         return 0;
     }
     return sqlite_file_reserve_restore(base, 0);
 }
 
-/* Free bytes on the file system of the directory holding path (the file
- * itself may not exist); UINT64_MAX if unknown. */
-static uint64_t free_bytes(const char *path)
+uint64_t sqlite_file_reserve_bytes(const struct smq_store *base)
 {
-    struct statvfs st;
-    char dir[PATH_MAX];
+    return sqlite_of((struct smq_store *)base)->reserve_bytes;
+}
 
-    if (sqlite_file_dir_of(path, dir, sizeof dir) != 0 || statvfs(dir, &st) != 0)
-        return UINT64_MAX;
-    return (uint64_t)st.f_bavail * st.f_frsize;
+static bool reserve_held(const struct sqlite_store *s)
+{
+    struct stat st;
+
+    return stat(s->reserve_path, &st) == 0 && (uint64_t)st.st_blocks * 512 >= s->reserve_bytes;
 }
 
 int sqlite_file_reserve_restore(struct smq_store *base, uint64_t keep_free)
 {
     struct sqlite_store *s = sqlite_of(base);
-    struct stat st;
     int fd, rc;
 
-    if (s->reserve_path == NULL || s->reserve_bytes == 0)
+    if (s->reserve_path == NULL || s->reserve_bytes == 0 || reserve_held(s))
         return 0;
-    if (stat(s->reserve_path, &st) == 0 && (uint64_t)st.st_blocks * 512 >= s->reserve_bytes)
-        return 0;                    /* already held */
-    if (free_bytes(s->reserve_path) < s->reserve_bytes + keep_free)
+    if (storage_free_bytes(s->reserve_path) < s->reserve_bytes + keep_free)
         return SMQ_E_STORAGE_FULL;
     fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     rc = fd < 0 ? errno : 0;

@@ -356,6 +356,18 @@ static int read_page_size(struct sqlite_store *s, const char *path, char *err, s
     return 0;
 }
 
+/* The file holds every message body and the receipt-handle key: made here,
+ * owner-only whatever the umask, since SQLite would create it 0644 and give
+ * its -wal and -shm files the same mode.  An existing file keeps its mode
+ * (exposure.h checks it at start-up). */
+static void create_private(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd >= 0)
+        close(fd);
+}
+
 /* Takes an exclusive, non-blocking flock on DB_FILE.lock so that a second
  * smqd on the same data refuses to start instead of sharing the database
  * (SQLite would allow it, and two engines would each believe they own every
@@ -418,6 +430,7 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     s->wal_fd = -1;
     s->fault_writes_left = STORE_FAULT_OFF;
     s->fault_load_left = STORE_FAULT_OFF;
+    create_private(path);
     /* Even a failed open can hand back a handle that must be closed.  An
      * open reads nothing yet: the lock is taken before anything is. */
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
@@ -504,6 +517,7 @@ const struct store_backend store_sqlite_backend = {
     .msg_load = sqlite_rows_msg_load,
     .reserve_init = sqlite_file_reserve_init,
     .reserve_restore = sqlite_file_reserve_restore,
+    .reserve_bytes = sqlite_file_reserve_bytes,
     .reserve_release = sqlite_file_reserve_release,
     .checkpoint = sqlite_file_checkpoint,
     .wal_path = sqlite_file_wal_path,

@@ -177,6 +177,11 @@ int store_reserve_restore(struct smq_store *s, uint64_t keep_free)
     return s->be->reserve_restore != NULL ? s->be->reserve_restore(s, keep_free) : 0;
 }
 
+uint64_t store_reserve_bytes(const struct smq_store *s)
+{
+    return s->be->reserve_bytes != NULL ? s->be->reserve_bytes(s) : 0;
+}
+
 void store_reserve_release(struct smq_store *s)
 {
     if (s->be->reserve_release != NULL)

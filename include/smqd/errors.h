@@ -63,6 +63,12 @@ struct smq_errinfo {
     char msg[256];
 };
 
+/* What a send or queue creation refused by the storage-full mode (space.h)
+ * is told: unlike a write that failed, it can say what still works. */
+#define SMQ_STORAGE_FULL_REFUSAL \
+    "The server's storage is full: new messages are refused until space is freed; " \
+    "receives and deletes are served while its disk reserve lasts. The request was not applied."
+
 /* Records err with a printf-style message into ei (may be NULL); returns err. */
 int errors_set(struct smq_errinfo *ei, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

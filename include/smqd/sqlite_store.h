@@ -122,6 +122,7 @@ int sqlite_file_defer_fsync(struct smq_store *s);
 int sqlite_file_flush(struct smq_store *s);
 int sqlite_file_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes);
 int sqlite_file_reserve_restore(struct smq_store *s, uint64_t keep_free);
+uint64_t sqlite_file_reserve_bytes(const struct smq_store *s);
 void sqlite_file_reserve_release(struct smq_store *s);
 int sqlite_file_checkpoint(struct smq_store *s);
 const char *sqlite_file_wal_path(const struct smq_store *s);
@@ -129,8 +130,5 @@ void sqlite_file_no_checkpoint_on_close(struct smq_store *s);
 int sqlite_file_stats(struct smq_store *s, struct store_file_stats *out);
 int sqlite_file_reclaim(struct smq_store *s, unsigned max_pages, uint64_t *freed);
 int sqlite_file_integrity_check(struct smq_store *s, char *err, size_t err_size);
-/* The directory part of path, with its final slash ("." when there is
- * none): 0, or SMQ_E_INVALID_ARGUMENT when out is too small. */
-int sqlite_file_dir_of(const char *path, char *out, size_t size);
 
 #endif

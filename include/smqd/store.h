@@ -188,9 +188,11 @@ int store_msg_load(struct smq_store *s,
 /* ---- upkeep of a local database file (optional: see the top) ---- */
 
 /*
- * Disk-space reserve: a file PATH.reserve of `bytes` real blocks.  When the
- * disk fills, the engine releases it so that deletes (which need WAL space
- * but no new pages) keep working, and restores it once space is back.
+ * Disk-space reserve: a file PATH.reserve of `bytes` real blocks, or of
+ * what the volume can hold (storage_reserve_for_volume; store_reserve_bytes
+ * says which).  When the disk fills, the engine releases it so that deletes
+ * (which need WAL space but no new pages) keep working, and restores it once
+ * space is back.
  * init/restore return 0, SMQ_E_STORAGE_FULL (no room) or SMQ_E_INTERNAL.
  * A write or commit that fails because the disk or database is full
  * returns SMQ_E_STORAGE_FULL instead of SMQ_E_INTERNAL.  Without a local
@@ -198,8 +200,11 @@ int store_msg_load(struct smq_store *s,
  */
 int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes);
 /* Takes the reserve back only if keep_free bytes stay free beside it, so
- * that taking it cannot by itself fill the disk again. */
+ * that taking it cannot by itself fill the disk again (and take the WAL
+ * space the deletes that freed it are using). */
 int store_reserve_restore(struct smq_store *s, uint64_t keep_free);
+/* The reserve's size in bytes after store_reserve_init; 0 = none. */
+uint64_t store_reserve_bytes(const struct smq_store *s);
 void store_reserve_release(struct smq_store *s);
 
 /* Copies the WAL into the database and truncates it (outside a transaction).

@@ -57,6 +57,7 @@ struct store_backend {
     int (*reserve_init)(struct smq_store *s, const char *db_path, uint64_t bytes);
     int (*reserve_restore)(struct smq_store *s, uint64_t keep_free);
     void (*reserve_release)(struct smq_store *s);
+    uint64_t (*reserve_bytes)(const struct smq_store *s);
     int (*checkpoint)(struct smq_store *s);
     const char *(*wal_path)(const struct smq_store *s);
     void (*no_checkpoint_on_close)(struct smq_store *s);

@@ -139,6 +139,7 @@ level = info
 [admin]
 listen = 127.0.0.1:0
 EOF
+    chmod 600 "$dir/smqd.conf"   # it holds secrets: as an operator keeps it
 }
 
 # start_watchdog PID — bounds a server's life even if this script is SIGKILLed (then no
@@ -523,6 +524,11 @@ assert_ne() {
 # assert_match DESC ERE VALUE
 assert_match() {
     if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else not_ok "$1" "value '$3' does not match /$2/"; fi
+}
+
+# assert_no_match DESC ERE VALUE
+assert_no_match() {
+    if printf '%s' "$3" | grep -Eq -- "$2"; then not_ok "$1" "value '$3' matches /$2/"; else ok "$1"; fi
 }
 
 # assert_range DESC LOW HIGH VALUE (integers, inclusive)

@@ -134,6 +134,56 @@ t_second_fill() {
     assert_range "at most one receive or delete was refused again" 0 1 "$DRAIN_REFUSED"
 }
 
+# A volume too small for the default reserve twice over (30 MiB, reserve_mb = 16): the
+# reserve is sized from the volume (a quarter), start-up says so, and a drained queue gets
+# its sends back without a restart.
+t_small_volume() {
+    assert_match "start-up says the volume cannot hold the configured reserve" \
+        "cannot hold the 16 MiB disk reserve" "$(cat "$SMQD_LOG")"
+    assert_match "smqd -t says so too" "cannot hold the 16 MiB disk reserve" \
+        "$("$SMQD_BIN" -t -c "$MNT/smqd.conf" 2>&1 >/dev/null)"
+    ACKED=()
+    mns_request PUT /queues/full '<Queue><MaximumMessageSize>65536</MaximumMessageSize></Queue>'
+    assert_status "queue on the 30 MiB filesystem" 201
+    fill_disk
+    assert_eq "a send is refused once the disk is full" 1 "$REFUSED"
+    drain_all
+    assert_eq "every acknowledged message was received and deleted" "${#ACKED[@]}" "$DRAINED"
+    wait_for "sends are accepted again on the drained small volume" 12000 send_ok
+}
+
+# The reserve is spent and another process takes the rest of the disk: what fails says so
+# truthfully, and once that process frees its space, smqd retakes the reserve and sends resume.
+t_filled_by_another() {
+    ACKED=(resumed)             # the message send_ok got in
+    fill_disk
+    assert_eq "the disk fills again" 1 "$REFUSED"
+    dd if=/dev/zero of="$MNT/other-process" bs=64k 2>/dev/null
+    mns_request GET '/queues/full/messages?numOfMessages=16'
+    if [ "$RESP_STATUS" = 200 ]; then
+        mns_request DELETE /queues/full/messages \
+            "<ReceiptHandles><ReceiptHandle>$(xml_get ReceiptHandle 1)</ReceiptHandle></ReceiptHandles>"
+    fi
+    [ "$RESP_STATUS" = 204 ] && ACKED=("${ACKED[@]:1}")
+    if [ "$RESP_STATUS" = 200 ] || [ "$RESP_STATUS" = 204 ]; then
+        ok "a receive or delete on a disk someone else filled went through"
+    else
+        assert_error "a receive or delete on a disk someone else filled fails as storage full" \
+            500 InternalError
+        assert_match "saying the storage is full" "storage is full" "$RESP_BODY"
+        assert_no_match "without claiming that receives work" "still work|are served" "$RESP_BODY"
+    fi
+    mns_request POST /queues/full/messages "<Message><MessageBody>x</MessageBody></Message>"
+    assert_error "a send is refused" 500 InternalError
+    assert_match "its message says receives and deletes only last with the reserve" \
+        "while its disk reserve lasts" "$RESP_BODY"
+    rm -f "$MNT/other-process"
+    drain_all
+    assert_eq "once the other process freed its space, everything drains" "${#ACKED[@]}" "$DRAINED"
+    wait_for "and sends are accepted again" 12000 send_ok
+    assert_match "the reserve was taken back" "accepting new messages again" "$(cat "$SMQD_LOG")"
+}
+
 send_ok() {
     mns_request POST /queues/full/messages "<Message><MessageBody>resumed</MessageBody></Message>"
     [ "$RESP_STATUS" = 201 ]
@@ -151,6 +201,17 @@ if start_on_tmpfs; then
     run_test t_nothing_lost
     run_test t_drain_and_resume
     run_test t_second_fill
+    smqd_stop
+fi
+umount "$MNT"
+if ! mount -t tmpfs -o size=30m tmpfs "$MNT" 2>"$SUITE_TMP/mount.err"; then
+    not_ok "mount a 30 MiB tmpfs" "$(cat "$SUITE_TMP/mount.err")"
+    finish
+fi
+write_config "$MNT"
+if smqd_start "$MNT"; then
+    run_test t_small_volume
+    run_test t_filled_by_another
     smqd_stop
 fi
 finish

@@ -83,7 +83,7 @@ t_corrupt_database() {
     local dir before rc out
     new_server_dir
     dir=$NEW_DIR
-    head -c 8192 /dev/urandom >"$dir/smqd.db"
+    (umask 077; head -c 8192 /dev/urandom >"$dir/smqd.db")   # owner-only, as smqd makes it
     before=$(md5sum <"$dir/smqd.db")
     out="$SUITE_TMP/corrupt.err"
     timeout 10 "$SMQD_BIN" -c "$dir/smqd.conf" 2>"$out" </dev/null
@@ -129,13 +129,57 @@ t_readonly_database() {
     smqd_stop
     rm -f "$dir/smqd.db.lock"
     chmod 0777 "$dir"
-    chmod 0644 "$dir/smqd.db" "$dir/smqd.conf"
+    # Readable for nobody through its group (a database others can read is refused before
+    # the store is opened, with another exit code).
+    chgrp 65534 "$dir/smqd.db" && chmod 0640 "$dir/smqd.db"
+    chmod 0644 "$dir/smqd.conf"
     out="$SUITE_TMP/readonly.err"
     timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups \
         "$SMQD_BIN" -c "$dir/smqd.conf" 2>"$out" </dev/null
     rc=$?
     assert_eq "smqd refuses a database it cannot write (storage exit code)" 2 "$rc"
     assert_match "and says why" "not writable by this user" "$(cat "$out")"
+}
+
+# Nobody else can read the messages or change the keys (docs/operations.md, "Security"): the
+# database files are made owner-only under any umask, a database or config others could use
+# stops the start, and an admin listener beyond loopback needs a token.
+t_exposure() {
+    local dir rc out
+    new_server_dir
+    dir=$NEW_DIR
+    local saved
+    saved=$(umask)
+    umask 022                    # the usual one, which would make SQLite's files 0644
+    smqd_start "$dir"
+    rc=$?
+    umask "$saved"
+    [ "$rc" = 0 ] || return
+    mns_request PUT /queues/modes
+    assert_eq "the database is owner-only" 600 "$(stat -c %a "$dir/smqd.db")"
+    assert_eq "so is its WAL" 600 "$(stat -c %a "$dir/smqd.db-wal")"
+    assert_eq "and its shared-memory file" 600 "$(stat -c %a "$dir/smqd.db-shm")"
+    smqd_stop
+    chmod 0644 "$dir/smqd.db"
+    out="$SUITE_TMP/exposure.err"
+    timeout 10 "$SMQD_BIN" -c "$dir/smqd.conf" 2>"$out" </dev/null
+    rc=$?
+    assert_eq "a database every user can read stops the start (configuration exit code)" 1 "$rc"
+    assert_match "saying why and how to fix it" "smqd.db is accessible to every user.*chmod o-rwx" "$(cat "$out")"
+    chmod 0600 "$dir/smqd.db"
+    chmod 0646 "$dir/smqd.conf"
+    out=$("$SMQD_BIN" -t -c "$dir/smqd.conf" 2>&1 >/dev/null); rc=$?
+    assert_eq "smqd -t refuses a config every user can write" 1 "$rc"
+    assert_match "naming it" "smqd.conf is writable by every user" "$out"
+    chmod 0644 "$dir/smqd.conf"
+    out=$("$SMQD_BIN" -t -c "$dir/smqd.conf" 2>&1 >/dev/null); rc=$?
+    assert_eq "a config every user can read is accepted" 0 "$rc"
+    assert_match "with a warning" "warning: .*smqd.conf is readable by every user" "$out"
+    chmod 0600 "$dir/smqd.conf"
+    sed -i 's/^listen = 127.0.0.1:0$/listen = 0.0.0.0:0/' "$dir/smqd.conf"   # both listeners
+    out=$("$SMQD_BIN" -t -c "$dir/smqd.conf" 2>&1 >/dev/null); rc=$?
+    assert_eq "an admin listener on every address without a token is refused" 1 "$rc"
+    assert_match "as a configuration error" "\[admin\] listen: 0.0.0.0 is reachable from other hosts" "$out"
 }
 
 # Configuration errors stop start-up with file:line and exit code 1.
@@ -267,6 +311,7 @@ t_body_abandoned() {
 }
 
 run_test t_config_errors
+run_test t_exposure
 run_test t_body_abandoned
 run_test t_symlinked_database
 run_test t_corrupt_database

@@ -609,6 +609,15 @@ static void test_config_admin(void **state)
     assert_non_null(strstr(printed, "\ntoken = " SMQ_CONFIG_SECRET_MASK "\n"));
     free(printed);
     expect_error(f, AUTH_OK "[admin]\nlisten = example.org:80\n", 5, "[admin] listen");
+    /* Beyond loopback only with a token. */
+    expect_error(f, AUTH_OK "[admin]\nlisten = 0.0.0.0:8081\n", 5,
+                 "[admin] listen: 0.0.0.0 is reachable from other hosts and [admin] token is not set");
+    expect_error(f, AUTH_OK "[admin]\nlisten = [::]:8081\n", 5, "listen: [::] is reachable from other hosts");
+    expect_error(f, AUTH_OK "[admin]\nlisten = 10.1.2.3:8081\n", 5, "reachable from other hosts");
+    expect_ok(f, AUTH_OK "[admin]\nlisten = 0.0.0.0:8081\ntoken = s3cr3t-t0ken\n");
+    expect_ok(f, AUTH_OK "[admin]\nlisten = 127.8.9.10:8081\n");
+    expect_ok(f, AUTH_OK "[admin]\nlisten = [::1]:8081\n");
+    expect_ok(f, AUTH_OK "[admin]\nlisten = localhost:8081\n");
     expect_error(f, AUTH_OK "[admin]\ntoken = two words\n", 5, "[admin] token: contains a space");
     assert_null(strstr(f->err, "two words"));
     /* An empty token is an error, not "no token": a template whose
@@ -641,7 +650,7 @@ static void test_config_admin_listen_clash(void **state)
     expect_ok(f, AUTH_OK "[server]\nlisten = 127.0.0.1:8081\n[admin]\nlisten = off\n");
     /* IPv6 sockets are IPv6-only: the families never clash. */
     expect_ok(f, AUTH_OK "[server]\nlisten = [::]:9000\n[admin]\nlisten = 127.0.0.1:9000\n");
-    expect_ok(f, AUTH_OK "[server]\nlisten = 0.0.0.0:9000\n[admin]\nlisten = [::]:9000\n");
+    expect_ok(f, AUTH_OK "[server]\nlisten = 0.0.0.0:9000\n[admin]\nlisten = [::]:9000\ntoken = t0ken\n");
 }
 
 static void test_config_print_shows_effective_values(void **state)

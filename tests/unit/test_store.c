@@ -1112,6 +1112,7 @@ static void test_store_full_and_reserve(void **state)
     assert_int_equal(store_reserve_restore(f->s, 0), 0);
     assert_int_equal(store_reserve_restore(f->s, UINT64_MAX / 2), 0);   /* already held */
     assert_int_equal(stat(reserve, &st), 0);
+    assert_int_equal(store_reserve_bytes(f->s), 3 << 20);
     assert_int_equal(store_reserve_init(f->s, f->path, 0), 0);   /* 0 removes it */
     assert_int_not_equal(stat(reserve, &st), 0);
 }
