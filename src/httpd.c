@@ -521,6 +521,10 @@ static struct MHD_Daemon *start_daemon(struct httpd *h, const struct sockaddr_st
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(o->threads > 0 ? o->threads : 1),
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
+        /* Beyond it a new connection from that address is closed at once, so
+         * one client's idle sockets cannot hold every other client in the
+         * accept queue until they time out. */
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->conn_memory > 0 ? o->conn_memory : 32768u,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,

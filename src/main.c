@@ -360,7 +360,9 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
 {
     struct mns_listener_opts o = {
         .host = cfg->listen_host, .port = cfg->listen_port, .threads = cfg->threads,
-        .max_connections = cfg->max_connections, .idle_timeout_s = cfg->idle_timeout_s,
+        .max_connections = cfg->max_connections,
+        .max_connections_per_ip = cfg->max_connections_per_ip,
+        .idle_timeout_s = cfg->idle_timeout_s,
         .request_timeout_s = cfg->request_timeout_s,
         .max_body_bytes = (size_t)cfg->max_body_bytes, .log_requests = cfg->log_requests,
         .api = {.keys = &p->keys, .handle_keys = engine_keys(p->engine),

@@ -228,6 +228,7 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
     struct httpd_opts hopts = {.name = "", .host = opts->host, .port = opts->port,
                                .threads = opts->threads,
                                .max_connections = opts->max_connections,
+                               .max_connections_per_ip = opts->max_connections_per_ip,
                                .idle_timeout_s = opts->idle_timeout_s,
                                .request_timeout_s = opts->request_timeout_s,
                                .max_body_bytes = opts->max_body_bytes,

@@ -55,6 +55,7 @@ struct smq_config {
     int max_clock_skew_s;         /* default 900 */
     /* [limits] */
     int max_connections;          /* default 1024 */
+    int max_connections_per_ip;   /* from one client address; default 256; 0 = no own limit */
     int idle_timeout_s;           /* keep-alive idle timeout; default 75 */
     int request_timeout_s;        /* whole-request read bound; default 30 */
     int max_queues;               /* default 1000 */

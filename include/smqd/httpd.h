@@ -53,6 +53,7 @@ struct httpd_opts {
     uint16_t port;               /* 0 = any free port */
     int threads;                 /* HTTP worker threads */
     int max_connections;
+    int max_connections_per_ip;  /* from one client address; 0 = no limit of its own */
     int idle_timeout_s;          /* a connection silent this long is closed */
     int request_timeout_s;       /* a request still incomplete after this is dropped */
     size_t max_body_bytes;       /* larger bodies are discarded, httpd_req_too_large */

@@ -28,6 +28,7 @@ struct mns_listener_opts {
     uint16_t port;               /* 0 = any free port */
     int threads;
     int max_connections;
+    int max_connections_per_ip;  /* 0 = no limit of its own */
     int idle_timeout_s;          /* a connection silent this long is closed */
     int request_timeout_s;       /* a request still incomplete after this is dropped */
     size_t max_body_bytes;

@@ -336,6 +336,7 @@ http_date() { LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT' "$@"; }
 #   MNS_MD5              send (and sign) this Content-MD5 instead of the real one
 #   MNS_CTYPE            Content-Type to send and sign (default text/xml;charset=UTF-8 with a body)
 #   MNS_MAX_TIME         curl --max-time (default 40)
+#   MNS_INTERFACE        source address for curl (--interface), e.g. 127.0.0.2
 # Results: RESP_STATUS, RESP_BODY, RESP_HDRS (file), RESP_MS (elapsed), RESP_ID.
 mns_request() {
     local method=$1 resource=$2 body="" has_body=0
@@ -356,6 +357,7 @@ mns_request() {
     local -a curl_args=(-s -S --globoff --path-as-is --noproxy '*' -X "$method"
                         --max-time "${MNS_MAX_TIME:-40}"
                         -o "$tag.body" -D "$tag.hdrs" -w '%{http_code}')
+    [ -n "${MNS_INTERFACE:-}" ] && curl_args+=(--interface "$MNS_INTERFACE")
 
     [ "${MNS_OMIT_VERSION:-0}" = 1 ] || hdrs+=("x-mns-version: ${MNS_VERSION:-2015-06-06}")
     if [ "$has_body" = 1 ]; then

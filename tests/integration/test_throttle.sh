@@ -176,8 +176,29 @@ t_access_key_limit() {
     send_msg shared "first key after a second of quiet"
 }
 
+# One address opens 1,100 silent sockets (more than max_connections): past
+# max_connections_per_ip its connections are closed at once, so a client from another address
+# is served at once instead of waiting in the accept queue for request_timeout_s (30 s).
+t_one_address_cannot_take_every_connection() {
+    local line
+    require_hostile_client
+    coproc HOLD { ulimit -n 4096; exec timeout 60 "$HOSTILE_CLIENT" hold "$SMQD_ADDR" -n 1100 -w 1500; }
+    read -r -t 30 -u "${HOLD[0]}" line
+    assert_match "the hog opened its sockets" '^connected=[0-9]+ refused=[0-9]+ open=[0-9]+' "$line"
+    assert_match "at most 50 of them stay open" '^connected=[0-9]+ refused=[0-9]+ open=([0-9]|[1-4][0-9]|50) ' "$line"
+    MNS_INTERFACE=127.0.0.2 MNS_MAX_TIME=5 mns_request GET /queues
+    assert_status "a client from another address is served" 200
+    assert_range "at once (ms)" 0 1500 "$RESP_MS"
+    printf 'quit\n' >&"${HOLD[1]}"
+    wait "$HOLD_PID" 2>/dev/null
+}
+
 # ---------------------------------------------------------------------------------------
 
+if start_limited "max_connections = 300" "max_connections_per_ip = 50"; then
+    run_test t_one_address_cannot_take_every_connection
+    smqd_stop
+fi
 if start_limited "queue_qps = $RATE" "queue_burst = $RATE"; then
     run_test t_queue_limit
     run_test t_list_not_queue_limited

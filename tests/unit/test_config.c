@@ -102,6 +102,7 @@ static void test_config_defaults(void **state)
     assert_int_equal(c->keys.n, 0);
     assert_int_equal(c->max_clock_skew_s, 900);
     assert_int_equal(c->max_connections, 1024);
+    assert_int_equal(c->max_connections_per_ip, 256);
     assert_int_equal(c->idle_timeout_s, 75);
     assert_int_equal(c->request_timeout_s, 30);
     assert_int_equal(c->max_queues, 1000);
@@ -204,7 +205,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 19);   /* every row but the three key rows and [admin] token */
+    assert_int_equal(checked, 20);   /* every row but the three key rows and [admin] token */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
