@@ -536,6 +536,7 @@ int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err
     struct httpd_opts hopts = {.name = "admin: ", .label = " for the admin listener",
                                .host = opts->host, .port = opts->port,
                                .threads = 1, .max_connections = ADMIN_MAX_CONNECTIONS,
+                               .tls = opts->tls,
                                .idle_timeout_s = ADMIN_IDLE_TIMEOUT_S,
                                .request_timeout_s = ADMIN_REQUEST_TIMEOUT_S,
                                .max_body_bytes = ADMIN_MAX_BODY,

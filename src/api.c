@@ -126,7 +126,7 @@ void api_render_error(const struct api_request *req, const struct smq_errinfo *e
     const struct smq_error_info *info = errors_info(ei->err);
     char host_id[320];
 
-    snprintf(host_id, sizeof host_id, "http://%s", req->host);
+    snprintf(host_id, sizeof host_id, "%s://%s", req->scheme, req->host);
     resp->status = info->http_status;
     buf_reset(&resp->body);
     xml_error_doc(&resp->body, info->code, errors_message(ei), request_id, host_id);

@@ -167,7 +167,7 @@ int api_queue_list(const struct api_ctx *ctx, const struct api_request *req,
 
 static void queue_url(const struct api_request *req, const char *name, char *out, size_t size)
 {
-    snprintf(out, size, "http://%s/queues/%s", req->host, name);
+    snprintf(out, size, "%s://%s/queues/%s", req->scheme, req->host, name);
 }
 
 static void attrs_elems(struct smq_buf *b, const struct smq_queue_info *i)

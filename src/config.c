@@ -500,6 +500,26 @@ static int check_admin_exposure(struct load *ld)
                 c->admin_host, strchr(c->admin_host, ':') ? "]" : "");
 }
 
+/* A certificate without its key (or the reverse) is a half-made change. */
+static int check_tls_pair(struct load *ld, const char *section, const char *cert,
+                          const char *key)
+{
+    if ((cert[0] == '\0') == (key[0] == '\0'))
+        return 0;
+    return fail(ld, -1, "[%s] %s is set but %s is not: give both (PEM files) or neither",
+                section, cert[0] ? "tls_cert_file" : "tls_key_file",
+                cert[0] ? "tls_key_file" : "tls_cert_file");
+}
+
+static int check_tls(struct load *ld)
+{
+    const struct smq_config *c = ld->cfg;
+
+    if (check_tls_pair(ld, "server", c->tls_cert_file, c->tls_key_file) != 0)
+        return SMQ_E_INVALID_ARGUMENT;
+    return check_tls_pair(ld, "admin", c->admin_tls_cert_file, c->admin_tls_key_file);
+}
+
 /* Turns inih's result and our first error into one message. */
 static int finish_parse(struct load *ld, int ini_rc)
 {
@@ -530,7 +550,8 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
     }
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) != 0
         || assemble_keys(&ld) != 0 || check_queue_decls(&ld) != 0
-        || check_listeners(&ld) != 0 || check_admin_exposure(&ld) != 0) {
+        || check_listeners(&ld) != 0 || check_admin_exposure(&ld) != 0
+        || check_tls(&ld) != 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else

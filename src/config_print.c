@@ -22,7 +22,10 @@ static void print_field(const struct smq_config *cfg, const struct setting *s, F
         fprintf(out, "%s = %s\n", s->key, s->names[*(const int *)(const void *)field]);
         return;
     case OPT_PATH:
-        fprintf(out, "%s = %s\n", s->key, field[0] ? field : "-");
+        if (field[0] == '\0')
+            fprintf(out, "%s =\n", s->key);     /* unset (the log file is "-" then) */
+        else
+            fprintf(out, "%s = %s\n", s->key, field);
         return;
     case OPT_LISTEN:
         fprintf(out, strchr(cfg->listen_host, ':') ? "%s = [%s]:%u\n" : "%s = %s:%u\n", s->key,

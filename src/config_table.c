@@ -18,6 +18,7 @@
 #include "smqd/strnum.h"
 
 static const char *const sync_names[] = {"full", "normal", NULL};
+static const char *const scheme_names[] = {"auto", "http", "https", NULL};
 /* Same spellings as log_level_parse(); test_config_level_names_match_log
  * keeps the two in step. */
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
@@ -25,6 +26,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", NULL
 /* Enum fields are written through an int pointer. */
 _Static_assert(sizeof(enum smq_sync_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum smq_log_level) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum smq_url_scheme) == sizeof(int), "enum size");
 
 #define FIELD(f) offsetof(struct smq_config, f)
 #define FIELD_LEN(f) ((long long)sizeof(((struct smq_config *)0)->f) - 1)
@@ -36,6 +38,12 @@ const struct setting config_settings[] = {
      "HTTP address; port 0 picks a free port"},
     {"server", "threads", OPT_INT, "2", 1, 64, NULL, FIELD(threads),
      "HTTP worker threads"},
+    {"server", "tls_cert_file", OPT_PATH, "", 0, FIELD_LEN(tls_cert_file), NULL,
+     FIELD(tls_cert_file), "PEM certificate (then any intermediates) for HTTPS; empty = HTTP"},
+    {"server", "tls_key_file", OPT_PATH, "", 0, FIELD_LEN(tls_key_file), NULL,
+     FIELD(tls_key_file), "PEM private key of tls_cert_file"},
+    {"server", "url_scheme", OPT_ENUM, "auto", 0, 0, scheme_names, FIELD(url_scheme),
+     "scheme of QueueURL and Location: auto (https with TLS), or http/https behind a proxy"},
     {"storage", "path", OPT_PATH, "./smqd.db", 1, FIELD_LEN(storage_path), NULL,
      FIELD(storage_path),
      "SQLite database file, relative to the working directory"},
@@ -83,6 +91,10 @@ const struct setting config_settings[] = {
      "admin listener (health, readiness, metrics, smqctl); off disables it"},
     {"admin", "token", OPT_TOKEN, NULL, 0, FIELD_LEN(admin_token), NULL, FIELD(admin_token),
      "if set, every admin request but /health needs Authorization: Bearer <token>"},
+    {"admin", "tls_cert_file", OPT_PATH, "", 0, FIELD_LEN(admin_tls_cert_file), NULL,
+     FIELD(admin_tls_cert_file), "PEM certificate for HTTPS on the admin listener; empty = HTTP"},
+    {"admin", "tls_key_file", OPT_PATH, "", 0, FIELD_LEN(admin_tls_key_file), NULL,
+     FIELD(admin_tls_key_file), "PEM private key of the admin tls_cert_file"},
 };
 
 const size_t config_n_settings = sizeof config_settings / sizeof config_settings[0];
@@ -309,7 +321,7 @@ const char *config_table_parse(struct smq_config *cfg, const struct setting *s, 
         if (why != NULL)
             return why;
         /* One spelling for "stderr", so that users of the field test one thing. */
-        if (v[0] == '\0')
+        if (v[0] == '\0' && s->offset == FIELD(log_file))
             v = "-";
         memcpy(field, v, strlen(v) + 1);   /* length checked by parse_path */
         return NULL;
@@ -349,7 +361,9 @@ void config_table_describe(const struct setting *s, char *buf, size_t size)
         return;
     case OPT_PATH:
         snprintf(buf, size, s->min > 0 ? "a file path of 1..%lld characters"
-                                       : "a file path of up to %lld characters, or - for stderr",
+                            : s->offset == FIELD(log_file)
+                                ? "a file path of up to %lld characters, or - for stderr"
+                                : "a file path of up to %lld characters, or empty for none",
                  s->max);
         return;
     case OPT_LISTEN:

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE       /* POLLRDHUP */
 #include "smqd/httpd.h"
 
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <stdalign.h>
@@ -22,6 +24,7 @@
 #include "smqd/netaddr.h"
 #include "smqd/reaper.h"
 #include "smqd/strnum.h"
+#include "smqd/tls.h"
 
 enum req_state { REQ_READING = 0, REQ_SUSPENDED, REQ_RESUMED, REQ_TIMED_OUT };
 
@@ -499,6 +502,36 @@ bool httpd_client_gone(struct httpd_req *r)
 /* ---- the daemon --------------------------------------------------------------------- */
 
 /*
+ * GnuTLS asks for the certificate at each handshake.  libmicrohttpd makes
+ * the session's pointer its connection, and the connection's socket
+ * context (set when it was accepted, before any handshake) is the reaper's
+ * track, whose owner is this httpd: so a reload (tls_creds_reload) reaches
+ * the next handshake without restarting the daemon.
+ */
+static int pick_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
+                            int n_req_ca_dn, const gnutls_pk_algorithm_t *pk_algos,
+                            int n_pk_algos, gnutls_pcert_st **pcerts, unsigned int *n_pcerts,
+                            gnutls_privkey_t *key)
+{
+    struct MHD_Connection *conn = gnutls_session_get_ptr(session);
+    struct conn_track *track = conn != NULL ? track_of(conn) : NULL;
+    struct httpd *h = track != NULL ? conn_reaper_owner(track) : NULL;
+    struct tls_cert_view v;
+
+    (void)req_ca_dn, (void)n_req_ca_dn, (void)pk_algos, (void)n_pk_algos;
+    if (h == NULL || h->opts.tls == NULL)
+        return -1;               /* no certificate: the handshake fails */
+    tls_creds_current(h->opts.tls, &v);
+    *pcerts = v.pcerts;
+    *n_pcerts = v.n_pcerts;
+    *key = v.key;
+    return 0;
+}
+
+/* TLS 1.2 and 1.3 only: every SDK's HTTP stack speaks 1.2. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+/*
  * poll(), not epoll: with libmicrohttpd 0.9.75's epoll thread pool,
  * connections resumed from another thread were sometimes not served until
  * some later event on the same worker (a stall of up to the idle timeout
@@ -514,6 +547,8 @@ static struct MHD_Daemon *start_daemon(struct httpd *h, const struct sockaddr_st
 
     if (ipv6)
         flags |= MHD_USE_IPv6;
+    if (o->tls != NULL)
+        flags |= MHD_USE_TLS;
     return MHD_start_daemon(
         flags, o->port, NULL, NULL, on_access, h,
         /* First, so it sees every message. */
@@ -530,6 +565,9 @@ static struct MHD_Daemon *start_daemon(struct httpd *h, const struct sockaddr_st
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        /* Ignored without MHD_USE_TLS; last, so that a plain listener ends here. */
+        o->tls != NULL ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, pick_certificate,
+        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
         MHD_OPTION_END);
 }
 
@@ -545,7 +583,7 @@ int httpd_start(const struct httpd_opts *opts, struct httpd **out, char *err, si
     struct conn_reaper_opts ropts = {.listener = opts->name,
                                      .request_timeout_s = opts->request_timeout_s,
                                      .idle_timeout_s = opts->idle_timeout_s,
-                                     .clock = opts->clock};
+                                     .clock = opts->clock, .owner = h};
     struct sockaddr_storage ss;
     const union MHD_DaemonInfo *info;
     bool ipv6;

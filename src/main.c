@@ -37,6 +37,7 @@
 #include "smqd/server.h"
 #include "smqd/store.h"
 #include "smqd/syncer.h"
+#include "smqd/tls.h"
 #include "smqd/xml.h"
 
 enum exit_code {
@@ -135,11 +136,31 @@ struct reloads {
     size_t n;
 };
 
+/* The listeners' certificates (NULL: plain HTTP). */
+struct tls_parts {
+    struct tls_creds *mns, *admin;
+};
+
+/* One listener's certificate on SIGHUP: reloaded from the (new) files for
+ * the handshakes that follow; turning TLS on or off needs a restart. */
+static void reload_tls(struct tls_creds *creds, const char *cert, const char *key,
+                       const char *which)
+{
+    char err[1024] = "";
+
+    if ((creds != NULL) != (cert[0] != '\0'))
+        SMQ_WARN("SIGHUP: TLS on the %s listener is switched %s at the next restart", which,
+                 cert[0] ? "on" : "off");
+    else if (creds != NULL && tls_creds_reload(creds, cert, key, err, sizeof err) != 0)
+        SMQ_ERROR("SIGHUP: %s; the %s listener keeps its current certificate", err, which);
+}
+
 /* SIGHUP: re-reads the file; a valid one replaces the access keys, the
- * log level and the admin token without touching connections.  Other
- * settings need a restart. */
+ * log level, the admin token and the TLS certificates without touching
+ * connections.  Other settings need a restart. */
 static void reload_config(const char *path, struct auth_keyring_slot *slot,
-                          struct smq_admin *admin, struct reloads *r)
+                          struct smq_admin *admin, const struct tls_parts *tls,
+                          struct reloads *r)
 {
     char err[1024] = "";
     struct smq_config *fresh = malloc(sizeof *fresh);
@@ -162,6 +183,9 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot,
     }
     r->cfgs[r->n++] = fresh;
     auth_keyring_set(slot, &fresh->keys);
+    reload_tls(tls->mns, fresh->tls_cert_file, fresh->tls_key_file, "MNS");
+    if (admin != NULL)
+        reload_tls(tls->admin, fresh->admin_tls_cert_file, fresh->admin_tls_key_file, "admin");
     log_set_level(fresh->log_level);
     if (admin_set_token(admin, fresh->admin_token) != 0)
         token = "unchanged (out of memory)";
@@ -186,7 +210,8 @@ static void free_reloads(struct reloads *r)
 }
 
 static void wait_for_stop(const sigset_t *set, const char *path, struct auth_keyring_slot *slot,
-                          struct smq_admin *admin, struct reloads *r)
+                          struct smq_admin *admin, const struct tls_parts *tls,
+                          struct reloads *r)
 {
     for (;;) {
         int sig = 0;
@@ -198,7 +223,7 @@ static void wait_for_stop(const sigset_t *set, const char *path, struct auth_key
              * monotonic time with RELOADING=1; older versions ignore it. */
             notify_systemd("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
                            (unsigned long long)clock_mono_us(), path);
-            reload_config(path, slot, admin, r);
+            reload_config(path, slot, admin, tls, r);
             notify_systemd("READY=1\nSTATUS=serving");
             continue;
         }
@@ -222,6 +247,7 @@ static void raise_fd_limit(int max_connections)
 }
 
 struct daemon_parts {
+    struct tls_parts tls;
     struct smq_admin *admin;      /* NULL when [admin] listen = off */
     struct auth_keyring_slot keys;
     struct smq_store *store;
@@ -356,12 +382,20 @@ static int start_server(struct daemon_parts *p)
     return EXIT_OK;
 }
 
+static const char *url_scheme(const struct smq_config *cfg)
+{
+    if (cfg->url_scheme == SMQ_SCHEME_AUTO)
+        return cfg->tls_cert_file[0] != '\0' ? "https" : "http";
+    return cfg->url_scheme == SMQ_SCHEME_HTTPS ? "https" : "http";
+}
+
 static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts *p)
 {
     struct mns_listener_opts o = {
         .host = cfg->listen_host, .port = cfg->listen_port, .threads = cfg->threads,
         .max_connections = cfg->max_connections,
         .max_connections_per_ip = cfg->max_connections_per_ip,
+        .tls = p->tls.mns, .url_scheme = url_scheme(cfg),
         .idle_timeout_s = cfg->idle_timeout_s,
         .request_timeout_s = cfg->request_timeout_s,
         .max_body_bytes = (size_t)cfg->max_body_bytes, .log_requests = cfg->log_requests,
@@ -450,6 +484,27 @@ static int render_http_metrics(void *arg, struct smq_buf *out)
     return metrics_render(arg, out);
 }
 
+/* The certificates, before either listener needs them: a bad file stops
+ * the start as a configuration error. */
+static int start_tls(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    char err[1024] = "";
+
+    if (cfg->tls_cert_file[0] != '\0'
+        && tls_creds_load(cfg->tls_cert_file, cfg->tls_key_file, &p->tls.mns, err,
+                          sizeof err) != 0) {
+        SMQ_ERROR("[server] %s", err);
+        return EXIT_USAGE;
+    }
+    if (cfg->admin_enabled && cfg->admin_tls_cert_file[0] != '\0'
+        && tls_creds_load(cfg->admin_tls_cert_file, cfg->admin_tls_key_file, &p->tls.admin, err,
+                          sizeof err) != 0) {
+        SMQ_ERROR("[admin] %s", err);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
 static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
 {
     struct admin_opts opts = {0};
@@ -461,6 +516,7 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     opts.host = cfg->admin_host;
     opts.port = cfg->admin_port;
     opts.token = cfg->admin_token;
+    opts.tls = p->tls.admin;
     opts.db_path = cfg->storage_path;
     opts.extra_metrics = render_http_metrics;
     opts.extra_arg = p->metrics;
@@ -468,7 +524,8 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
         SMQ_ERROR("listen: %s", err);
         return EXIT_LISTEN;
     }
-    SMQ_INFO("admin listener bound to http://%s%s%s:%u%s", v6 ? "[" : "", cfg->admin_host,
+    SMQ_INFO("admin listener bound to %s://%s%s%s:%u%s", p->tls.admin != NULL ? "https" : "http",
+             v6 ? "[" : "", cfg->admin_host,
              v6 ? "]" : "", (unsigned)admin_port(p->admin),
              cfg->admin_token[0] ? " (token required)" : "");
     return EXIT_OK;
@@ -478,8 +535,8 @@ static void announce_ready(const struct smq_config *cfg, const struct daemon_par
 {
     bool v6 = strchr(cfg->listen_host, ':') != NULL;
 
-    SMQ_INFO("smqd %s listening on http://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
-             v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", (unsigned)mns_listener_port(p->http),
+    SMQ_INFO("smqd %s listening on %s://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
+             p->tls.mns != NULL ? "https" : "http", v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", (unsigned)mns_listener_port(p->http),
              cfg->storage_path, cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
     admin_set_state(p->admin, ADMIN_READY);
     notify_systemd("READY=1\nSTATUS=serving on port %u", (unsigned)mns_listener_port(p->http));
@@ -497,18 +554,22 @@ static int run(const char *path, const struct smq_config *cfg)
     xml_global_init();
     code = start_metrics_and_limits(cfg, &parts);
     if (code == EXIT_OK)
+        code = start_tls(cfg, &parts);
+    if (code == EXIT_OK)
         code = start_admin(cfg, &parts);
     if (code == EXIT_OK)
         code = start_parts(cfg, &parts);
     if (code == EXIT_OK) {
         announce_ready(cfg, &parts);
-        wait_for_stop(&set, path, &parts.keys, parts.admin, &reloads);
+        wait_for_stop(&set, path, &parts.keys, parts.admin, &parts.tls, &reloads);
     }
     admin_set_state(parts.admin, ADMIN_DRAINING);
     notify_systemd("STOPPING=1\nSTATUS=draining");
     stop_parts(&parts);
     /* Last, so that /health answers until the very end of the drain. */
     admin_stop(parts.admin);
+    tls_creds_free(parts.tls.mns);
+    tls_creds_free(parts.tls.admin);
     ratelimit_free(parts.ratelimit);
     metrics_free(parts.metrics);
     free_reloads(&reloads);

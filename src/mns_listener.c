@@ -51,7 +51,8 @@ static void next_request_id(struct mns_listener *l, char out[25])
 }
 
 /* The request as the API layer reads it; auth is filled to point at it. */
-static struct api_request api_request_of(struct httpd_req *r, struct auth_request *auth)
+static struct api_request api_request_of(const struct mns_listener *l, struct httpd_req *r,
+                                         struct auth_request *auth)
 {
     struct api_request req;
 
@@ -61,6 +62,7 @@ static struct api_request api_request_of(struct httpd_req *r, struct auth_reques
     req.method = auth->method;
     req.target = auth->resource;
     req.host = httpd_req_host(r);
+    req.scheme = l->opts.url_scheme != NULL ? l->opts.url_scheme : "http";
     req.body = httpd_req_body(r, &req.body_len);
     req.auth = auth;
     return req;
@@ -149,7 +151,7 @@ static void on_request(void *arg, struct httpd_req *r)
     struct mns_listener *l = arg;
     struct mns_req *d = httpd_req_data(r);
     struct auth_request auth;
-    struct api_request req = api_request_of(r, &auth);
+    struct api_request req = api_request_of(l, r, &auth);
     struct smq_errinfo ei = {0, ""};
 
     d->l = l;
@@ -177,7 +179,7 @@ static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
     struct mns_listener *l = arg;
     struct mns_req *d = httpd_req_data(r);
     struct auth_request auth;
-    struct api_request req = api_request_of(r, &auth);
+    struct api_request req = api_request_of(l, r, &auth);
     struct api_response resp = {0};
 
     (void)timed_out;             /* MNS requests wait for the engine without a deadline */
@@ -229,6 +231,7 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
                                .threads = opts->threads,
                                .max_connections = opts->max_connections,
                                .max_connections_per_ip = opts->max_connections_per_ip,
+                               .tls = opts->tls,
                                .idle_timeout_s = opts->idle_timeout_s,
                                .request_timeout_s = opts->request_timeout_s,
                                .max_body_bytes = opts->max_body_bytes,

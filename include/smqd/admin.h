@@ -28,10 +28,13 @@
 #include "smqd/handle.h"
 #include "smqd/server.h"
 
+struct tls_creds;
+
 struct admin_opts {
     const char *host;            /* IPv4/IPv6 literal or "localhost" */
     uint16_t port;               /* 0 = any free port */
     const char *token;           /* NULL or "" = no token */
+    struct tls_creds *tls;       /* HTTPS with these (borrowed); NULL = plain HTTP */
     const char *db_path;         /* storage.path, for smqd_db_bytes / smqd_wal_bytes */
     /*
      * Optional: more Prometheus families appended to /metrics after smqd's

@@ -33,6 +33,7 @@ struct api_request {
     const char *method;
     const char *target;                  /* raw request target */
     const char *host;                    /* Host header, "" if absent */
+    const char *scheme;                  /* "http" or "https": of the URLs answers name */
     const char *body;
     size_t body_len;
     const struct auth_request *auth;     /* method, target and all headers */

@@ -15,6 +15,9 @@
 #include "smqd/qname.h"
 #include "smqd/storage.h"
 
+/* The scheme of the URLs answers carry: auto follows the listener. */
+enum smq_url_scheme { SMQ_SCHEME_AUTO = 0, SMQ_SCHEME_HTTP = 1, SMQ_SCHEME_HTTPS = 2 };
+
 /* What config_print writes instead of a secret. */
 #define SMQ_CONFIG_SECRET_MASK "********"
 /* Access key ids: 1..SMQ_KEY_ID_MAX characters of [A-Za-z0-9_.-]. */
@@ -46,6 +49,9 @@ struct smq_config {
                                      literal stored without its brackets. */
     uint16_t listen_port;         /* 0 = pick a free port */
     int threads;                  /* HTTP worker threads; default 2 */
+    char tls_cert_file[4096];     /* "" = plain HTTP */
+    char tls_key_file[4096];
+    enum smq_url_scheme url_scheme;   /* of QueueURL / Location; default auto */
     /* [storage] */
     char storage_path[4096];      /* SQLite file; default ./smqd.db */
     enum smq_sync_mode sync;      /* default full */
@@ -73,6 +79,8 @@ struct smq_config {
     char admin_host[256];         /* listen = HOST:PORT; default 127.0.0.1:8081 */
     uint16_t admin_port;          /* 0 = pick a free port */
     char admin_token[SMQ_KEY_SECRET_MAX + 1];   /* "" = none; else a Bearer token */
+    char admin_tls_cert_file[4096];   /* "" = plain HTTP */
+    char admin_tls_key_file[4096];
     /* [queue.NAME] sections, in file order (malloc'd; config_free) */
     struct smq_queue_decl *queues;
     size_t n_queues;

@@ -37,6 +37,7 @@
 
 struct httpd;
 struct httpd_req;
+struct tls_creds;
 
 struct httpd_handler {
     void (*on_request)(void *arg, struct httpd_req *r);
@@ -54,6 +55,7 @@ struct httpd_opts {
     int threads;                 /* HTTP worker threads */
     int max_connections;
     int max_connections_per_ip;  /* from one client address; 0 = no limit of its own */
+    struct tls_creds *tls;       /* HTTPS with these (borrowed); NULL = plain HTTP */
     int idle_timeout_s;          /* a connection silent this long is closed */
     int request_timeout_s;       /* a request still incomplete after this is dropped */
     size_t max_body_bytes;       /* larger bodies are discarded, httpd_req_too_large */

@@ -23,12 +23,16 @@
 #include "smqd/ratelimit.h"
 #include "smqd/server.h"
 
+struct tls_creds;
+
 struct mns_listener_opts {
     const char *host;            /* IPv4/IPv6 literal or "localhost" */
     uint16_t port;               /* 0 = any free port */
     int threads;
     int max_connections;
     int max_connections_per_ip;  /* 0 = no limit of its own */
+    struct tls_creds *tls;       /* HTTPS with these (borrowed); NULL = plain HTTP */
+    const char *url_scheme;      /* "http" or "https", for QueueURL, Location, HostId */
     int idle_timeout_s;          /* a connection silent this long is closed */
     int request_timeout_s;       /* a request still incomplete after this is dropped */
     size_t max_body_bytes;

@@ -185,12 +185,14 @@ smqd_start() {
     start_watchdog "$SMQD_PID"
     deadline=$(( $(now_ms) + 10000 ))
     while :; do
-        line=$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
+        line=$(grep -o 'listening on https\{0,1\}://127\.0\.0\.1:[0-9]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
         if [ -n "$line" ]; then
-            SMQD_ADDR=${line#listening on http://}
-            line=$(grep -o 'admin listener bound to http://[^ ]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
-            SMQD_ADMIN=${line#admin listener bound to http://}
-            export SMQD_ADDR SMQD_ADMIN SMQD_PID SMQD_DIR SMQD_LOG
+            SMQD_ADDR=${line#listening on *://}
+            SMQD_SCHEME=${line#listening on }
+            SMQD_SCHEME=${SMQD_SCHEME%%://*}
+            line=$(grep -o 'admin listener bound to https\{0,1\}://[^ ]*' "$SMQD_LOG" 2>/dev/null | tail -n 1)
+            SMQD_ADMIN=${line#admin listener bound to *://}
+            export SMQD_ADDR SMQD_SCHEME SMQD_ADMIN SMQD_PID SMQD_DIR SMQD_LOG
             return 0
         fi
         if ! kill -0 "$SMQD_PID" 2>/dev/null; then
@@ -337,6 +339,7 @@ http_date() { LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT' "$@"; }
 #   MNS_CTYPE            Content-Type to send and sign (default text/xml;charset=UTF-8 with a body)
 #   MNS_MAX_TIME         curl --max-time (default 40)
 #   MNS_INTERFACE        source address for curl (--interface), e.g. 127.0.0.2
+#   MNS_CACERT           CA file for an https server (SMQD_SCHEME=https)
 # Results: RESP_STATUS, RESP_BODY, RESP_HDRS (file), RESP_MS (elapsed), RESP_ID.
 mns_request() {
     local method=$1 resource=$2 body="" has_body=0
@@ -358,6 +361,7 @@ mns_request() {
                         --max-time "${MNS_MAX_TIME:-40}"
                         -o "$tag.body" -D "$tag.hdrs" -w '%{http_code}')
     [ -n "${MNS_INTERFACE:-}" ] && curl_args+=(--interface "$MNS_INTERFACE")
+    [ -n "${MNS_CACERT:-}" ] && curl_args+=(--cacert "$MNS_CACERT")
 
     [ "${MNS_OMIT_VERSION:-0}" = 1 ] || hdrs+=("x-mns-version: ${MNS_VERSION:-2015-06-06}")
     if [ "$has_body" = 1 ]; then
@@ -398,7 +402,7 @@ mns_request() {
 
     local t0 t1
     t0=$(date +%s%N)
-    RESP_STATUS=$(curl "${curl_args[@]}" "http://$SMQD_ADDR$resource" 2>"$tag.err")
+    RESP_STATUS=$(curl "${curl_args[@]}" "${SMQD_SCHEME:-http}://$SMQD_ADDR$resource" 2>"$tag.err")
     t1=$(date +%s%N)
     RESP_MS=$(( (t1 - t0) / 1000000 ))
     [ -n "$RESP_STATUS" ] || RESP_STATUS=000
@@ -587,7 +591,8 @@ assert_error() {
     if [[ $body =~ $re ]]; then
         [ "${BASH_REMATCH[1]}" = "$code" ] || problems+=$'\n'"Code ${BASH_REMATCH[1]}, expected $code"
         [ "${BASH_REMATCH[2]}" = "$RESP_ID" ] || problems+=$'\n'"RequestId ${BASH_REMATCH[2]} differs from header $RESP_ID"
-        [ "${BASH_REMATCH[3]}" = "http://$SMQD_ADDR" ] || problems+=$'\n'"HostId ${BASH_REMATCH[3]}, expected http://$SMQD_ADDR"
+        [ "${BASH_REMATCH[3]}" = "${SMQD_SCHEME:-http}://$SMQD_ADDR" ] ||
+            problems+=$'\n'"HostId ${BASH_REMATCH[3]}, expected ${SMQD_SCHEME:-http}://$SMQD_ADDR"
     else
         problems+=$'\n'"error body is not the exact <Error> document (expected Code $code)"
     fi

@@ -94,6 +94,7 @@ static void rq_init(struct rq *r, const char *method, const char *target, const 
     r->req.method = method;
     r->req.target = target;
     r->req.host = HOST;
+    r->req.scheme = "http";
     r->req.body = body;
     r->req.body_len = body != NULL ? strlen(body) : 0;
     r->req.auth = &r->auth;

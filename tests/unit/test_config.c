@@ -205,7 +205,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 20);   /* every row but the three key rows and [admin] token */
+    assert_int_equal(checked, 25);   /* every row but the three key rows and [admin] token */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -415,7 +415,8 @@ static void test_config_unknown_key_and_section(void **state)
 {
     static const struct bad_case cases[] = {
         {"[server]\nport = 80\n", 2,
-         "[server] unknown key \"port\" (known: listen, threads)"},
+         "[server] unknown key \"port\" (known: listen, threads, tls_cert_file, tls_key_file, "
+         "url_scheme)"},
         {"[server]\nthreads = 2\n\n[store]\npath = x\n", 4,
          "unknown section [store] (known: server, storage, auth, limits, log, admin, queue.<NAME>)"},
         /* A header with nothing under it is still checked. */
