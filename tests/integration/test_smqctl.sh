@@ -255,11 +255,12 @@ t_check() {
 # -c finds the admin listener in the config; a wildcard bind is reached over loopback.
 t_config_address() {
     local conf="$SUITE_TMP/ctl.conf" port=${SMQD_ADMIN##*:}
-    # write_config ends with "[admin]" / "listen = 127.0.0.1:0".
-    sed "\$ s/^listen = .*/listen = 0.0.0.0:$port/" "$SMQD_DIR/smqd.conf" >"$conf"
+    # write_config ends with "[admin]" / "listen = 127.0.0.1:0".  A wildcard admin address
+    # needs a token in the config (the server, with none, ignores the one smqctl sends).
+    sed "\$ s/^listen = .*/listen = 0.0.0.0:$port\ntoken = ctl-test-token/" "$SMQD_DIR/smqd.conf" >"$conf"
     "$SMQCTL_BIN" -c "$conf" ready >"$SUITE_TMP/ca.out" 2>&1
     assert_eq "-c: the admin address comes from [admin] listen" "0 ready" "$? $(cat "$SUITE_TMP/ca.out")"
-    sed -i "\$ s/^listen = .*/listen = off/" "$conf"
+    sed -i "s/^listen = 0.0.0.0:.*/listen = off/" "$conf"
     "$SMQCTL_BIN" -c "$conf" list >/dev/null 2>"$SUITE_TMP/ca.err"
     assert_eq "-c with listen = off: exit 1" 1 $?
     assert_match "and says so" 'admin listener is off' "$(cat "$SUITE_TMP/ca.err")"
