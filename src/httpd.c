@@ -266,15 +266,18 @@ static enum MHD_Result dispatch(struct httpd_req *r)
  * body could be a request of their own here.  RFC 9112 §6.3 makes such a
  * request an error and the connection unusable afterwards.
  */
-static bool framing_is_ambiguous(const struct httpd_req *r)
+static bool framing_is_ambiguous(const struct httpd_req *r, const char **content_length)
 {
     int lengths = 0, codings = 0;
 
+    *content_length = NULL;
     for (size_t i = 0; i < r->n_headers; i++) {
-        if (strcasecmp(r->headers[i].name, "Content-Length") == 0)
+        if (strcasecmp(r->headers[i].name, "Content-Length") == 0) {
             lengths += strchr(r->headers[i].value, ',') != NULL ? 2 : 1;
-        else if (strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0)
+            *content_length = r->headers[i].value;
+        } else if (strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0) {
             codings++;
+        }
     }
     return lengths > 1 || codings > 1 || (lengths > 0 && codings > 0);
 }
@@ -291,11 +294,10 @@ static enum MHD_Result start_request(struct httpd_req *r, const char *method)
     snprintf(r->method, sizeof r->method, "%s", method);
     collect_headers(r);
     conn_reaper_phase(r->h->reaper, r->track, PHASE_BODY);
-    if (framing_is_ambiguous(r)) {
+    if (framing_is_ambiguous(r, &cl)) {
         r->ambiguous_framing = true;
         return dispatch(r);
     }
-    cl = httpd_req_header(r, "Content-Length");
     /* A malformed length is libmicrohttpd's to refuse (it frames the body);
      * digits beyond 64 bits are just too large. */
     if (cl != NULL && strnum_is_integer(cl, strlen(cl)) && cl[0] != '-'

@@ -102,7 +102,7 @@ int sqlite_file_reserve_init(struct smq_store *base, const char *db_path, uint64
 
 uint64_t sqlite_file_reserve_bytes(const struct smq_store *base)
 {
-    return sqlite_of((struct smq_store *)base)->reserve_bytes;
+    return sqlite_of_const(base)->reserve_bytes;
 }
 
 static bool reserve_held(const struct sqlite_store *s)

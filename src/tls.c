@@ -7,7 +7,6 @@
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,7 +23,6 @@ struct tls_set {
 };
 
 struct tls_creds {
-    pthread_mutex_t lock;        /* guards the list; current is read atomically */
     struct tls_set *current;     /* the newest; the older ones hang off it */
 };
 
@@ -127,7 +125,6 @@ int tls_creds_load(const char *cert_file, const char *key_file, struct tls_creds
         snprintf(err, err_size, "TLS: out of memory");
         return SMQ_E_NOMEM;
     }
-    pthread_mutex_init(&c->lock, NULL);
     rc = load_set(cert_file, key_file, &c->current, err, err_size);
     if (rc != 0) {
         tls_creds_free(c);
@@ -145,10 +142,8 @@ int tls_creds_reload(struct tls_creds *c, const char *cert_file, const char *key
 
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&c->lock);
     s->older = c->current;
-    __atomic_store_n(&c->current, s, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&c->lock);
+    __atomic_store_n(&c->current, s, __ATOMIC_RELEASE);   /* handshakes read it meanwhile */
     return 0;
 }
 
@@ -168,6 +163,5 @@ void tls_creds_free(struct tls_creds *c)
         c->current = s->older;
         set_free(s);
     }
-    pthread_mutex_destroy(&c->lock);
     free(c);
 }

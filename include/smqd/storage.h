@@ -45,9 +45,9 @@ int storage_dir_of(const char *path, char *out, size_t size);
  * unknown. */
 uint64_t storage_volume_bytes(const char *path);
 uint64_t storage_free_bytes(const char *path);
-/* The reserve a volume of volume_bytes (0 = unknown) can hold: wanted, but
- * at most 1/STORAGE_RESERVE_VOLUME_SHARE of the volume, in whole 4 KiB
- * blocks. */
+/* The reserve a volume of volume_bytes (0 = unknown) can hold: wanted, or
+ * when that is more than 1/STORAGE_RESERVE_VOLUME_SHARE of the volume, that
+ * share rounded down to whole 4 KiB blocks. */
 uint64_t storage_reserve_for_volume(uint64_t wanted, uint64_t volume_bytes);
 
 #endif

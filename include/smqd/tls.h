@@ -29,7 +29,8 @@ struct tls_cert_view {
 int tls_creds_load(const char *cert_file, const char *key_file, struct tls_creds **out,
                    char *err, size_t err_size);
 /* Loads both files again and makes them current; on failure the current
- * ones stay and err says why. */
+ * ones stay and err says why.  One reloading thread at a time (smqd's
+ * signal thread); handshakes may read the current pair meanwhile. */
 int tls_creds_reload(struct tls_creds *c, const char *cert_file, const char *key_file,
                      char *err, size_t err_size);
 /* The current chain and key (any thread). */
