@@ -86,7 +86,8 @@ t_sighup_swaps_the_certificate() {
     ( MNS_CACERT="$CERTS/a.pem" mns_request GET '/queues/longpoll/messages?waitseconds=10'
       printf '%s\n%s\n' "$RESP_STATUS" "$(xml_get MessageBody)" >"$poll" ) &
     local poller=$!
-    sleep 1
+    # Swap only once the poll is parked: its handshake (with certificate a) is then done.
+    wait_for "the long poll is parked" 10000 poll_parked
     cp "$CERTS/b.pem" "$SMQD_DIR/cert.pem"; cp "$CERTS/b.key" "$SMQD_DIR/key.pem"
     kill -HUP "$SMQD_PID"
     wait_for "SIGHUP is logged" 5000 grep -q "SIGHUP: reloaded" "$SMQD_LOG"
@@ -103,6 +104,10 @@ t_sighup_swaps_the_certificate() {
     wait_for "a bad key is logged" 5000 grep -q "keeps its current certificate" "$SMQD_LOG"
     assert_eq "and certificate b is still served" "$(fingerprint_of "$CERTS/b.pem")" \
         "$(served_fingerprint "$SMQD_ADDR")"
+}
+
+poll_parked() {
+    curl -s --cacert "$CERTS/a.pem" "https://$SMQD_ADMIN/metrics" | grep -q '^smqd_long_poll_waiters 1$'
 }
 
 t_bad_files_refuse_the_start() {

@@ -77,17 +77,23 @@ static int run(struct fx *f, uid_t euid)
     return exposure_check(&f->cfg, f->conf, euid, record, f);
 }
 
+/* exposure_check as user euid finds exactly these many errors and warnings. */
+static void expect_findings(struct fx *f, uid_t euid, int errors, int warnings)
+{
+    assert_int_equal(run(f, euid), errors);
+    assert_int_equal(f->errors, errors);
+    assert_int_equal(f->warnings, warnings);
+}
+
 static void test_private_files_pass(void **state)
 {
     struct fx *f = *state;
 
     make_file(f->conf, 0600);
     make_file(f->cfg.storage_path, 0600);
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 0);
+    expect_findings(f, 1000, 0, 0);
     make_file(f->conf, 0640);    /* the packaged mode: root, group of the service user */
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 0);
+    expect_findings(f, 1000, 0, 0);
 }
 
 static void test_config_writable_by_others_is_an_error(void **state)
@@ -95,11 +101,10 @@ static void test_config_writable_by_others_is_an_error(void **state)
     struct fx *f = *state;
 
     make_file(f->conf, 0602);
-    assert_int_equal(run(f, 1000), 1);
+    expect_findings(f, 1000, 1, 0);
     assert_non_null(strstr(f->last, "writable by every user"));
     make_file(f->conf, 0620);    /* group-writable: a warning */
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 1);
+    expect_findings(f, 1000, 0, 1);
 }
 
 static void test_config_readable_by_others_warns(void **state)
@@ -107,8 +112,7 @@ static void test_config_readable_by_others_warns(void **state)
     struct fx *f = *state;
 
     make_file(f->conf, 0644);
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 1);
+    expect_findings(f, 1000, 0, 1);
     assert_non_null(strstr(f->last, "access key secrets"));
 }
 
@@ -122,16 +126,15 @@ static void test_database_open_to_others_is_an_error(void **state)
     snprintf(shm, sizeof shm, "%s-shm", f->cfg.storage_path);
     make_file(f->conf, 0600);
     make_file(f->cfg.storage_path, 0644);
-    assert_int_equal(run(f, 1000), 1);
+    expect_findings(f, 1000, 1, 0);
     assert_non_null(strstr(f->last, "every message body"));
     make_file(f->cfg.storage_path, 0600);
     make_file(wal, 0604);
     make_file(shm, 0602);
-    assert_int_equal(run(f, 1000), 2);
+    expect_findings(f, 1000, 2, 0);
     make_file(wal, 0640);
     make_file(shm, 0600);
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 1);     /* group-readable */
+    expect_findings(f, 1000, 0, 1);     /* group-readable */
     unlink(wal);
     unlink(shm);
 }
@@ -141,8 +144,7 @@ static void test_root_warns(void **state)
     struct fx *f = *state;
 
     make_file(f->conf, 0600);
-    assert_int_equal(run(f, 0), 0);
-    assert_int_equal(f->warnings, 1);
+    expect_findings(f, 0, 0, 1);
     assert_non_null(strstr(f->last, "running as root"));
 }
 
@@ -154,12 +156,10 @@ static void test_reserve_larger_than_the_volume_warns(void **state)
 
     make_file(f->conf, 0600);
     f->cfg.reserve_mb = 1 << 30;
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 1);
+    expect_findings(f, 1000, 0, 1);
     assert_non_null(strstr(f->last, "cannot hold the 1073741824 MiB disk reserve"));
     f->cfg.reserve_mb = 1;
-    assert_int_equal(run(f, 1000), 0);
-    assert_int_equal(f->warnings, 0);
+    expect_findings(f, 1000, 0, 0);
     f->cfg.reserve_mb = 0;
 }
 
