@@ -331,6 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     req.method = r.method;
     req.target = r.resource;
     req.host = host != NULL ? host : "";
+    req.scheme = "http";
     req.body = r.body;
     req.body_len = r.body_len;
     req.auth = &r.auth;
