@@ -417,12 +417,15 @@ t_hostile() {
     assert_range "a 100 kB URL is refused with a 4xx" 400 499 "$RESP_STATUS"
     admin GET "/v1/queues/hq/messages?n=$big"
     assert_range "a 100 kB query is refused with a 4xx" 400 499 "$RESP_STATUS"
+    # Streamed from a pipe: "--data-binary @/dev/zero" makes curl itself run out of memory
+    # before it connects, and "-T -" alone adds Transfer-Encoding, which is refused as
+    # ambiguous framing before the body matters. Cut off after ADMIN_MAX_BODY: the answer
+    # comes at once (a buffering server would keep reading until curl's 5 s limit).
     t0=$(now_ms)
-    admin POST /v1/queues/hq/purge --data-binary "@/dev/zero" --max-time 5 -H 'Content-Length: 100000000'
-    # Cut off after ADMIN_MAX_BODY: the connection closes at once (a buffering server would
-    # keep reading until curl's 5 s limit; one that read it all would answer).
+    admin POST /v1/queues/hq/purge -T - --max-time 5 -H 'Content-Length: 100000000' \
+        -H 'Transfer-Encoding:' < <(head -c 100000000 /dev/zero)
     assert_range "an endless body is cut off quickly (ms)" 0 3000 $(( $(now_ms) - t0 ))
-    assert_ne "and is never answered 200" 200 "$RESP_STATUS"
+    assert_admin_error "and is refused as a body, not run" 400 InvalidArgument
     admin GET /health
     assert_eq "the listener still answers after it" 200 "$RESP_STATUS"
     # A browser must not drive the admin API: a cross-site POST (no preflight needed) or a
