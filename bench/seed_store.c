@@ -59,7 +59,7 @@ static int seed_messages(struct smq_store *s, long n, size_t body_len, int n_que
         m.visible_ms = now_ms;
         m.expire_ms = now_ms + 604800000LL;
         if (rc == 0)
-            rc = store_msg_insert(s, &m, body, body_len, md5);
+            rc = store_msg_insert(s, &m, &(struct store_msg_content){body, body_len, md5, NULL, 0});
     }
     if (rc == 0)
         rc = store_commit(s);

@@ -50,6 +50,8 @@ static int take_send_item(struct xml_send_item *x, struct smq_send_item *it,
                           SMQ_PRIORITY_MIN, SMQ_PRIORITY_MAX);
     it->body = x->body;
     it->body_len = x->body_len;
+    it->ext = x->ext;
+    it->ext_len = x->ext_len;
     it->delay_s = x->delay_s.present ? x->delay_s.value : 0;
     it->priority = (x->priority.present && x->priority.value != 0) ? (int)x->priority.value
                                                                    : SMQ_PRIORITY_DEFAULT;
@@ -183,10 +185,14 @@ int api_message_change_visibility(const struct api_ctx *ctx, const struct api_re
 
 /* ---- responses ------------------------------------------------------------------------- */
 
+/* A delayed SendMessage also answers with a receipt handle (the Java SDK's
+ * TransactionQueue commits or rolls back with it, docs/protocol.md §7.6);
+ * a batch entry never does: the Python SDK refuses any entry with more
+ * than MessageId and MessageBodyMD5. */
 static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct smq_buf *b)
 {
     bool batch = call->action == MNS_BATCH_SEND_MESSAGE;
-    char id[MSGID_TEXT_LEN + 1], md5[33];
+    char id[MSGID_TEXT_LEN + 1], md5[33], handle[HANDLE_TEXT_LEN + 1];
 
     xml_begin(b, batch ? "Messages" : "Message");
     for (size_t i = 0; i < call->op.send.n; i++) {
@@ -196,6 +202,10 @@ static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct
         xml_elem_str(b, "MessageId", id);
         crypto_md5_to_hex(call->send_md5[i], true, md5);
         xml_elem_str(b, "MessageBodyMD5", md5);
+        if (!batch && call->op.send.delayed[i]) {
+            handle_encode(ctx->handle_keys, call->op.send.seq[i], 0, handle);
+            xml_elem_str(b, "ReceiptHandle", handle);
+        }
         if (batch)
             xml_close(b, "Message");
     }
@@ -205,7 +215,8 @@ static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct
         xml_close(b, "Message");
 }
 
-/* One <Message> of a Receive (nine elements) or Peek (seven) response. */
+/* One <Message> of a Receive (nine elements) or Peek (seven) response, and
+ * the extensions the message was sent with, if any (docs/protocol.md §6.4). */
 static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, const char *md5,
                        bool peek, struct smq_buf *b)
 {
@@ -225,6 +236,7 @@ static void render_msg(const struct api_ctx *ctx, const struct smq_msg_view *v, 
     xml_elem_i64(b, "FirstDequeueTime", v->first_dequeue_ms);
     xml_elem_i64(b, "DequeueCount", v->dequeue_count);
     xml_elem_i64(b, "Priority", v->priority);
+    buf_append(b, v->ext, v->ext_len);
 }
 
 /* A received <Message> without its body: its nine elements, under 512 bytes. */
@@ -258,7 +270,8 @@ static int render_received(const struct api_ctx *ctx, struct api_call *call, str
     /* The bodies dominate the document: one allocation up front instead
      * of a doubling series with a copy each (escaping may still add). */
     for (size_t i = 0; i < call->op.recv.n_msgs; i++)
-        size += call->op.recv.msgs[i].body_len + RECEIVED_XML_PER_MSG;
+        size += call->op.recv.msgs[i].body_len + call->op.recv.msgs[i].ext_len
+                + RECEIVED_XML_PER_MSG;
     buf_reserve(b, size);
     if (!batch) {
         xml_begin(b, "Message");

@@ -46,7 +46,9 @@ static int insert_msgs(struct smq_engine *e, struct smq_op *op, struct smq_queue
         rc = msgs_next_seq(e, &m->seq);
         if (rc == 0) {
             msgs_record(m, &rec);
-            rc = store_msg_insert(e->store, &rec, it->body, it->body_len, it->body_md5);
+            struct store_msg_content c = {it->body, it->body_len, it->body_md5, it->ext,
+                                          it->ext_len};
+            rc = store_msg_insert(e->store, &rec, &c);
         }
     }
     return rc;
@@ -82,6 +84,7 @@ int ops_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
         }
         op->send.seq[i] = fresh[i]->seq;
         msgs_link(e, q, fresh[i]);
+        op->send.delayed[i] = fresh[i]->state == SMQ_MSG_DELAYED;
         q->count.sent++;
         oplog_record(&e->oplog, q, OPLOG_SEND, fresh[i], op->request_id);
     }
@@ -113,14 +116,15 @@ static int read_bodies(struct smq_engine *e, struct smq_op *op, struct smq_msg *
         rc = SMQ_E_NOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         op->recv.msgs[i].body_len = reads[i].len;
+        op->recv.msgs[i].ext_len = reads[i].ext_len;
         op->recv.msgs[i].body_md5 = reads[i].md5;
     }
     return rc;
 }
 
 /* Hands bodies to op as its body_block (or frees them after a failure,
- * rc != 0) and points each of op's views at its body.  Empty bodies get a
- * pointer too. */
+ * rc != 0) and points each of op's views at its body and its extensions,
+ * which follow it.  Empty ones get a pointer too. */
 static int body_block_attach(struct smq_op *op, struct smq_buf *bodies, int rc)
 {
     struct smq_op_recv *r = &op->recv;
@@ -139,6 +143,8 @@ static int body_block_attach(struct smq_op *op, struct smq_buf *bodies, int rc)
     for (size_t i = 0; i < r->n_msgs; i++) {
         r->msgs[i].body = r->body_block + at;
         at += r->msgs[i].body_len;
+        r->msgs[i].ext = r->body_block + at;
+        at += r->msgs[i].ext_len;
     }
     return 0;
 }
@@ -285,7 +291,10 @@ int ops_message_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *
 
 /* ---- delete and change visibility --------------------------------------------------- */
 
-/* The message a receipt handle names, if the handle is still current. */
+/* The message a receipt handle names, if the handle is still current: the
+ * one a receive or visibility change gave an Inactive message, or the one
+ * a delayed send gave (docs/protocol.md §7.6), until the message turns
+ * Active. */
 static struct smq_msg *handle_target(struct smq_engine *e, struct smq_queue *q,
                                      const struct smq_handle_ref *ref, int *err)
 {
@@ -296,7 +305,8 @@ static struct smq_msg *handle_target(struct smq_engine *e, struct smq_queue *q,
         return NULL;
     }
     m = msg_table_find(&e->msgs, ref->seq);
-    if (m == NULL || m->queue != q || m->state != SMQ_MSG_INACTIVE || m->handle_gen != ref->gen) {
+    if (m == NULL || m->queue != q || m->handle_gen != ref->gen
+        || (m->state != SMQ_MSG_INACTIVE && m->state != SMQ_MSG_DELAYED)) {
         *err = SMQ_E_MESSAGE_NOT_EXIST;
         return NULL;
     }

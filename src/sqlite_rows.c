@@ -51,14 +51,14 @@ static const char *const stmt_sql[ST__COUNT] = {
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     /* Body statements are bound like their msg twins; ?1 (queue_id) is
      * bound but unused, since seq alone is the body's key. */
-    [ST_BODY_INSERT] = "INSERT INTO msg_body(seq, body, md5) VALUES (?2, ?3, ?4)",
+    [ST_BODY_INSERT] = "INSERT INTO msg_body(seq, body, md5, ext) VALUES (?2, ?3, ?4, ?5)",
     /* Shares bind_msg with the INSERT; ?3, ?4 and ?7 are immutable. */
     [ST_MSG_UPDATE] = "UPDATE msg SET first_dequeue_ms = ?5, visible_ms = ?6, "
                       "dequeue_count = ?8, handle_gen = ?9 "
                       "WHERE queue_id = ?1 AND seq = ?2",
     [ST_MSG_DELETE] = "DELETE FROM msg WHERE queue_id = ?1 AND seq = ?2",
     [ST_BODY_DELETE] = "DELETE FROM msg_body WHERE seq = ?2",
-    [ST_BODY_GET] = "SELECT body, md5 FROM msg_body WHERE seq = ?2",
+    [ST_BODY_GET] = "SELECT body, md5, ext FROM msg_body WHERE seq = ?2",
     [ST_MSG_LOAD] = "SELECT queue_id, seq, priority, enqueue_ms, first_dequeue_ms, "
                     "visible_ms, expire_ms, dequeue_count, handle_gen, src_queue_id "
                     "FROM msg ORDER BY queue_id, seq",
@@ -483,8 +483,8 @@ static void bind_msg(struct binder *b, const struct store_msg_rec *m)
     bind_i64(b, 9, m->handle_gen);
 }
 
-int sqlite_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m, const void *body,
-                           size_t body_len, const unsigned char *body_md5)
+int sqlite_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
+                           const struct store_msg_content *c)
 {
     struct sqlite_store *s = sqlite_of(base);
     struct binder meta = {s->st[ST_MSG_INSERT], SQLITE_OK};
@@ -499,11 +499,15 @@ int sqlite_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m
     if (ret != 0)
         return ret;
     bind_key(&blob, m->queue_id, m->seq);
-    bind_blob(&blob, 3, body, body_len);
-    if (body_md5 != NULL)
-        bind_blob(&blob, 4, body_md5, MNS_MD5_LEN);
+    bind_blob(&blob, 3, c->body, c->body_len);
+    if (c->md5 != NULL)
+        bind_blob(&blob, 4, c->md5, MNS_MD5_LEN);
     else
         bind_null(&blob, 4);
+    if (c->ext_len > 0)
+        bind_blob(&blob, 5, c->ext, c->ext_len);
+    else
+        bind_null(&blob, 5);
     return run_write(s, &blob, "msg body insert", NULL);
 }
 
@@ -577,36 +581,46 @@ static void column_md5(sqlite3_stmt *st, int col, struct mns_body_md5 *md5)
         memcpy(md5->bytes, p, MNS_MD5_LEN);
 }
 
-/* Appends one body to out, with its length and MD5 in r. */
+/* Appends column col of a row to out; *len says how many bytes. */
+static int append_column(sqlite3_stmt *st, int col, struct smq_buf *out, size_t *len)
+{
+    const void *p = sqlite3_column_blob(st, col);
+    int n = sqlite3_column_bytes(st, col);
+
+    *len = 0;
+    if (p == NULL && n > 0)
+        return SMQ_E_NOMEM;      /* SQLite could not allocate the copy */
+    buf_append(out, p, (size_t)n);
+    if (buf_failed(out))
+        return SMQ_E_NOMEM;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* Appends one body and then its extensions (an empty or NULL ext column:
+ * none) to out, with their lengths and the MD5 in r. */
 static int read_body(struct sqlite_store *s, struct store_body_read *r, struct smq_buf *out)
 {
     struct binder b = {s->st[ST_BODY_GET], SQLITE_OK};
-    const void *body;
-    int n, rc, ret = 0;
+    int rc, ret = 0;
 
     r->len = 0;
+    r->ext_len = 0;
     r->md5.present = false;
     if (!seq_ok(r->seq))
         return SMQ_E_MESSAGE_NOT_EXIST;
     bind_key(&b, r->queue_id, r->seq);
     rc = b.rc == SQLITE_OK ? sqlite3_step(b.st) : b.rc;
     if (rc == SQLITE_ROW) {
-        body = sqlite3_column_blob(b.st, 0);
-        n = sqlite3_column_bytes(b.st, 0);
-        if (body == NULL && n > 0) {
-            ret = SMQ_E_NOMEM;   /* SQLite could not allocate the copy */
-            goto out;
-        }
-        buf_append(out, body, (size_t)n);
-        ret = buf_failed(out) ? SMQ_E_NOMEM : 0;
-        r->len = (size_t)n;
+        ret = append_column(b.st, 0, out, &r->len);
+        if (ret == 0)
+            ret = append_column(b.st, 2, out, &r->ext_len);
         column_md5(b.st, 1, &r->md5);
     } else if (rc == SQLITE_DONE) {
         ret = SMQ_E_MESSAGE_NOT_EXIST;
     } else {
         ret = sqlite_store_fail("msg body", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }
-out:
     stmt_reset(b.st);
     return ret;
 }

@@ -94,11 +94,17 @@ static const char schema_v2[] =
 static const char schema_v3[] =
     "ALTER TABLE msg_body ADD COLUMN md5 BLOB;";
 
+/* Version 4: a message's extensions (the Java SDK's properties and group
+ * id) as the XML fragment receives return; NULL for a message without. */
+static const char schema_v4[] =
+    "ALTER TABLE msg_body ADD COLUMN ext BLOB;";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v1,
     schema_v2,
     schema_v3,
+    schema_v4,
 };
 
 /* ---- error reporting -------------------------------------------------- */

@@ -133,9 +133,9 @@ int store_queue_load(struct smq_store *s,
 }
 
 int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
-                     const void *body, size_t body_len, const unsigned char *body_md5)
+                     const struct store_msg_content *c)
 {
-    return s->be->msg_insert(s, m, body, body_len, body_md5);
+    return s->be->msg_insert(s, m, c);
 }
 
 int store_msg_update(struct smq_store *s, const struct store_msg_rec *m)

@@ -35,12 +35,7 @@ static void trim(const char **s, size_t *len)
         (*len)--;
 }
 
-/*
- * Appends el's character data (text and CDATA children; comments and
- * processing instructions are skipped, as an XML reader's text value would).
- * A known value element that contains elements is a schema violation.
- */
-static int leaf_text(const xmlNode *el, struct smq_buf *out, struct smq_errinfo *ei)
+int xml_leaf_text(const xmlNode *el, struct smq_buf *out, struct smq_errinfo *ei)
 {
     const xmlNode *c;
 
@@ -142,7 +137,7 @@ static int parse_field(const xmlNode *el, const struct opt_field *f, void *base,
     if (slot->present)
         return duplicated(f->name, ei);
     buf_init(&text);
-    rc = leaf_text(el, &text, ei);
+    rc = xml_leaf_text(el, &text, ei);
     if (rc == 0 && f->is_bool)
         rc = parse_bool(f->name, text.data, text.len, &slot->value, ei);
     else if (rc == 0)
@@ -164,7 +159,7 @@ static int parse_dlq_target(const xmlNode *el, const char *name, struct xml_queu
     if (out->dlq_target_present)
         return duplicated(name, ei);
     buf_init(&text);
-    rc = leaf_text(el, &text, ei);
+    rc = xml_leaf_text(el, &text, ei);
     if (rc == 0 && text.len >= sizeof out->dlq_target)
         rc = errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, "The value of %s is longer than a "
                         "queue name (%zu characters).", name, sizeof out->dlq_target - 1);
@@ -247,7 +242,7 @@ static int parse_body(const xmlNode *el, struct xml_send_item *it, struct smq_er
         return duplicated("MessageBody", ei);
     buf_init(&text);
     buf_append(&text, "", 0);     /* an empty body is "", not NULL */
-    rc = leaf_text(el, &text, ei);
+    rc = xml_leaf_text(el, &text, ei);
     if (rc != 0) {
         buf_free(&text);
         return rc;
@@ -259,10 +254,12 @@ static int parse_body(const xmlNode *el, struct xml_send_item *it, struct smq_er
 
 static int parse_item(const xmlNode *msg, struct xml_send_item *it, struct smq_errinfo *ei)
 {
+    struct xml_ext ext;
     const xmlNode *c;
     int rc = 0;
 
     memset(it, 0, sizeof *it);
+    xml_ext_init(&ext);
     for (c = msg->children; c != NULL && rc == 0; c = c->next) {
         const struct opt_field *f;
 
@@ -273,7 +270,13 @@ static int parse_item(const xmlNode *msg, struct xml_send_item *it, struct smq_e
         f = find_field(send_fields, sizeof send_fields / sizeof send_fields[0], c);
         if (f != NULL)
             rc = parse_field(c, f, it, ei);
+        else if (c->type == XML_ELEMENT_NODE && (rc = xml_ext_take(&ext, c, ei)) == 1)
+            rc = 0;                /* an unknown element: ignored */
     }
+    if (rc == 0)
+        rc = xml_ext_finish(&ext, &it->ext, &it->ext_len, ei);
+    else
+        xml_ext_free(&ext);
     if (rc != 0)
         xml_send_item_free(it);
     return rc;
@@ -399,7 +402,7 @@ static int parse_handle(const xmlNode *el, char **out, struct smq_errinfo *ei)
     int rc;
 
     buf_init(&text);
-    rc = leaf_text(el, &text, ei);
+    rc = xml_leaf_text(el, &text, ei);
     if (rc == 0) {
         s = text.data != NULL ? text.data : "";
         n = text.len;
@@ -442,6 +445,7 @@ int xml_parse_handles(const char *doc, size_t len, struct xml_handles *out,
 void xml_send_item_free(struct xml_send_item *it)
 {
     free(it->body);
+    free(it->ext);
     memset(it, 0, sizeof *it);
 }
 

@@ -80,6 +80,9 @@ struct smq_msg_view {
                                   * (op_release frees the block) */
     size_t body_len;
     struct mns_body_md5 body_md5;
+    char *ext;                   /* ext_len bytes in the body_block: the message's extensions
+                                  * as XML (xml.h, xml_send_item.ext); ext_len 0 = none */
+    size_t ext_len;
 };
 
 struct smq_send_item {
@@ -88,6 +91,8 @@ struct smq_send_item {
     const unsigned char *body_md5;   /* MNS_MD5_LEN bytes, borrowed; NULL = none kept */
     int64_t delay_s;             /* 0 = the queue's DelaySeconds applies */
     int priority;                /* 1..16 */
+    const char *ext;             /* borrowed: the extensions' XML (xml_send_item.ext), or NULL */
+    size_t ext_len;
 };
 
 struct smq_handle_ref {
@@ -117,6 +122,8 @@ struct smq_op_send {                         /* SEND */
     struct smq_send_item items[SMQ_BATCH_MAX];
     size_t n;
     uint64_t seq[SMQ_BATCH_MAX];             /* out: each message's sequence number */
+    bool delayed[SMQ_BATCH_MAX];             /* out: it starts Delayed, with a receipt handle
+                                              * of generation 0 */
 };
 
 struct smq_op_recv {                         /* RECEIVE, PEEK */

@@ -102,8 +102,8 @@ int sqlite_rows_queue_delete(struct smq_store *s, int64_t queue_id);
 int sqlite_rows_queue_purge(struct smq_store *s, int64_t queue_id);
 int sqlite_rows_queue_load(struct smq_store *s,
                            int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
-int sqlite_rows_msg_insert(struct smq_store *s, const struct store_msg_rec *m, const void *body,
-                           size_t body_len, const unsigned char *body_md5);
+int sqlite_rows_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
+                           const struct store_msg_content *c);
 int sqlite_rows_msg_update(struct smq_store *s, const struct store_msg_rec *m);
 int sqlite_rows_msg_move(struct smq_store *s, int64_t from_queue_id,
                          const struct store_msg_rec *m);

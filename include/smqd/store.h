@@ -47,7 +47,7 @@
 #include "smqd/mns.h"
 #include "smqd/storage.h"
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 #define STORE_QUEUE_NAME_MAX 120
 
 struct smq_store;
@@ -152,11 +152,19 @@ int store_queue_purge(struct smq_store *s, int64_t queue_id);
 int store_queue_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
 
-/* Writes the metadata row and the body row.  body may be NULL when
- * body_len is 0; body_md5 (MNS_MD5_LEN bytes) may be NULL.
+/* What a message carries besides its metadata, written once at send. */
+struct store_msg_content {
+    const void *body;                    /* may be NULL when body_len is 0 */
+    size_t body_len;
+    const unsigned char *md5;            /* MNS_MD5_LEN bytes, or NULL */
+    const void *ext;                     /* the extensions' XML (op.h), or NULL */
+    size_t ext_len;
+};
+
+/* Writes the metadata row and the body row.
  * m->seq above INT64_MAX: SMQ_E_INVALID_ARGUMENT. */
 int store_msg_insert(struct smq_store *s, const struct store_msg_rec *m,
-                     const void *body, size_t body_len, const unsigned char *body_md5);
+                     const struct store_msg_content *c);
 /* Rewrites the mutable fields: first_dequeue_ms, visible_ms, dequeue_count, handle_gen.
  * SMQ_E_MESSAGE_NOT_EXIST (nothing written) if the row is absent. */
 int store_msg_update(struct smq_store *s, const struct store_msg_rec *m);
@@ -173,10 +181,11 @@ struct store_body_read {
     int64_t queue_id;
     uint64_t seq;
     size_t len;                          /* out: its bytes, appended in order */
+    size_t ext_len;                      /* out: its extensions' bytes, appended after it */
     struct mns_body_md5 md5;             /* out: as stored at send, if it was */
 };
-/* Appends the bodies of reads[0..n), one after the other, to out and
- * fills each one's len and md5.  0, SMQ_E_MESSAGE_NOT_EXIST if one is
+/* Appends the bodies of reads[0..n), each followed by its extensions, to
+ * out and fills each one's len, ext_len and md5.  0, SMQ_E_MESSAGE_NOT_EXIST if one is
  * absent, SMQ_E_NOMEM, or SMQ_E_INTERNAL; on failure out may hold some. */
 int store_msg_bodies(struct smq_store *s, struct store_body_read *reads, size_t n,
                      struct smq_buf *out);

@@ -43,8 +43,8 @@ struct store_backend {
     int (*queue_purge)(struct smq_store *s, int64_t queue_id);
     int (*queue_load)(struct smq_store *s,
                       int (*cb)(void *arg, const struct store_queue_rec *q), void *arg);
-    int (*msg_insert)(struct smq_store *s, const struct store_msg_rec *m, const void *body,
-                      size_t body_len, const unsigned char *body_md5);
+    int (*msg_insert)(struct smq_store *s, const struct store_msg_rec *m,
+                      const struct store_msg_content *c);
     int (*msg_update)(struct smq_store *s, const struct store_msg_rec *m);
     int (*msg_move)(struct smq_store *s, int64_t from_queue_id, const struct store_msg_rec *m);
     int (*msg_delete)(struct smq_store *s, int64_t queue_id, uint64_t seq);

@@ -66,6 +66,16 @@ struct xml_queue_attrs {
     char dlq_target[121];                  /* a queue name (120); longer ones are refused here */
 };
 
+/* The Java SDK's message extensions (docs/protocol.md §6.4): at most
+ * XML_USER_PROPS_MAX user properties, each name 1..XML_PROP_NAME_MAX bytes
+ * and unique; system properties only of the names that SDK knows; a
+ * MessageGroupId of at most XML_GROUP_ID_MAX bytes; all names and values
+ * together at most XML_EXT_BYTES_MAX bytes. */
+#define XML_USER_PROPS_MAX 50
+#define XML_PROP_NAME_MAX 256
+#define XML_GROUP_ID_MAX 128
+#define XML_EXT_BYTES_MAX 32768
+
 /* One <Message> of SendMessage / BatchSendMessage. */
 struct xml_send_item {
     char *body;                   /* MessageBody text after unescaping, malloc'd, NUL-terminated */
@@ -73,6 +83,11 @@ struct xml_send_item {
     bool body_present;            /* element present (may be empty) */
     struct xml_opt_i64 delay_s;   /* DelaySeconds */
     struct xml_opt_i64 priority;  /* Priority */
+    /* The message's extensions, checked and rendered as the XML fragment a
+     * receive returns them in (<UserProperties>, <SystemProperties>,
+     * <MessageGroupId>, in that order), malloc'd; NULL when it has none. */
+    char *ext;
+    size_t ext_len;
 };
 
 struct xml_send_batch {

@@ -932,6 +932,46 @@ t_xml() {
     case_end
 }
 
+# Java message properties (docs/protocol.md §6.4): every bad shape refused, nothing stored.
+t_java_properties() {
+    local f="$SUITE_TMP/props" pv name
+    pv() { printf '<PropertyValue><Name>%s</Name><Value>%s</Value><Type>%s</Type></PropertyValue>' "$1" "$2" "$3"; }
+    name=$(repeat 257 n)
+    case_begin "hostile Java message properties" \
+        "SendMessage with 51 UserProperties; a 257-byte name; a 40 KB STRING value; BINARY \`!!!\`; NUMBER \`1e\`; a PropertyValue without Name; the same name twice; two UserProperties; 2000 nested PropertyValue" \
+        "400 InvalidArgument (two containers: MalformedXML); nothing stored"
+    { printf '<Message><MessageBody>x</MessageBody><UserProperties>'
+      for i in $(seq 1 51); do pv "k$i" v STRING; done
+      printf '</UserProperties></Message>'; } >"$f.51"
+    req_file POST /queues/hq/messages "$f.51"
+    assert_error "51 properties" 400 InvalidArgument
+    obs "51: $RESP_STATUS $(code_of)"
+    local -a bodies=("$(pv "$name" v STRING)" "$(pv k "$(repeat 40960 v)" STRING)"
+                     "$(pv k '!!!' BINARY)" "$(pv k 1e NUMBER)"
+                     '<PropertyValue><Value>v</Value><Type>STRING</Type></PropertyValue>'
+                     "$(pv k a STRING)$(pv k b STRING)")
+    local -a what=("257-byte name" "40 KB value" "BINARY !!!" "NUMBER 1e" "no Name" "name twice")
+    for i in "${!bodies[@]}"; do
+        printf '<Message><MessageBody>x</MessageBody><UserProperties>%s</UserProperties></Message>' \
+            "${bodies[$i]}" >"$f.$i"
+        req_file POST /queues/hq/messages "$f.$i"
+        assert_error "${what[$i]}" 400 InvalidArgument
+        obs "${what[$i]}: $RESP_STATUS $(code_of)"
+    done
+    printf '<Message><MessageBody>x</MessageBody><UserProperties>%s</UserProperties><UserProperties>%s</UserProperties></Message>' \
+        "$(pv a 1 NUMBER)" "$(pv b 2 NUMBER)" >"$f.two"
+    req_file POST /queues/hq/messages "$f.two"
+    assert_error "two UserProperties" 400 MalformedXML
+    obs "two containers: $RESP_STATUS $(code_of)"
+    { printf '<Message><MessageBody>x</MessageBody><UserProperties>'
+      repeat 2000 '<PropertyValue>'; repeat 2000 '</PropertyValue>'
+      printf '</UserProperties></Message>'; } >"$f.deep"
+    req_file POST /queues/hq/messages "$f.deep"
+    assert_error_any "2000 nested PropertyValue" 400 'InvalidArgument|MalformedXML'
+    obs "nested: $RESP_STATUS $(code_of)"
+    case_end
+}
+
 # ---------------------------------------------------------------------------------------
 # Receipt handles and queue names
 # ---------------------------------------------------------------------------------------
@@ -1144,6 +1184,7 @@ if hostile_start "idle_timeout_s = $IDLE_S" "request_timeout_s = $REQUEST_S" \
     t_broken_http
     t_framing
     t_xml
+    t_java_properties
     t_handles
     t_queue_names
     t_auth_replay

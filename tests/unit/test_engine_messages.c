@@ -405,6 +405,117 @@ static void test_engine_messages_change_visibility(void **state)
     fx_assert_counts(f, "cv", 1, 0, 0);
 }
 
+
+/* One SendMessage with the given extensions; *delayed says whether the
+ * engine reports it as starting Delayed (it then has a handle of gen 0). */
+static uint64_t send_ext(struct fx *f, const char *queue, const char *body, int64_t delay_s,
+                         const char *ext, bool *delayed)
+{
+    struct smq_op op;
+    uint64_t seq;
+
+    fx_prep_op(f, &op, SMQ_OP_SEND, queue);
+    op.send.items[0] = (struct smq_send_item){.body = body, .body_len = strlen(body),
+                                              .delay_s = delay_s, .priority = 8, .ext = ext,
+                                              .ext_len = ext != NULL ? strlen(ext) : 0};
+    op.send.n = 1;
+    assert_int_equal(fx_run_one(f, &op), 0);
+    seq = op.send.seq[0];
+    if (delayed != NULL)
+        *delayed = op.send.delayed[0];
+    op_release(&op);
+    return seq;
+}
+
+/* The Java SDK's TransactionQueue: a long-delayed send is committed with
+ * ChangeMessageVisibility(its send's handle, 1 s) or rolled back with
+ * DeleteMessage(that handle) (docs/protocol.md §7.6). */
+static void test_engine_messages_delayed_send_handle(void **state)
+{
+    struct fx *f = *state;
+    struct smq_msg_view v;
+    struct smq_queue_attrs slow = {.delay_s = 30};
+    int64_t next_visible = 0;
+    uint32_t gen = 0;
+    bool delayed = true;
+    uint64_t a, b, c;
+
+    assert_int_equal(fx_create_queue(f, "tq", NULL, 0, NULL), 0);
+    send_ext(f, "tq", "now", 0, NULL, &delayed);
+    assert_false(delayed);
+    a = send_ext(f, "tq", "rollback", 172800, NULL, &delayed);
+    assert_true(delayed);
+    b = send_ext(f, "tq", "commit", 172800, NULL, NULL);
+    fx_assert_counts(f, "tq", 1, 0, 2);
+
+    /* Rollback: the send's handle deletes the Delayed message, once. */
+    assert_int_equal(fx_delete_msg(f, "tq", a, 0), 0);
+    assert_int_equal(fx_delete_msg(f, "tq", a, 0), SMQ_E_MESSAGE_NOT_EXIST);
+    fx_assert_counts(f, "tq", 1, 0, 1);
+    /* Commit: visible in 1 s, with a new handle; the send's is spent. */
+    assert_int_equal(fx_change_vis(f, "tq", b, 0, 1, &gen, &next_visible), 0);
+    assert_int_equal(gen, 1);
+    assert_int_equal(next_visible, fx_now_ms(f) + 1000);
+    assert_int_equal(fx_delete_msg(f, "tq", b, 0), SMQ_E_MESSAGE_NOT_EXIST);
+    fx_assert_counts(f, "tq", 1, 0, 1);
+    fx_tick(f, 1000);
+    fx_assert_counts(f, "tq", 2, 0, 0);
+    /* Active now: no handle from before a receive applies. */
+    assert_int_equal(fx_delete_msg(f, "tq", b, gen), SMQ_E_MESSAGE_NOT_EXIST);
+
+    /* A queue's own delay makes a message Delayed too; the handle survives
+     * a restart and ends when the delay does. */
+    assert_int_equal(fx_create_queue(f, "dq", &slow, SMQ_ATTR_DELAY, NULL), 0);
+    c = send_ext(f, "dq", "queued", 0, NULL, &delayed);
+    assert_true(delayed);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_int_equal(fx_change_vis(f, "dq", c, 0, 60, &gen, NULL), 0);
+    fx_tick(f, 60000);
+    assert_int_equal(fx_delete_msg(f, "dq", c, gen), SMQ_E_MESSAGE_NOT_EXIST);
+    assert_int_equal(fx_receive_one(f, "dq", &v), 0);
+    assert_true(v.seq == c);
+    assert_int_equal(v.dequeue_count, 1);
+    assert_int_equal(fx_delete_msg(f, "dq", c, v.handle_gen), 0);
+}
+
+static void expect_ext(const struct smq_msg_view *v, const char *body, const char *ext)
+{
+    fx_assert_body(v, body);
+    assert_int_equal(v->ext_len, ext != NULL ? strlen(ext) : 0);
+    if (ext != NULL)
+        assert_memory_equal(v->ext, ext, v->ext_len);
+}
+
+/* A batch of two, one with extensions: each view points at its own. */
+static void receive_both(struct fx *f, enum smq_op_kind kind, const char *ext)
+{
+    struct smq_op op;
+
+    fx_prep_op(f, &op, kind, "xq");
+    op.recv.max_msgs = 2;
+    if (kind == SMQ_OP_RECEIVE)
+        op.recv.wait_s = 0;
+    assert_int_equal(fx_run_one(f, &op), 0);
+    assert_int_equal(op.recv.n_msgs, 2);
+    expect_ext(&op.recv.msgs[0], "with", ext);
+    expect_ext(&op.recv.msgs[1], "without", NULL);
+    op_release(&op);
+}
+
+static void test_engine_messages_extensions_kept(void **state)
+{
+    struct fx *f = *state;
+    const char *ext = "<MessageGroupId>g&amp;1</MessageGroupId>";
+
+    fx_create_queue_vis(f, "xq", 5);
+    send_ext(f, "xq", "with", 0, ext, NULL);
+    send_ext(f, "xq", "without", 0, NULL, NULL);
+    receive_both(f, SMQ_OP_PEEK, ext);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    receive_both(f, SMQ_OP_PEEK, ext);
+    receive_both(f, SMQ_OP_RECEIVE, ext);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +529,8 @@ int main(void)
         T(test_engine_messages_delete_single_handles),
         T(test_engine_messages_delete_batch_mixed),
         T(test_engine_messages_change_visibility),
+        T(test_engine_messages_delayed_send_handle),
+        T(test_engine_messages_extensions_kept),
 #undef T
     };
 

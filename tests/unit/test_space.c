@@ -117,7 +117,8 @@ static void fill(struct fixture *f, int n, size_t body_len)
                                   .enqueue_ms = 1700000000000, .visible_ms = 1700000000000,
                                   .expire_ms = 1700345600000};
         body[0] = (char)i;                    /* no two bodies alike */
-        assert_int_equal(store_msg_insert(f->store, &m, body, body_len, NULL), 0);
+        struct store_msg_content c = {body, body_len, NULL, NULL, 0};
+        assert_int_equal(store_msg_insert(f->store, &m, &c), 0);
     }
     assert_int_equal(store_commit(f->store), 0);
     assert_int_equal(store_checkpoint(f->store), 0);

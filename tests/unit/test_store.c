@@ -46,6 +46,13 @@ static int open_store(const char *path, enum smq_sync_mode sync, struct smq_stor
     return store_open(&cfg, out, err, err_size);
 }
 
+/* A message without extensions. */
+static int put_msg(struct smq_store *s, const struct store_msg_rec *m, const void *body,
+                   size_t body_len, const unsigned char *md5)
+{
+    return store_msg_insert(s, m, &(struct store_msg_content){body, body_len, md5, NULL, 0});
+}
+
 /* One body through the batch read: appended to out, its MD5 in *md5. */
 static int body_of(struct smq_store *s, int64_t queue_id, uint64_t seq, struct smq_buf *out,
                    struct mns_body_md5 *md5)
@@ -146,7 +153,7 @@ static void insert_msg(struct smq_store *s, int64_t queue_id, uint64_t seq)
     int n = snprintf(body, sizeof body, "body %lld/%llu", (long long)queue_id,
                      (unsigned long long)seq);
 
-    assert_int_equal(store_msg_insert(s, &m, body, (size_t)n, NULL), 0);
+    assert_int_equal(put_msg(s, &m, body, (size_t)n, NULL), 0);
 }
 
 /* ---- collectors for the loaders --------------------------------------- */
@@ -326,17 +333,17 @@ static void test_store_open_reopen_keeps_data(void **state)
     buf_free(&body);
 }
 
-static void test_store_user_version_is_3(void **state)
+static void test_store_user_version_is_4(void **state)
 {
     struct fixture *f = *state;
 
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 3);
+    assert_int_equal(STORE_SCHEMA_VERSION, 4);
     /* A new database is created with incremental auto-vacuum (reclamation). */
     assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 3);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 4);
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
                      4);
 }
@@ -423,8 +430,8 @@ static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
 
-    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 4;");
-    expect_refusal(f, "database schema version 4 is newer than this smqd supports (3); "
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 5;");
+    expect_refusal(f, "database schema version 5 is newer than this smqd supports (4); "
                       "refusing to open");
 }
 
@@ -618,9 +625,9 @@ static void test_store_msg_bodies_batch(void **state)
     struct smq_buf out;
 
     assert_int_equal(store_begin(f->s), 0);
-    assert_int_equal(store_msg_insert(f->s, &a, "alpha", 5, md5), 0);
-    assert_int_equal(store_msg_insert(f->s, &b, NULL, 0, NULL), 0);
-    assert_int_equal(store_msg_insert(f->s, &c, "gamma!", 6, NULL), 0);
+    assert_int_equal(put_msg(f->s, &a, "alpha", 5, md5), 0);
+    assert_int_equal(put_msg(f->s, &b, NULL, 0, NULL), 0);
+    assert_int_equal(put_msg(f->s, &c, "gamma!", 6, NULL), 0);
     assert_int_equal(store_commit(f->s), 0);
 
     buf_init(&out);
@@ -782,8 +789,8 @@ static void test_store_msg_binary_and_empty_body(void **state)
     struct store_msg_rec m1 = make_msg(1, 1), m2 = make_msg(1, 2);
     struct smq_buf body;
 
-    assert_int_equal(store_msg_insert(f->s, &m1, bin, sizeof bin, NULL), 0);
-    assert_int_equal(store_msg_insert(f->s, &m2, NULL, 0, NULL), 0);
+    assert_int_equal(put_msg(f->s, &m1, bin, sizeof bin, NULL), 0);
+    assert_int_equal(put_msg(f->s, &m2, NULL, 0, NULL), 0);
     buf_init(&body);
     assert_int_equal(body_of(f->s, 1, 1, &body, NULL), 0);
     assert_int_equal(body.len, sizeof bin);
@@ -802,8 +809,8 @@ static void test_store_msg_seq_range(void **state)
     struct msg_list ml = {.n = 0};
 
     insert_msg(f->s, 1, 1);
-    assert_int_equal(store_msg_insert(f->s, &top, "t", 1, NULL), 0);
-    assert_int_equal(store_msg_insert(f->s, &over, "o", 1, NULL), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(put_msg(f->s, &top, "t", 1, NULL), 0);
+    assert_int_equal(put_msg(f->s, &over, "o", 1, NULL), SMQ_E_INVALID_ARGUMENT);
     assert_int_equal(store_msg_load(f->s, collect_msg, &ml), 0);
     assert_int_equal(ml.n, 2);
     assert_true(ml.m[1].seq == (uint64_t)INT64_MAX);   /* still sorts last */
@@ -882,7 +889,7 @@ static int churn_dup(struct smq_store *s)
     struct store_msg_rec m = make_msg(1, 1);
     int rc = store_queue_insert(s, &q2);
 
-    return rc != 0 ? rc : store_msg_insert(s, &m, "x", 1, NULL);
+    return rc != 0 ? rc : put_msg(s, &m, "x", 1, NULL);
 }
 
 /* A transaction touching every table, stopping at the first failure.
@@ -896,7 +903,7 @@ static int churn_ok(struct smq_store *s)
     q1.delay_s = 77;
     m.dequeue_count = 5;
     if ((rc = store_queue_insert(s, &q2)) != 0 ||
-        (rc = store_msg_insert(s, &n, "nine", 4, NULL)) != 0 ||
+        (rc = put_msg(s, &n, "nine", 4, NULL)) != 0 ||
         (rc = store_msg_update(s, &m)) != 0 ||
         (rc = store_msg_delete(s, 1, 2)) != 0 ||
         (rc = store_queue_update(s, &q1)) != 0 ||
@@ -1039,7 +1046,7 @@ static void test_store_savepoint_undoes_one_op(void **state)
 
     assert_int_equal(store_savepoint(f->s), 0);            /* op 3: injected fault */
     store_fault_inject(f->s, 1, 0);                        /* the body row fails */
-    assert_int_equal(store_msg_insert(f->s, &m, "b", 1, NULL), SMQ_E_INTERNAL);
+    assert_int_equal(put_msg(f->s, &m, "b", 1, NULL), SMQ_E_INTERNAL);
     store_rollback_to(f->s);
     assert_true(store_in_txn(f->s));
 
@@ -1205,12 +1212,12 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
         md5[i] = (unsigned char)(0xF0 + i);
     make_raw_db(f->path, v2_db);
     assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 3);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     expect_body_md5(f->s, 5, "kept", NULL);          /* written before: none stored */
     m.seq = 6;
-    assert_int_equal(store_msg_insert(f->s, &m, "new", 3, md5), 0);
+    assert_int_equal(put_msg(f->s, &m, "new", 3, md5), 0);
     m.seq = 7;
-    assert_int_equal(store_msg_insert(f->s, &m, "none", 4, NULL), 0);
+    assert_int_equal(put_msg(f->s, &m, "none", 4, NULL), 0);
     reopen(f);
     expect_body_md5(f->s, 5, "kept", NULL);
     expect_body_md5(f->s, 6, "new", md5);
@@ -1223,6 +1230,55 @@ static void test_store_migrates_v2_to_v3_and_keeps_md5(void **state)
     assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
     expect_body_md5(f->s, 6, "new", NULL);
     expect_body_md5(f->s, 7, "none", NULL);         /* 16 bytes, but text */
+}
+
+/* ---- schema 4: a message's extensions, after its body ---------------- */
+
+static void expect_bodies_with_ext(struct smq_store *s)
+{
+    struct store_body_read r[3] = {{.queue_id = 1, .seq = 5}, {.queue_id = 1, .seq = 6},
+                                   {.queue_id = 1, .seq = 7}};
+    struct smq_buf out;
+
+    buf_init(&out);
+    assert_int_equal(store_msg_bodies(s, r, 3, &out), 0);
+    /* 5 was written before schema 4: no extensions. */
+    assert_int_equal(r[0].len, 4);
+    assert_int_equal(r[0].ext_len, 0);
+    assert_int_equal(r[1].len, 3);
+    assert_int_equal(r[1].ext_len, 6);
+    assert_int_equal(r[2].len, 4);
+    assert_int_equal(r[2].ext_len, 0);
+    assert_int_equal(out.len, 4 + 3 + 6 + 4);
+    assert_memory_equal(out.data, "keptnew<G>xy;none", out.len);
+    buf_free(&out);
+}
+
+static void test_store_ext_after_body_and_migrated(void **state)
+{
+    struct fixture *f = *state;
+    struct store_msg_rec m = {.queue_id = 1, .priority = 8, .expire_ms = INT64_C(999999999999)};
+    char v3_db[sizeof v1_db + 512], err[256];
+    const char *v1_tail = "PRAGMA user_version = 1;";
+
+    assert_int_equal(snprintf(v3_db, sizeof v3_db, "%.*s%s", (int)(strlen(v1_db) - strlen(v1_tail)),
+                              v1_db, "ALTER TABLE queue ADD COLUMN dlq_enabled INTEGER NOT NULL DEFAULT 0;"
+                              "ALTER TABLE queue ADD COLUMN dlq_target TEXT NOT NULL DEFAULT '';"
+                              "ALTER TABLE queue ADD COLUMN dlq_max_receive INTEGER NOT NULL DEFAULT 0;"
+                              "ALTER TABLE msg ADD COLUMN src_queue_id INTEGER NOT NULL DEFAULT 0;"
+                              "ALTER TABLE msg_body ADD COLUMN md5 BLOB;"
+                              "PRAGMA user_version = 3;") > 0, 1);
+    make_raw_db(f->path, v3_db);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 4);
+    m.seq = 6;
+    assert_int_equal(store_msg_insert(f->s, &m, &(struct store_msg_content){"new", 3, NULL,
+                                                                            "<G>xy;", 6}), 0);
+    m.seq = 7;
+    assert_int_equal(put_msg(f->s, &m, "none", 4, NULL), 0);
+    expect_bodies_with_ext(f->s);
+    reopen(f);
+    expect_bodies_with_ext(f->s);
 }
 
 static void test_store_queue_dlq_columns_round_trip(void **state)
@@ -1319,7 +1375,7 @@ static void test_store_reclaim_shrinks_file(void **state)
     assert_int_equal(store_begin(f->s), 0);
     for (uint64_t seq = 1; seq <= 2000; seq++) {
         struct store_msg_rec m = make_msg(1, seq);
-        assert_int_equal(store_msg_insert(f->s, &m, big, sizeof big, NULL), 0);
+        assert_int_equal(put_msg(f->s, &m, big, sizeof big, NULL), 0);
     }
     assert_int_equal(store_commit(f->s), 0);
     assert_int_equal(store_queue_purge(f->s, 1), 0);
@@ -1346,7 +1402,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_user_version_is_3, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_4, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_ext_after_body_and_migrated, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_lock_follows_symlinks, store_setup, teardown),

@@ -97,7 +97,7 @@ static int insert_msg(struct fixture *f, int64_t queue_id, uint64_t seq)
                               .enqueue_ms = 1700000000000, .visible_ms = 1700000000000,
                               .expire_ms = 1700345600000};
 
-    return store_msg_insert(f->store, &m, "body", 4, NULL);
+    return store_msg_insert(f->store, &m, &(struct store_msg_content){"body", 4, NULL, NULL, 0});
 }
 
 /* One operation's writes: its savepoint, fn's result, the savepoint closed. */

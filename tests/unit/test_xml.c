@@ -168,6 +168,13 @@ static void test_xml_java_send(void **state)
     assert_string_equal(it.body, "SGVsbG8=");
     assert_int_equal(it.delay_s.value, 5);
     assert_int_equal(it.priority.value, 3);
+    /* Kept in the order a receive returns them, whatever order they came in. */
+    assert_int_equal(it.ext_len, strlen(it.ext));
+    assert_string_equal(it.ext,
+        "<UserProperties><PropertyValue><Name>k</Name><Value>v</Value><Type>STRING</Type>"
+        "</PropertyValue></UserProperties><SystemProperties><SystemPropertyValue>"
+        "<Name>traceparent</Name><Value>00-ab</Value><Type>STRING</Type></SystemPropertyValue>"
+        "</SystemProperties><MessageGroupId>g1</MessageGroupId>");
     xml_send_item_free(&it);
 }
 
