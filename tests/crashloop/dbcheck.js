@@ -46,12 +46,12 @@ function requireReader() {
     '(or Node >= 22.5 for node:sqlite)');
 }
 
-function copyDb(dir) {
+function copyDb(dir, dataDir) {
   const dst = path.join(dir, 'check');
   fs.rmSync(dst, { recursive: true, force: true });
   fs.mkdirSync(dst);
   for (const suffix of ['', '-wal']) {
-    const src = path.join(dir, 'smqd.db' + suffix);
+    const src = path.join(dataDir, 'smqd.db' + suffix);
     if (fs.existsSync(src)) fs.copyFileSync(src, path.join(dst, 'smqd.db' + suffix));
   }
   return path.join(dst, 'smqd.db');
@@ -72,9 +72,10 @@ function queryNode(file, sql) {
   }
 }
 
+// dataDir holds smqd.db (default: dir); the copy goes to dir/check.
 // -> {integrity: 'ok' | text, rows: [{queue, body}], torn: [text]}
-function inspect(dir, reader) {
-  const file = copyDb(dir);
+function inspect(dir, reader, dataDir = dir) {
+  const file = copyDb(dir, dataDir);
   const query = reader === 'sqlite3' ? queryCli : queryNode;
   const integrity = query(file, 'PRAGMA integrity_check;').map((r) => r.join(' ')).join('; ');
   const rows = [];

@@ -6,6 +6,12 @@
 //   SMQD_BIN=build/smqd node tests/crashloop/run.js [--cycles N] [--seed S]
 //       [--sync full|normal|alternate] [--min-ms 200] [--max-ms 1500] [--quiet] [--keep]
 //       [--producers 4] [--consumers 3] [--long-pollers 4] [--max-seconds T] [--json FILE]
+//       [--power-cut off|all|some|mixed] [--expect-loss]
+//
+// --power-cut puts the database on powerfs (tests/powercut/, POWERFS_BIN names it) and follows
+// every SIGKILL with a power cut: all unsynced writes lost, or a random subset of them kept
+// ("some"), or one then the other ("mixed").  --expect-loss turns the run into a negative
+// control: it succeeds only if acknowledged sends were lost and the database stayed intact.
 //
 // Exit status: 0 no violation and no anomaly, 1 violations or anomalies found (data dir and
 // the logs of the failing cycles are kept and printed), 2 could not run.
@@ -17,6 +23,7 @@ const harness = require('../integration/node/harness.js');
 const { Ledger } = require('./ledger.js');
 const dbcheck = require('./dbcheck.js');
 const traffic = require('./traffic.js');
+const powerfs = require('../powercut/powerfs.js');
 
 const SANITIZER = /ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)|runtime error:|SUMMARY: \w+Sanitizer/;
 const LOG_PROBLEM = /^\S+ (ERROR|WARN) .*$/gm;
@@ -29,14 +36,17 @@ const PRINT_PER_KIND = 20;
 
 function parseArgs(argv) {
   const o = { cycles: 20, seed: null, sync: 'full', minMs: 200, maxMs: 1500, quiet: false,
-              keep: false, producers: 4, consumers: 3, longPollers: 4, maxSeconds: 0, json: '' };
+              keep: false, producers: 4, consumers: 3, longPollers: 4, maxSeconds: 0, json: '',
+              powerCut: 'off', expectLoss: false };
   const names = { '--cycles': 'cycles', '--seed': 'seed', '--sync': 'sync', '--min-ms': 'minMs',
                   '--max-ms': 'maxMs', '--producers': 'producers', '--consumers': 'consumers',
-                  '--long-pollers': 'longPollers', '--max-seconds': 'maxSeconds', '--json': 'json' };
+                  '--long-pollers': 'longPollers', '--max-seconds': 'maxSeconds', '--json': 'json',
+                  '--power-cut': 'powerCut' };
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quiet') o.quiet = true;
     else if (a === '--keep') o.keep = true;
+    else if (a === '--expect-loss') o.expectLoss = true;
     else if (names[a] && i + 1 < argv.length) o[names[a]] = argv[++i];
     else throw new Error(`unknown or incomplete argument ${a} (see the header of run.js)`);
   }
@@ -46,6 +56,8 @@ function parseArgs(argv) {
   }
   if (!['full', 'normal', 'alternate'].includes(o.sync)) throw new Error('--sync: full, normal or alternate');
   if (o.maxMs < o.minMs) throw new Error('--max-ms must be >= --min-ms');
+  if (!['off', 'all', 'some', 'mixed'].includes(o.powerCut)) throw new Error('--power-cut: off, all, some or mixed');
+  if (o.expectLoss && o.powerCut === 'off') throw new Error('--expect-loss needs --power-cut');
   o.seed = o.seed === null ? (Date.now() ^ process.pid) >>> 0 : Number(o.seed) >>> 0;
   // Generous, but a hung run still ends: ~3 s per cycle expected.
   if (!o.maxSeconds) o.maxSeconds = 120 + o.cycles * 15;
@@ -72,10 +84,10 @@ function syncFor(opts, cycle) {
 
 // Same layout as harness.js, with the sync mode of this cycle: rewritten before every start,
 // so one data dir can see both modes.
-function writeConfig(dir, sync) {
+function writeConfig(dir, dataDir, sync) {
   fs.writeFileSync(path.join(dir, 'smqd.conf'), [
     '[server]', 'listen = 127.0.0.1:0',
-    '[storage]', `path = ${dir}/smqd.db`, `sync = ${sync}`,
+    '[storage]', `path = ${dataDir}/smqd.db`, `sync = ${sync}`,
     '[auth]', `access_key_id = ${harness.AK}`, `access_key_secret = ${harness.SK}`,
     '[log]', 'level = info', 'requests = true',
     '[admin]', 'listen = 127.0.0.1:0', ''
@@ -85,6 +97,7 @@ function writeConfig(dir, sync) {
 // ---- the server of the moment, killed by PID whatever happens to this process ----
 
 let current = null;
+let currentDisk = null;            // the powerfs mount of a --power-cut run
 
 function killCurrent() {
   if (current && current.proc.exitCode === null && current.proc.signalCode === null) {
@@ -92,25 +105,32 @@ function killCurrent() {
   }
 }
 
+// For exits that cannot wait: the server, then its disk.
+function abandonAll() {
+  killCurrent();
+  if (currentDisk) currentDisk.unmountNow();
+}
+
 function installGuards(opts, dir) {
-  process.on('exit', killCurrent);
+  process.on('exit', abandonAll);
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => {
-      killCurrent();
+      abandonAll();
       console.error(`crashloop: ${sig}, stopped; data kept in ${dir}`);
       process.exit(2);
     });
   }
   const t = setTimeout(() => {
     console.error(`crashloop: time limit of ${opts.maxSeconds} s exceeded, stopping`);
-    killCurrent();
+    abandonAll();
     process.exit(1);
   }, opts.maxSeconds * 1000);
   t.unref();
 }
 
-async function start(dir, sync) {
-  writeConfig(dir, sync);
+async function start(st, sync) {
+  const dir = st.dir;
+  writeConfig(dir, st.dataDir, sync);
   const t0 = traffic.now();
   current = await harness.startServer(dir);
   current.startMs = traffic.now() - t0;
@@ -139,8 +159,8 @@ function checkLog(ledger, cycle, log) {
   for (const m of log.match(LOG_PROBLEM) || []) if (!AS_ROOT.test(m)) ledger.anomaly(cycle, 'log', m);
 }
 
-function checkDisk(ledger, cycle, dir, reader) {
-  const r = dbcheck.inspect(dir, reader);
+function checkDisk(ledger, cycle, st) {
+  const r = dbcheck.inspect(st.dir, st.reader, st.dataDir);
   if (r.integrity !== 'ok') ledger.violation(cycle, 'integrity', r.integrity);
   for (const t of r.torn) ledger.violation(cycle, 'torn-row', t);
   return ledger.checkDisk(cycle, r.rows);
@@ -153,13 +173,25 @@ function saveLog(dir, name, log) {
   fs.writeFileSync(path.join(d, name), log);
 }
 
+// The power cut after a kill: what the disk keeps of the writes no fsync covered.
+// -> null without --power-cut, else {mode, pagesDropped, pagesKept} of this cut.
+function powerCut(st, cycle) {
+  if (!st.disk) return null;
+  const mode = st.opts.powerCut === 'mixed' ? (cycle % 2 === 0 ? 'all' : 'some') : st.opts.powerCut;
+  const before = st.disk.stats();
+  st.disk.cut(mode === 'some' ? 1 + Math.floor(st.rng() * 0xfffffffe) : 0);
+  const after = st.disk.stats();
+  return { mode, pagesDropped: after.pages_dropped - before.pages_dropped,
+           pagesKept: after.pages_kept - before.pages_kept };
+}
+
 // ---- one cycle ----
 
 async function runCycle(st, cycle) {
   const { opts, ledger, rng, dir } = st;
   const sync = syncFor(opts, cycle);
   const killAfter = Math.round(opts.minMs + rng() * (opts.maxMs - opts.minMs));
-  const server = await start(dir, sync);
+  const server = await start(st, sync);
   const mns = harness.client(server);
   if (cycle === 0) await traffic.createQueues(mns);
 
@@ -183,9 +215,10 @@ async function runCycle(st, cycle) {
   await withTimeout(Promise.all(loops), LOOPS_STOP_MS, `cycle ${cycle}: clients did not stop after SIGKILL`);
 
   checkLog(ledger, cycle, server.log());
-  const rows = checkDisk(ledger, cycle, dir, st.reader);
+  const cut = powerCut(st, cycle);
+  const rows = checkDisk(ledger, cycle, st);
   const summary = {
-    cycle, sync, killAfter, startMs: Math.round(server.startMs), rowsOnDisk: rows, snap,
+    cycle, sync, killAfter, startMs: Math.round(server.startMs), rowsOnDisk: rows, snap, cut,
     sends: ledger.counts.sendsAcked - before.sendsAcked,
     deletes: ledger.counts.deletesAcked - before.deletesAcked,
     receives: ledger.counts.receives - before.receives,
@@ -208,6 +241,7 @@ function printCycle(opts, s) {
     `+${s.sends} sent +${s.deletes} deleted ${s.receives} received, ${s.seenAfterRestart} seen after restart, ` +
     `${s.rowsOnDisk} on disk; in flight ${k.requests} (batch send ${k.batchSend}/recv ${k.batchReceive}/` +
     `del ${k.batchDelete}, long polls ${k.longPolls}, parked ${k.parkedLongPolls})` +
+    (s.cut ? `; power cut (${s.cut.mode}): ${s.cut.pagesDropped} pages lost, ${s.cut.pagesKept} kept` : '') +
     (s.violations ? ` VIOLATIONS ${s.violations}` : '') + (s.anomalies ? ` anomalies ${s.anomalies}` : ''));
 }
 
@@ -217,7 +251,7 @@ async function finish(st) {
   const { opts, ledger, rng, dir } = st;
   const cycle = opts.cycles;
   const sync = syncFor(opts, cycle);
-  const server = await start(dir, sync);
+  const server = await start(st, sync);
   const ctx = traffic.newContext(harness.client(server), cycle, rng, ledger);
   ctx.inDrain = true;
   try {
@@ -230,7 +264,7 @@ async function finish(st) {
     ledger.violation(cycle, 'stop', `SIGTERM did not stop smqd cleanly: ${JSON.stringify(exit)}`);
   }
   checkLog(ledger, cycle, server.log());
-  const rows = checkDisk(ledger, cycle, dir, st.reader);
+  const rows = checkDisk(ledger, cycle, st);
   if (rows !== 0) ledger.violation(cycle, 'drain', `${rows} messages still on disk after the drain`);
   ledger.checkFinal(cycle);
   return server.log();
@@ -253,31 +287,75 @@ function totals(st, results) {
     killsMidLongPoll: results.filter((s) => s.snap.midLongPoll).length,
     maxStartMs: Math.max(0, ...results.map((s) => s.startMs)),
     maxRowsOnDisk: Math.max(0, ...results.map((s) => s.rowsOnDisk)),
+    powerCut: st.opts.powerCut,
+    pagesLostToCuts: results.reduce((n, s) => n + (s.cut ? s.cut.pagesDropped : 0), 0),
     violations: st.ledger.violations.length, anomalies: st.ledger.anomalies.length
   };
 }
 
 // The first few of each kind: one lost batch would otherwise print thousands of lines.
-function printSome(label, list) {
+function printSome(label, list, perKind = PRINT_PER_KIND) {
   const byKind = new Map();
   for (const v of list) {
     const n = (byKind.get(v.kind) || 0) + 1;
     byKind.set(v.kind, n);
-    if (n <= PRINT_PER_KIND) console.log(`${label} cycle ${v.cycle} ${v.kind}: ${v.detail}`);
+    if (n <= perKind) console.log(`${label} cycle ${v.cycle} ${v.kind}: ${v.detail}`);
   }
   for (const [kind, n] of byKind) {
-    if (n > PRINT_PER_KIND) console.log(`${label} ${kind}: ${n - PRINT_PER_KIND} more (--json FILE lists all)`);
+    if (n > perKind) console.log(`${label} ${kind}: ${n - perKind} more (--json FILE lists all)`);
   }
 }
 
 function report(st, results) {
   const t = totals(st, results);
-  printSome('VIOLATION', st.ledger.violations);
+  // A negative control finds thousands by design: a few of each kind show what they look like.
+  printSome('VIOLATION', st.ledger.violations, st.opts.expectLoss ? 2 : PRINT_PER_KIND);
   printSome('anomaly', st.ledger.anomalies);
   console.log('RESULT ' + JSON.stringify(t));
   if (st.opts.json) fs.writeFileSync(st.opts.json, JSON.stringify({ totals: t, violations: st.ledger.violations,
     anomalies: st.ledger.anomalies, cycles: results }, null, 1));
   return t;
+}
+
+// ---- the disk of a --power-cut run ----
+
+async function mountDisk(st) {
+  st.dataDir = path.join(st.dir, 'disk');
+  st.disk = currentDisk = await powerfs.mount(st.dataDir);
+}
+
+// The mount holds the only copy of the database: keep one beside the logs when asked to.
+async function unmountDisk(st) {
+  if (!st.disk) return;
+  const bad = st.ledger.violations.length || st.ledger.anomalies.length;
+  if ((bad && !st.opts.expectLoss) || st.opts.keep) {
+    const copy = path.join(st.dir, 'disk-copy');
+    fs.mkdirSync(copy, { recursive: true });
+    for (const f of fs.readdirSync(st.dataDir)) {
+      if (f !== '.powerfs') fs.copyFileSync(path.join(st.dataDir, f), path.join(copy, f));
+    }
+  }
+  const stats = st.disk.stats();
+  const exit = await st.disk.unmount();
+  currentDisk = null;
+  if (exit.code !== 0 || SANITIZER.test(st.disk.log())) {
+    st.ledger.violation(st.opts.cycles, 'powerfs', `powerfs ended with ${JSON.stringify(exit)}: ${st.disk.log()}`);
+  }
+  console.log('powerfs: ' + JSON.stringify(stats));
+}
+
+// The negative control's verdict: acknowledged sends were lost (the check can bite), and
+// nothing but lost writes went wrong (SQLite's file stayed intact, smqd never crashed).
+const NOT_FROM_LOST_WRITES = ['integrity', 'torn-row', 'sanitizer', 'harness', 'server-exited', 'stop', 'drain',
+  'powerfs'];
+function lossShown(st) {
+  const kinds = new Set(st.ledger.violations.map((v) => v.kind));
+  const lost = st.ledger.violations.filter((v) => v.kind === 'send-lost').length;
+  const other = NOT_FROM_LOST_WRITES.filter((k) => kinds.has(k));
+  console.log(`expect-loss: ${lost} acknowledged sends lost` +
+    (other.length ? `; but also ${other.join(', ')}: FAIL` : lost ? ': the check bites, as it must' :
+      ': nothing lost, so this check could not tell a missing fsync: FAIL'));
+  return lost > 0 && other.length === 0;
 }
 
 async function main() {
@@ -295,11 +373,13 @@ async function main() {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'smqd-crashloop-'));
   installGuards(opts, dir);
-  const st = { opts, reader, dir, ledger: new Ledger(), rng: rngFrom(opts.seed), prevLog: '', t0: traffic.now() };
+  const st = { opts, reader, dir, dataDir: dir, disk: null, ledger: new Ledger(), rng: rngFrom(opts.seed),
+               prevLog: '', t0: traffic.now() };
   console.log(`crashloop: ${opts.cycles} cycles, seed ${opts.seed}, sync ${opts.sync}, ` +
-    `kill after ${opts.minMs}..${opts.maxMs} ms, data ${dir}, smqd ${process.env.SMQD_BIN}`);
+    `kill after ${opts.minMs}..${opts.maxMs} ms, power cut ${opts.powerCut}, data ${dir}, smqd ${process.env.SMQD_BIN}`);
   const results = [];
   try {
+    if (opts.powerCut !== 'off') await mountDisk(st);
     for (let cycle = 0; cycle < opts.cycles; cycle++) {
       const s = await runCycle(st, cycle);
       results.push(s);
@@ -312,9 +392,10 @@ async function main() {
     if (current) saveLog(dir, 'aborted.log', current.log());
   } finally {
     killCurrent();
+    await unmountDisk(st);
   }
   const t = report(st, results);
-  const bad = t.violations > 0 || t.anomalies > 0;
+  const bad = opts.expectLoss ? !lossShown(st) : t.violations > 0 || t.anomalies > 0;
   if (bad || opts.keep) console.log(`crashloop: data and logs kept in ${dir} (rerun with --seed ${opts.seed})`);
   else fs.rmSync(dir, { recursive: true, force: true });
   return bad ? 1 : 0;
@@ -323,7 +404,7 @@ async function main() {
 if (require.main === module) {
   main().then((code) => { process.exitCode = code; }, (e) => {
     console.error(e);
-    killCurrent();
+    abandonAll();
     process.exitCode = 2;
   });
 }
