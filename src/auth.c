@@ -1,5 +1,6 @@
 /*
- * auth.c — owns MNS request authentication, signature V2 (docs/protocol.md §3):
+ * auth.c — owns MNS request authentication, signature V2 (docs/protocol.md §3)
+ * and the dispatch to V4 (auth_v4.c):
  * building the string to sign from the request as received, HMAC-SHA1
  * signing, the Authorization/Date/x-mns-version checks, the strict RFC 1123
  * date parser and the Content-MD5 check.  Crypto primitives come from
@@ -8,6 +9,7 @@
 #define _DEFAULT_SOURCE   /* timegm() under -std=c11 as well as gnu11 */
 
 #include "smqd/auth.h"
+#include "smqd/auth_v4.h"
 #include "smqd/crypto.h"
 
 #include <stdbool.h>
@@ -113,11 +115,6 @@ static const char *date_value(const struct auth_request *r)
     return v != NULL ? v : auth_header_get(r, "x-mns-date");
 }
 
-static bool is_mns_header(const struct http_header *h)
-{
-    return h->name != NULL && ascii_ieq_prefix(h->name, MNS_PREFIX, MNS_PREFIX_LEN);
-}
-
 /* Byte order of the lowercased names (docs/protocol.md §3.1). */
 static int lower_name_cmp(const char *a, const char *b)
 {
@@ -186,18 +183,25 @@ static void append_sorted_mns(struct smq_buf *out, const struct sort_entry *e, s
     }
 }
 
+static bool pick_mns(const char *name)
+{
+    return ascii_ieq_prefix(name, MNS_PREFIX, MNS_PREFIX_LEN);
+}
+
 /*
- * CanonicalizedMNSHeaders.  Sorting with qsort keeps this O(n log n) however
- * many headers arrive; the HTTP layer bounds the total header size anyway.
+ * CanonicalizedMNSHeaders (and V4's canonical headers, with another pick).
+ * Sorting with qsort keeps this O(n log n) however many headers arrive; the
+ * HTTP layer bounds the total header size anyway.
  */
-static int append_mns_headers(const struct auth_request *r, struct smq_buf *out)
+int auth_append_sorted_headers(const struct auth_request *r, bool (*pick)(const char *name),
+                               struct smq_buf *out)
 {
     struct sort_entry small[SMALL_HEADER_COUNT];
     struct sort_entry *e = small;
     size_t n = 0;
 
     for (size_t i = 0; i < r->n_headers; i++)
-        n += is_mns_header(&r->headers[i]);
+        n += r->headers[i].name != NULL && pick(r->headers[i].name);
     if (n > SMALL_HEADER_COUNT) {
         if (n > SIZE_MAX / sizeof *e)
             return SMQ_E_NOMEM;
@@ -208,7 +212,7 @@ static int append_mns_headers(const struct auth_request *r, struct smq_buf *out)
 
     n = 0;
     for (size_t i = 0; i < r->n_headers; i++)
-        if (is_mns_header(&r->headers[i]))
+        if (r->headers[i].name != NULL && pick(r->headers[i].name))
             e[n++] = (struct sort_entry){.h = &r->headers[i], .pos = i};
     if (n > 1)
         qsort(e, n, sizeof *e, sort_entry_cmp);
@@ -232,7 +236,7 @@ int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out)
     buf_append(out, "\n", 1);
     buf_puts(out, date != NULL ? date : "");
     buf_append(out, "\n", 1);
-    rc = append_mns_headers(r, out);
+    rc = auth_append_sorted_headers(r, pick_mns, out);
     buf_puts(out, r->resource != NULL ? r->resource : "");
     if (rc == 0 && buf_failed(out))
         rc = SMQ_E_NOMEM;
@@ -370,10 +374,6 @@ static int parse_authorization(const char *v, const char **id, size_t *id_len,
 {
     const char *colon;
 
-    if (strncmp(v, "MNS4-HMAC-SHA256", 16) == 0)
-        return errors_set(ei, SMQ_E_INVALID_AUTHORIZATION,
-                          "Signature V4 (MNS4-HMAC-SHA256) is not supported by this server; "
-                          "sign requests with V2 (\"MNS AccessKeyId:Signature\").");
     if (strncmp(v, "MNS ", 4) != 0)
         return errors_set(ei, SMQ_E_INVALID_AUTHORIZATION,
                           "The Authorization header must have the form "
@@ -409,7 +409,7 @@ static int find_key(const struct auth_keyring *ring, const char *id, size_t id_l
 
 /* Date header presence, format and skew window (inclusive at max_skew_ms). */
 static int check_date(const struct auth_request *r, int64_t now_epoch_ms, int64_t max_skew_ms,
-                      struct smq_errinfo *ei)
+                      int64_t *request_s, struct smq_errinfo *ei)
 {
     const char *date = date_value(r);
     char shown[SHOWN_SIZE];
@@ -435,6 +435,7 @@ static int check_date(const struct auth_request *r, int64_t now_epoch_ms, int64_
                           "The Date \"%s\" is more than %lld s away from the server time "
                           "(%lld ms since the epoch); check the client clock.",
                           date, (long long)(max_skew_ms / 1000), (long long)now_epoch_ms);
+    *request_s = date_s;
     return 0;
 }
 
@@ -497,6 +498,30 @@ static int check_version(const struct auth_request *r, struct smq_errinfo *ei)
     return 0;
 }
 
+/* V4 (docs/protocol.md §3.6): the same key, Date and version checks as V2,
+ * in the same order, around the V4 signature check. */
+static int verify_v4(const struct auth_keyring *ring, const struct auth_request *r,
+                     const char *authz, int64_t now_epoch_ms, int64_t max_skew_ms,
+                     size_t *key_index, struct smq_errinfo *ei)
+{
+    struct auth_v4_credential c;
+    size_t idx = 0;
+    int64_t request_s = 0;
+    int rc = auth_v4_parse(authz, &c, ei);
+
+    if (rc == 0)
+        rc = find_key(ring, c.id, c.id_len, &idx, ei);
+    if (rc == 0)
+        rc = check_date(r, now_epoch_ms, max_skew_ms, &request_s, ei);
+    if (rc == 0)
+        rc = auth_v4_check(r, &c, ring->keys[idx].secret, request_s, ei);
+    if (rc == 0)
+        rc = check_version(r, ei);
+    if (rc == 0)
+        *key_index = idx;
+    return rc;
+}
+
 int auth_verify(const struct auth_keyring *ring, const struct auth_request *r,
                 int64_t now_epoch_ms, int64_t max_skew_ms, size_t *key_index,
                 struct smq_errinfo *ei)
@@ -504,17 +529,20 @@ int auth_verify(const struct auth_keyring *ring, const struct auth_request *r,
     const char *authz = auth_header_get(r, "Authorization");
     const char *id = NULL, *sig = NULL;
     size_t id_len = 0, idx = 0;
+    int64_t request_s = 0;
     int rc;
 
     if (authz == NULL)
         return errors_set(ei, SMQ_E_MISSING_AUTHORIZATION,
                           "The request must carry an Authorization header "
                           "(\"MNS AccessKeyId:Signature\").");
+    if (auth_v4_claimed(authz))
+        return verify_v4(ring, r, authz, now_epoch_ms, max_skew_ms, key_index, ei);
     rc = parse_authorization(authz, &id, &id_len, &sig, ei);
     if (rc == 0)
         rc = find_key(ring, id, id_len, &idx, ei);
     if (rc == 0)
-        rc = check_date(r, now_epoch_ms, max_skew_ms, ei);
+        rc = check_date(r, now_epoch_ms, max_skew_ms, &request_s, ei);
     if (rc == 0)
         rc = check_signature(r, ring->keys[idx].secret, sig, ei);
     /* Version is checked only after the signature (docs/protocol.md §3.2),

@@ -1,6 +1,6 @@
 /*
- * crypto.c — owns every call into OpenSSL (libcrypto): HMAC-SHA1, MD5,
- * random bytes, constant-time compare and base64.
+ * crypto.c — owns every call into OpenSSL (libcrypto): HMAC-SHA1,
+ * HMAC-SHA256, MD5, random bytes, constant-time compare and base64.
  */
 #include "smqd/crypto.h"
 #include "smqd/errors.h"
@@ -12,6 +12,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,22 @@ int crypto_hmac_sha1(const void *key, size_t key_len, const void *msg, size_t ms
     if (HMAC(EVP_sha1(), key, (int)key_len, msg, msg_len, out, &out_len) == NULL
         || out_len != CRYPTO_SHA1_LEN)
         return SMQ_E_INTERNAL;
+    return 0;
+}
+
+/* One-shot: only signature V4 uses it (opt-in, five MACs a request with
+ * keys derived per request), so a cached context would rarely be reused. */
+int crypto_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                       unsigned char out[CRYPTO_SHA256_LEN])
+{
+    unsigned int out_len = 0;
+
+    if (key_len > INT_MAX
+        || HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, out, &out_len) == NULL
+        || out_len != CRYPTO_SHA256_LEN) {
+        memset(out, 0, CRYPTO_SHA256_LEN);
+        return SMQ_E_INTERNAL;
+    }
     return 0;
 }
 

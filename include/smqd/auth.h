@@ -1,5 +1,6 @@
 /*
- * auth.h — MNS request authentication (signature V2, docs/protocol.md §3).
+ * auth.h — MNS request authentication (signature V2, docs/protocol.md §3;
+ * V4 requests are handed to auth_v4.h).
  *
  * Builds the string to sign from the request exactly as received (raw
  * request target, every x-mns-* header), computes HMAC-SHA1 with the key
@@ -9,6 +10,7 @@
 #ifndef SMQD_AUTH_H
 #define SMQD_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +62,15 @@ static inline void auth_keyring_set(struct auth_keyring_slot *slot, struct auth_
 /* Looks up a header value by case-insensitive name; NULL if absent. */
 const char *auth_header_get(const struct auth_request *r, const char *name);
 
+/*
+ * Appends the request headers whose name pick() accepts as sorted
+ * "lower(name):trimmed value\n" lines, duplicates folded with "," (the V2
+ * CanonicalizedMNSHeaders rule, docs/protocol.md §3.1; V4 reuses it with its
+ * own header set).  Returns 0 or SMQ_E_NOMEM.
+ */
+int auth_append_sorted_headers(const struct auth_request *r, bool (*pick)(const char *name),
+                               struct smq_buf *out);
+
 /* Appends the V2 string to sign for r to out (docs/protocol.md §3.1).
  * Returns 0 or SMQ_E_NOMEM. */
 int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out);
@@ -70,7 +81,7 @@ int auth_signature(const char *secret, const char *sts, size_t sts_len, char out
 
 /*
  * Verifies r per docs/protocol.md §3.2: Authorization present and
- * "MNS id:sig", id known, Date (or x-mns-date) present, parsable and within
+ * "MNS id:sig" (or V4, §3.6), id known, Date (or x-mns-date) present, parsable and within
  * max_skew_ms of now_epoch_ms, signature equal (constant time), then
  * x-mns-version.
  * On success returns 0 and sets *key_index to the matching key.

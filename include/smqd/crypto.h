@@ -1,6 +1,6 @@
 /*
  * crypto.h — the OpenSSL primitives smqd needs, behind one small interface:
- * HMAC-SHA1, MD5, random bytes and base64.  Only crypto.c includes OpenSSL.
+ * HMAC-SHA1, HMAC-SHA256, MD5, random bytes and base64.  Only crypto.c includes OpenSSL.
  */
 #ifndef SMQD_CRYPTO_H
 #define SMQD_CRYPTO_H
@@ -10,10 +10,15 @@
 
 #define CRYPTO_SHA1_LEN 20
 #define CRYPTO_MD5_LEN 16
+#define CRYPTO_SHA256_LEN 32
 
 /* HMAC-SHA1(key, msg) into out[20].  Returns 0, or SMQ_E_INTERNAL. */
 int crypto_hmac_sha1(const void *key, size_t key_len, const void *msg, size_t msg_len,
                      unsigned char out[CRYPTO_SHA1_LEN]);
+
+/* HMAC-SHA256(key, msg) into out[32].  Returns 0, or SMQ_E_INTERNAL. */
+int crypto_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
+                       unsigned char out[CRYPTO_SHA256_LEN]);
 
 /* MD5(data) as 32 hex digits plus NUL; upper selects A-F over a-f.
  * Returns 0, or SMQ_E_INTERNAL (out empty) when OpenSSL cannot allocate. */

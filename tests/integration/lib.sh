@@ -3,6 +3,7 @@
 # Sourced by test_*.sh. Provides:
 #   server lifecycle  new_server_dir, smqd_start [DIR], smqd_stop, smqd_kill9, smqd_restart_same_data
 #   signed requests   mns_request METHOD RESOURCE [BODY] [-H 'Name: value']...
+#                     mns_request_v4 (same arguments, signature V4)
 #   assertions        ok/not_ok, assert_eq, assert_status, assert_error, assert_xml, ...
 #   summary           finish  (prints "N passed, M failed", exits non-zero when M > 0)
 #
@@ -319,6 +320,81 @@ mns_authorization() {
     printf 'MNS %s:%s' "$ak" "$(mns_hmac "$sk" "$MNS_STS")"
 }
 
+# ---- Signature V4 (docs/protocol.md §3.6) ----
+
+# mns_v4_urlenc STRING [KEEP_SLASH] — the SDK's URL encoding: A-Z a-z 0-9 - _ . ~ stay
+# ("/" too when KEEP_SLASH=1), every other byte %XX in upper-case hex.
+mns_v4_urlenc() {
+    local LC_ALL=C s=$1 keep=${2:-0} out="" c i
+    for (( i = 0; i < ${#s}; i++ )); do
+        c=${s:i:1}
+        case $c in
+            [A-Za-z0-9._~-]) out+=$c ;;
+            /) if [ "$keep" = 1 ]; then out+=/; else out+=%2F; fi ;;
+            *) printf -v c '%%%02X' "'$c"; out+=$c ;;
+        esac
+    done
+    printf '%s' "$out"
+}
+
+# mns_v4_canon_query RAW_QUERY — names lower-cased, names and values encoded, sorted by
+# name, "name" alone when the value is empty, the last of a repeated name wins.
+mns_v4_canon_query() {
+    local -A seen=()
+    local pair key value out="" k
+    local -a pairs=()
+    IFS='&' read -r -a pairs <<<"$1"
+    for pair in "${pairs[@]}"; do
+        if [[ $pair == ?*=* ]]; then key=${pair%%=*}; value=${pair#*=}; else key=$pair; value=""; fi
+        key=$(mns_v4_urlenc "$(printf '%s' "$key" | tr 'A-Z' 'a-z')")
+        seen[$key]=$(mns_v4_urlenc "$value")
+    done
+    for k in $(printf '%s\n' "${!seen[@]}" | LC_ALL=C sort); do
+        [ -n "$out" ] && out+='&'
+        out+=$k
+        [ -n "${seen[$k]}" ] && out+="=${seen[$k]}"
+    done
+    printf '%s' "$out"
+}
+
+# mns_v4_hmac HEXKEY STRING — lower-case hex HMAC-SHA256.
+mns_v4_hmac() {
+    printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" | awk '{print $NF}'
+}
+
+# mns_v4_authorization AK SK REGION VERB MD5 TYPE DATE RESOURCE ['Name: value']... — the
+# complete V4 Authorization value for a request with these signed inputs (Content-MD5
+# and Content-Type when non-empty, the x-mns-* headers given). DATE is the Date header;
+# MNS_V4_SCOPE_DATE (yyyyMMdd) overrides the Credential's day, to test a wrong scope.
+mns_v4_authorization() {
+    local ak=$1 sk=$2 region=$3 verb=$4 md5=$5 ctype=$6 date=$7 resource=$8
+    shift 8
+    local path=${resource%%\?*} query="" h name value lines="" stamp day k cr sts
+    [[ $resource == *\?* ]] && query=${resource#*\?}
+    [ -n "$ctype" ] && lines+="content-type:$ctype"$'\n'
+    [ -n "$md5" ] && lines+="content-md5:$md5"$'\n'
+    for h in "$@"; do
+        name=$(printf '%s' "${h%%:*}" | tr 'A-Z' 'a-z')
+        case $name in x-mns-*) ;; *) continue ;; esac
+        value=$(printf '%s' "${h#*:}" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
+        lines+="$name:$value"$'\n'
+    done
+    lines=$(printf '%s' "$lines" | LC_ALL=C sort -t: -k1,1)
+    [ -n "$lines" ] && lines+=$'\n'
+    stamp=$(date -u -d "$date" '+%Y%m%dT%H%M%SZ')
+    day=${MNS_V4_SCOPE_DATE:-${stamp%%T*}}
+    printf -v cr '%s\n%s\n%s\n%s\n' "$verb" "$(mns_v4_urlenc "$path" 1)" \
+        "$(mns_v4_canon_query "$query")" "$lines"
+    printf -v sts 'MNS4-HMAC-SHA256\n%s\n%s/%s/mns/aliyun_v4_request\n%s' "$stamp" "$day" "$region" "$cr"
+    k=$(printf '%s' "aliyun_v4$sk" | od -An -tx1 | tr -d ' \n')
+    k=$(mns_v4_hmac "$k" "$day")
+    k=$(mns_v4_hmac "$k" "$region")
+    k=$(mns_v4_hmac "$k" mns)
+    k=$(mns_v4_hmac "$k" aliyun_v4_request)
+    printf 'MNS4-HMAC-SHA256 Credential=%s/%s/%s/mns/aliyun_v4_request,Signature=%s' \
+        "$ak" "$day" "$region" "$(mns_v4_hmac "$k" "$sts")"
+}
+
 # Without arguments it is bash's own strftime (no fork: the fill loops send thousands).
 http_date() {
     if [ $# -gt 0 ]; then LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT' "$@"; return; fi
@@ -417,6 +493,36 @@ mns_request() {
     RESP_ID=$(header_value x-mns-request-id)
     [ "$SMQD_TEST_VERBOSE" = 1 ] && echo "   $method $resource -> $RESP_STATUS ${RESP_MS}ms"
     return 0
+}
+
+# mns_request_v4 METHOD RESOURCE [BODY] [-H 'Name: value']... — mns_request signed with V4
+# (as the Java SDK 2.0.0 does when opted in): the same headers and knobs, plus MNS_REGION
+# (default cn-hangzhou) and MNS_V4_SCOPE_DATE. MNS_AUTH still overrides the whole value.
+mns_request_v4() {
+    local method=$1 resource=$2 body="" md5="" ctype="" date h
+    local -a rest=("${@:3}") hdrs=()
+    if [ $# -gt 2 ] && [ "$3" != -H ]; then body=$3; rest=("${@:4}"); fi
+    for (( h = 0; h < ${#rest[@]}; h++ )); do
+        if [ "${rest[h]}" = -H ]; then hdrs+=("${rest[h + 1]}"); h=$((h + 1)); else hdrs+=("${rest[h]}"); fi
+    done
+    [ "${MNS_OMIT_VERSION:-0}" = 1 ] || hdrs+=("x-mns-version: ${MNS_VERSION:-2015-06-06}")
+    date=${MNS_DATE:-$(http_date)}
+    if [ -n "$body" ]; then
+        ctype=${MNS_CTYPE-text/xml;charset=UTF-8}
+        if [ "${MNS_NO_MD5:-0}" != 1 ]; then
+            local f="$SUITE_TMP/v4.$BASHPID"
+            printf '%s' "$body" >"$f"
+            md5=${MNS_MD5:-$(content_md5_of "$f")}
+        fi
+    fi
+    local auth
+    if [ -n "${MNS_AUTH+x}" ]; then
+        auth=$MNS_AUTH
+    else
+        auth=$(mns_v4_authorization "${MNS_AK:-$MNS_AK_DEFAULT}" "${MNS_SK:-$MNS_SK_DEFAULT}" \
+               "${MNS_REGION:-cn-hangzhou}" "$method" "$md5" "$ctype" "$date" "$resource" "${hdrs[@]}")
+    fi
+    MNS_DATE=$date MNS_MD5=$md5 MNS_AUTH=$auth mns_request "$@"
 }
 
 # mns_request_bg OUT METHOD RESOURCE [...] — runs mns_request in the background; when it

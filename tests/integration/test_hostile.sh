@@ -1156,6 +1156,62 @@ t_auth_replay() {
     case_end
 }
 
+# Signature V4 (docs/protocol.md §3.6): a signature moved to another request, a scope for
+# another day, and Credential values far beyond any real one.
+t_auth_v4() {
+    local date auth body big cred
+    body=$(message_body v4-replayed)
+    date=$(http_date)
+    case_begin "V4 signature moved to another request" \
+        "\`DELETE /queues/hq\` carrying the V4 signature of \`GET /queues/hq\`; SendMessage carrying the V4 signature of another body" \
+        "403 SignatureDoesNotMatch; hq not deleted, nothing stored"
+    auth=$(mns_v4_authorization "$MNS_AK_DEFAULT" "$MNS_SK_DEFAULT" cn-hangzhou GET '' '' "$date" \
+                                /queues/hq 'x-mns-version: 2015-06-06')
+    MNS_DATE=$date MNS_AUTH=$auth req DELETE /queues/hq
+    assert_error "V4: DeleteQueue with a GET's signature" 403 SignatureDoesNotMatch
+    obs "DELETE: $RESP_STATUS $(code_of)"
+    auth=$(mns_v4_authorization "$MNS_AK_DEFAULT" "$MNS_SK_DEFAULT" cn-hangzhou POST \
+           "$(printf '%s' "$(message_body other)" | md5sum | cut -c1-32 | tr -d '\n' | base64)" \
+           'text/xml;charset=UTF-8' "$date" /queues/hq/messages 'x-mns-version: 2015-06-06')
+    MNS_DATE=$date MNS_AUTH=$auth req POST /queues/hq/messages "$body"
+    assert_error "V4: send with another body's signature" 403 SignatureDoesNotMatch
+    obs "POST: $RESP_STATUS $(code_of)"
+    case_end
+
+    case_begin "V4 scope for another day" \
+        "SendMessage V4-signed consistently for yesterday's scope, sent with today's \`Date\`" \
+        "403 SignatureDoesNotMatch; nothing stored"
+    auth=$(MNS_V4_SCOPE_DATE=$(date -u -d yesterday +%Y%m%d) mns_v4_authorization "$MNS_AK_DEFAULT" \
+           "$MNS_SK_DEFAULT" cn-hangzhou POST \
+           "$(printf '%s' "$body" | md5sum | cut -c1-32 | tr -d '\n' | base64)" \
+           'text/xml;charset=UTF-8' "$date" /queues/hq/messages 'x-mns-version: 2015-06-06')
+    MNS_DATE=$date MNS_AUTH=$auth req POST /queues/hq/messages "$body"
+    assert_error "V4: yesterday's scope" 403 SignatureDoesNotMatch
+    obs "$RESP_STATUS $(code_of)"
+    case_end
+
+    big=$(head -c 6000 /dev/zero | tr '\0' k)
+    cred="$(date -u +%Y%m%d)/cn-hangzhou/mns/aliyun_v4_request"
+    case_begin "V4 Credential values of 6000 bytes" \
+        "\`GET /queues/hq\` with a 6000-byte AccessKeyId, a 6000-byte region, a 6000-byte signature, 3000 \`/\` in the Credential" \
+        "403 InvalidAccessKeyId / 400 InvalidAuthorizationHeader / 403 SignatureDoesNotMatch / 400 InvalidAuthorizationHeader"
+    MNS_AUTH="MNS4-HMAC-SHA256 Credential=$big/$cred,Signature=00" req GET /queues/hq
+    assert_error "V4: huge key id" 403 InvalidAccessKeyId
+    obs "key id: $RESP_STATUS $(code_of)"
+    MNS_AUTH="MNS4-HMAC-SHA256 Credential=$MNS_AK_DEFAULT/$(date -u +%Y%m%d)/$big/mns/aliyun_v4_request,Signature=00" \
+        req GET /queues/hq
+    assert_error "V4: huge region" 400 InvalidAuthorizationHeader
+    obs "region: $RESP_STATUS $(code_of)"
+    MNS_AUTH="MNS4-HMAC-SHA256 Credential=$MNS_AK_DEFAULT/$cred,Signature=$big" req GET /queues/hq
+    assert_error "V4: huge signature" 403 SignatureDoesNotMatch
+    obs "signature: $RESP_STATUS $(code_of)"
+    MNS_AUTH="MNS4-HMAC-SHA256 Credential=$MNS_AK_DEFAULT/$(head -c 3000 /dev/zero | tr '\0' /)$cred,Signature=00" \
+        req GET /queues/hq
+    assert_error "V4: 3000 slashes" 400 InvalidAuthorizationHeader
+    obs "slashes: $RESP_STATUS $(code_of)"
+    case_end
+}
+
 # ---------------------------------------------------------------------------------------
 
 t_no_leak() {
@@ -1188,6 +1244,7 @@ if hostile_start "idle_timeout_s = $IDLE_S" "request_timeout_s = $REQUEST_S" \
     t_handles
     t_queue_names
     t_auth_replay
+    t_auth_v4
     run_test t_no_leak
     CURRENT_TEST=shutdown
     smqd_stop

@@ -110,6 +110,27 @@ static void test_crypto_hmac_sha1_rfc2202(void **state)
         assert_case(&rfc2202[i]);
 }
 
+/* RFC 4231 test cases 1 and 2 (signature V4's MAC). */
+static void test_crypto_hmac_sha256_rfc4231(void **state)
+{
+    static const char *const want[2] = {
+        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"};
+    unsigned char key1[20], mac[CRYPTO_SHA256_LEN];
+    char hex[2 * CRYPTO_SHA256_LEN + 1];
+
+    (void)state;
+    memset(key1, 0x0b, sizeof key1);
+    assert_int_equal(crypto_hmac_sha256(key1, sizeof key1, "Hi There", 8, mac), 0);
+    for (size_t i = 0; i < sizeof mac; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    assert_string_equal(hex, want[0]);
+    assert_int_equal(crypto_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac), 0);
+    for (size_t i = 0; i < sizeof mac; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    assert_string_equal(hex, want[1]);
+}
+
 /* Six distinct keys (three of the same length, 20 bytes) in changing
  * orders: a per-thread cache that matched keys by length, kept a stale
  * key after evicting a slot, or reused a context without re-keying it
@@ -342,6 +363,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crypto_hmac_sha1_rfc2202),
+        cmocka_unit_test(test_crypto_hmac_sha256_rfc4231),
         cmocka_unit_test(test_crypto_hmac_sha1_many_keys_interleaved),
         cmocka_unit_test(test_crypto_hmac_sha1_prefix_and_empty_keys),
         cmocka_unit_test(test_crypto_hmac_sha1_other_thread),
