@@ -253,13 +253,16 @@ static size_t split_query(const char *query, struct smq_buf *scratch, struct qpa
     return kept;
 }
 
-/* Sorted by encoded name, "name" or "name=value", joined by "&".  Of
- * parameters with the same name the last one wins, as in the SDK's map. */
+/* Sorted by encoded name, "name" or "name=value", joined by "&".  A name
+ * given twice (in any case) is refused: the SDK's map would sign only the
+ * last value while the router acts on the first, so a captured request
+ * could be replayed with a parameter of the attacker's choosing in front. */
 static int append_query(struct smq_buf *out, const char *query)
 {
     struct smq_buf scratch;
     struct qparam *q;
     size_t n = 1, first = 0;
+    int rc = 0;
 
     for (const char *s = query; *s != '\0'; s++)
         n += *s == '&';
@@ -274,9 +277,11 @@ static int append_query(struct smq_buf *out, const char *query)
             q[i].v = scratch.data + q[i].value;
         }
         qsort(q, n, sizeof *q, qparam_cmp);
-        for (size_t i = 0; i < n; i++) {
-            if (i + 1 < n && strcmp(q[i].k, q[i + 1].k) == 0)
-                continue;
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (i + 1 < n && strcmp(q[i].k, q[i + 1].k) == 0) {
+                rc = SMQ_E_INVALID_QUERY_STRING;
+                break;
+            }
             if (first++ > 0)
                 buf_append(out, "&", 1);
             buf_puts(out, q[i].k);
@@ -286,10 +291,11 @@ static int append_query(struct smq_buf *out, const char *query)
             }
         }
     }
-    n = buf_failed(&scratch);
+    if (buf_failed(&scratch))
+        rc = SMQ_E_NOMEM;
     buf_free(&scratch);
     free(q);
-    return n ? SMQ_E_NOMEM : 0;
+    return rc;
 }
 
 static bool ieq(const char *a, const char *lower_b)
@@ -434,7 +440,10 @@ int auth_v4_check(const struct auth_request *r, const struct auth_v4_credential 
     rc = auth_v4_string_to_sign(r, request_s, c->region, &sts);
     if (rc == 0)
         rc = auth_v4_signature(secret, c->date, c->region, sts.data, sts.len, expected);
-    if (rc != 0)
+    if (rc == SMQ_E_INVALID_QUERY_STRING)
+        rc = errors_set(ei, rc, "A query parameter is given more than once (names compare "
+                        "without case); a V4 signature covers one value per name.");
+    else if (rc != 0)
         rc = errors_set(ei, rc, NULL);
     else if (c->sig_len != AUTH_V4_SIG_HEX_LEN
              || !crypto_equal(expected, c->sig, AUTH_V4_SIG_HEX_LEN))

@@ -1190,6 +1190,19 @@ t_auth_v4() {
     obs "$RESP_STATUS $(code_of)"
     case_end
 
+    case_begin "V4 query name given twice" \
+        "\`GET /queues/hq/messages?peekonly=true\` V4-signed, sent as \`?peekonly=false&peekonly=true\` and as \`?PeekOnly=false&peekonly=true\` (the SDK's canonical form keeps the last value, the router reads the first)" \
+        "400 InvalidQueryString; nothing received"
+    auth=$(mns_v4_authorization "$MNS_AK_DEFAULT" "$MNS_SK_DEFAULT" cn-hangzhou GET '' '' "$date" \
+           '/queues/hq/messages?peekonly=true' 'x-mns-version: 2015-06-06')
+    MNS_DATE=$date MNS_AUTH=$auth req GET '/queues/hq/messages?peekonly=false&peekonly=true'
+    assert_error "V4: repeated name" 400 InvalidQueryString
+    obs "same case: $RESP_STATUS $(code_of)"
+    MNS_DATE=$date MNS_AUTH=$auth req GET '/queues/hq/messages?PeekOnly=false&peekonly=true'
+    assert_error "V4: repeated name in another case" 400 InvalidQueryString
+    obs "other case: $RESP_STATUS $(code_of)"
+    case_end
+
     big=$(head -c 6000 /dev/zero | tr '\0' k)
     cred="$(date -u +%Y%m%d)/cn-hangzhou/mns/aliyun_v4_request"
     case_begin "V4 Credential values of 6000 bytes" \

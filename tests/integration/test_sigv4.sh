@@ -125,6 +125,31 @@ t_tampered_resource_changes_nothing() {
     assert_status "the queue is still there" 200
 }
 
+# The canonical query would sign one value of a repeated name while the router reads another:
+# a captured ChangeMessageVisibility replayed with a long timeout in front must be refused.
+t_repeated_query_name_refused() {
+    local auth date handle signed
+    mns_request_v4 POST /queues/v4q/messages "$(message_body replay-me)"
+    mns_request_v4 GET '/queues/v4q/messages?waitseconds=1'
+    assert_xml "a message to change" MessageBody replay-me
+    handle=$(xml_get ReceiptHandle)
+    date=$(http_date)
+    signed="/queues/v4q/messages?ReceiptHandle=$handle&VisibilityTimeout=5"
+    auth=$(mns_v4_authorization testAccessKeyId testAccessKeySecret cn-hangzhou PUT '' '' "$date" \
+           "$signed" 'x-mns-version: 2015-06-06')
+    MNS_DATE=$date MNS_AUTH=$auth mns_request PUT \
+        "/queues/v4q/messages?VisibilityTimeout=43200&ReceiptHandle=$handle&VisibilityTimeout=5"
+    assert_error "a repeated parameter in front of the signed one" 400 InvalidQueryString
+    MNS_DATE=$date MNS_AUTH=$auth mns_request PUT \
+        "/queues/v4q/messages?receipthandle=garbage&ReceiptHandle=$handle&VisibilityTimeout=5"
+    assert_error "a repeated name in another case" 400 InvalidQueryString
+    MNS_DATE=$date MNS_AUTH=$auth mns_request PUT "$signed"
+    assert_status "the signed request itself still works: the handle was not changed" 200
+    handle=$(xml_get ReceiptHandle)
+    mns_request_v4 DELETE "/queues/v4q/messages?ReceiptHandle=$handle"
+    assert_status "and the message is deleted with the new handle" 204
+}
+
 t_malformed_headers() {
     local a sig=09d68529a631e73186c334aca82210b5e2831bbfa41a5f2456f2751bbe17e9c5
     local cred="testAccessKeyId/$(date -u +%Y%m%d)"
@@ -154,6 +179,7 @@ if smqd_start; then
     run_test t_any_region
     run_test t_tampered_send_changes_nothing
     run_test t_tampered_resource_changes_nothing
+    run_test t_repeated_query_name_refused
     run_test t_malformed_headers
     smqd_stop
 fi

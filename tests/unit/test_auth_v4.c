@@ -164,14 +164,14 @@ static void test_v4_canonical_request(void **state)
 
 /* Java's URLEncoder rules: space %20, "*" %2A, "~" kept, "/" kept only in
  * the path; names lower-cased, values not; "=" dropped for empty values;
- * the last of duplicate names wins; trailing empty pairs dropped. */
+ * trailing empty pairs dropped. */
 static void test_v4_canonical_encoding(void **state)
 {
     struct req q;
     struct smq_buf b;
 
     (void)state;
-    make_req(&q, "GET", "/a b*~/c?Zeta=A/B*~&alpha&beta=&beta=x y&", "");
+    make_req(&q, "GET", "/a b*~/c?Zeta=A/B*~&alpha&beta=x y&", "");
     q.h[3].value = "  text/xml ";
     add_hdr(&q, "Content-MD5", "abc");
     add_hdr(&q, "X-MNS-Extra", "\tv ");
@@ -448,13 +448,39 @@ static void test_v4_many_and_odd_query_params(void **state)
     (void)state;
     o = (size_t)snprintf(res, sizeof res, "/queues/q/messages?");
     for (int i = 0; i < 2000 && o + 16 < sizeof res; i++)
-        o += (size_t)snprintf(res + o, sizeof res - o, "p%d=%d&", i % 700, i);
+        o += (size_t)snprintf(res + o, sizeof res - o, "p%d=%d&", i, i % 700);
     snprintf(res + o, sizeof res - o, "&=&==&%%zz&%%00=x");
     make_req(&q, "GET", res, "");
     sign(&q, AK, SK, "20240102", "cn-hangzhou", DATE_MS / 1000);
     assert_int_equal(verify(&q, NULL), 0);
     res[o - 2] = res[o - 2] == '9' ? '8' : '9';
     assert_v4_error(&q, SMQ_E_SIGNATURE_MISMATCH);
+}
+
+/* A name given twice, in any case, is refused before any signature work:
+ * the canonical form would sign one value and the router act on another. */
+static void test_v4_repeated_query_name(void **state)
+{
+    static const char *const resources[] = {
+        "/queues/TestQueue/messages?VisibilityTimeout=43200&ReceiptHandle=" RH
+        "&VisibilityTimeout=60",
+        "/queues/TestQueue/messages?receipthandle=x&ReceiptHandle=" RH "&VisibilityTimeout=60",
+        "/queues/TestQueue/messages?ReceiptHandle=" RH "&VisibilityTimeout=60&visibilitytimeout",
+    };
+    struct req q;
+    struct smq_buf b;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
+        make_j(&q, 2);
+        q.r.resource = resources[i];
+        assert_v4_error(&q, SMQ_E_INVALID_QUERY_STRING);
+    }
+    make_j(&q, 2);
+    q.r.resource = resources[0];
+    buf_init(&b);
+    assert_int_equal(auth_v4_canonical_request(&q.r, &b), SMQ_E_INVALID_QUERY_STRING);
+    buf_free(&b);
 }
 
 int main(void)
@@ -474,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_v4_date_and_version_checks),
         cmocka_unit_test(test_v4_oversize_values),
         cmocka_unit_test(test_v4_many_and_odd_query_params),
+        cmocka_unit_test(test_v4_repeated_query_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
