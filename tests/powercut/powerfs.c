@@ -348,6 +348,13 @@ static int op_open(const char *path, struct fuse_file_info *fi)
         fi->direct_io = 1;
         return 0;
     }
+    /* libfuse asks for atomic O_TRUNC: the kernel sends no truncate of its own. */
+    if (fi->flags & O_TRUNC) {
+        int rc = set_size(f, 0);
+        if (rc != 0)
+            return rc;
+        f->mtime = f->ctime = now();
+    }
     opened(f, fi);
     return 0;
 }
@@ -422,6 +429,8 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
         return -ENOENT;
     if (f == &fs->control)
         return control_write(fs, buf, size);
+    if (size == 0)
+        return 0;                  /* POSIX: a zero-length write changes nothing */
     if (off < 0 || size > MAX_FILE_BYTES || (uint64_t)off > MAX_FILE_BYTES - size)
         return -EFBIG;
     size_t end = (size_t)off + size;

@@ -98,6 +98,14 @@ test_control_rejects_other_commands() {
     assert_match "cuts are counted" '^cuts [0-9]+$' "$(head -1 "$MNT/.powerfs")"
 }
 
+test_open_with_o_trunc_empties() {
+    fill "$MNT/t" A 10000; sync "$MNT/t"
+    printf 'short' >"$MNT/t"
+    assert_eq "> on an existing file truncates it" short "$(cat "$MNT/t")"
+    cut
+    assert_eq "and the truncation is undone by a cut like any unsynced change" 10000 "$(size_of "$MNT/t")"
+}
+
 test_unlink_open_and_rename() {
     printf 'old' >"$MNT/f"; printf 'new' >"$MNT/g"; sync "$MNT/g"
     mv "$MNT/g" "$MNT/f"
@@ -140,6 +148,7 @@ run_test test_fsync_and_fdatasync_make_durable
 run_test test_truncate_and_overwrite_are_undone
 run_test test_cut_some_keeps_a_subset
 run_test test_control_rejects_other_commands
+run_test test_open_with_o_trunc_empties
 run_test test_unlink_open_and_rename
 run_test test_sqlite_full_survives_a_cut
 run_test test_sqlite_off_loses_commits
