@@ -46,12 +46,15 @@ bool auth_v4_claimed(const char *authorization);
 int auth_v4_parse(const char *authorization, struct auth_v4_credential *c,
                   struct smq_errinfo *ei);
 
-/* Appends the canonical request for r.  0 or SMQ_E_NOMEM. */
+/* Appends the canonical request for r.  0, SMQ_E_NOMEM, or
+ * SMQ_E_INVALID_QUERY_STRING when a query name occurs twice (in any case):
+ * the SDK would sign one value and the router act on another. */
 int auth_v4_canonical_request(const struct auth_request *r, struct smq_buf *out);
 
 /* Appends the string to sign: algorithm, the request time request_s as
  * yyyyMMdd'T'HHmmss'Z', the scope date/region/mns/aliyun_v4_request, then the
- * canonical request.  0, SMQ_E_NOMEM or SMQ_E_INVALID_DATE. */
+ * canonical request.  0, SMQ_E_NOMEM, SMQ_E_INVALID_DATE or
+ * SMQ_E_INVALID_QUERY_STRING (as above). */
 int auth_v4_string_to_sign(const struct auth_request *r, int64_t request_s,
                            const char *region, struct smq_buf *out);
 
@@ -62,7 +65,7 @@ int auth_v4_signature(const char *secret, const char *date, const char *region,
 
 /* Checks c's scope date against the request time request_s, then the
  * signature.  0, or SMQ_E_SIGNATURE_MISMATCH (ei quotes the string to sign),
- * SMQ_E_NOMEM, SMQ_E_INTERNAL. */
+ * SMQ_E_INVALID_QUERY_STRING, SMQ_E_NOMEM, SMQ_E_INTERNAL. */
 int auth_v4_check(const struct auth_request *r, const struct auth_v4_credential *c,
                   const char *secret, int64_t request_s, struct smq_errinfo *ei);
 

@@ -59,7 +59,7 @@ struct fuzz_req {
     const char *body;                   /* inside buf; may contain NULs */
     size_t body_len;
     struct auth_request auth;           /* method, resource, headers */
-    char authz[96];                     /* the Authorization value of fuzz_req_sign */
+    char authz[224];                    /* the Authorization value of fuzz_req_sign(_v4) */
 };
 
 /* Splits data into r (see the format above).  Returns 0 or -1 (no memory). */
@@ -73,6 +73,14 @@ void fuzz_req_free(struct fuzz_req *r);
  * auth_string_to_sign / auth_signature.
  */
 int fuzz_req_sign(struct fuzz_req *r, const char *key_id, const char *secret);
+
+/*
+ * The same with signature V4 (auth_v4.h) for region "cn-hangzhou", the scope
+ * day and STAMP taken from request_s (the request's Date).  Returns 0, or the
+ * SMQ_E_* code of auth_v4_string_to_sign / auth_v4_signature.
+ */
+int fuzz_req_sign_v4(struct fuzz_req *r, const char *key_id, const char *secret,
+                     int64_t request_s);
 
 /* True when doc is a well-formed document for smqd's parser whose root
  * element has the local name root (xml_root_name). */

@@ -1,6 +1,7 @@
 /*
- * fuzz_sts.c — libFuzzer target for MNS signature V2 (auth.h): the string
- * to sign, auth_verify, the RFC 1123 date parser and the Content-MD5 check.
+ * fuzz_sts.c — libFuzzer target for MNS signatures V2 (auth.h) and V4
+ * (auth_v4.h): the string to sign, auth_verify, the RFC 1123 date parser
+ * and the Content-MD5 check.
  *
  * The input is a request in the format of fuzz_common.h (NUL-separated
  * method, target, "Name:value" headers, then the body).  The keyring is
@@ -18,6 +19,10 @@
  *     never an authorization or signature error; on success the Date is in
  *     the window and x-mns-version is 2015-06-06; one changed signature
  *     byte gives SignatureDoesNotMatch; a wild clock gives TimeExpired;
+ *   - the same request signed with V4 for its own Date: never an
+ *     authorization or signature error (InvalidQueryString only when a
+ *     query name repeats); one changed signature digit gives
+ *     SignatureDoesNotMatch;
  *   - auth_parse_http_date on every field: an accepted date formats back
  *     to the same 29 bytes (second 60 read as a leap second);
  *   - auth_check_content_md5: accepts exactly the three encodings of the
@@ -199,7 +204,7 @@ static bool printable(const char *s)
 static bool auth_code(int rc)
 {
     return rc == 0 || (rc <= SMQ_E_MISSING_AUTHORIZATION && rc >= SMQ_E_INVALID_VERSION)
-           || rc == SMQ_E_NOMEM || rc == SMQ_E_INTERNAL;
+           || rc == SMQ_E_INVALID_QUERY_STRING || rc == SMQ_E_NOMEM || rc == SMQ_E_INTERNAL;
 }
 
 static int verify(const struct fuzz_req *r, int64_t now_ms, int64_t skew_ms, size_t *idx)
@@ -268,6 +273,35 @@ static void check_signed(struct fuzz_req *r, size_t key)
         FUZZ_CHECK(verify(r, FUZZ_NOW_MS, AUTH_DEFAULT_MAX_SKEW_MS, &idx)
                    == SMQ_E_SIGNATURE_MISMATCH);
     }
+}
+
+/* V4 for the request's own Date: the signature and scope are right, so only
+ * the date window, the version, a repeated query name or memory may fail. */
+static void check_signed_v4(struct fuzz_req *r, size_t key)
+{
+    const struct auth_key *k = &fuzz_keyring()->keys[key];
+    const char *date = auth_header_get(&r->auth, "Date");
+    size_t idx = SIZE_MAX, n;
+    int64_t date_s;
+    int rc;
+
+    if (date == NULL)
+        date = auth_header_get(&r->auth, "x-mns-date");
+    if (date == NULL || auth_parse_http_date(date, &date_s) != 0
+        || fuzz_req_sign_v4(r, k->id, k->secret, date_s) != 0)
+        return;
+    rc = verify(r, FUZZ_NOW_MS, AUTH_DEFAULT_MAX_SKEW_MS, &idx);
+    FUZZ_CHECK(rc != SMQ_E_MISSING_AUTHORIZATION && rc != SMQ_E_INVALID_AUTHORIZATION
+               && rc != SMQ_E_INVALID_ACCESS_KEY_ID && rc != SMQ_E_SIGNATURE_MISMATCH);
+    if (rc == 0)
+        FUZZ_CHECK(idx == key);
+    if (date_error(rc) || rc == SMQ_E_INVALID_QUERY_STRING || rc == SMQ_E_NOMEM
+        || rc == SMQ_E_INTERNAL)
+        return;
+    n = strlen(r->authz);
+    r->authz[n - 1] = r->authz[n - 1] == '0' ? '1' : '0';
+    idx = SIZE_MAX;
+    FUZZ_CHECK(verify(r, FUZZ_NOW_MS, AUTH_DEFAULT_MAX_SKEW_MS, &idx) == SMQ_E_SIGNATURE_MISMATCH);
 }
 
 /* ---- dates ---- */
@@ -344,6 +378,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_md5(md5 != NULL ? md5 : r.resource, r.body, r.body_len);
 
     check_signed(&r, size % 2);
+    check_signed_v4(&r, (size / 2) % 2);
     fuzz_req_free(&r);
     return 0;
 }

@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 out=corpus
-rm -rf "$out"
+# Only the targets made here: fuzz_admin's seeds are kept by hand.
+rm -rf "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request}
 mkdir -p "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request}
 
 AK=testAccessKeyId SK=testAccessKeySecret
@@ -178,4 +179,16 @@ for d in "$DATE" 'Thu, 09 Jul 2015 03:01:34 GMT' 'Thu, 01 Jan 1970 00:00:00 GMT'
   printf '%s\0/\0Date:%s\0x-mns-version:2015-06-06\0Authorization:MNS %s:x\0\0' \
     "$d" "$d" "$AK" >"$out/fuzz_sts/date$((i++))"
 done
+
+# ---- signature V4 (protocol §3.6): J1-J3 again, with the Java SDK's V4 signatures ----
+v4() {   # v4 NAME SIGNATURE: NAME_v4 is NAME with its Authorization replaced
+  local d
+  for d in fuzz_sts fuzz_request; do
+    sed -z "s#^Authorization:MNS .*#Authorization:MNS4-HMAC-SHA256 Credential=$AK/20240102/cn-hangzhou/mns/aliyun_v4_request,Signature=$2#" \
+      "$out/$d/$1" >"$out/$d/$1_v4"
+  done
+}
+v4 j1 09d68529a631e73186c334aca82210b5e2831bbfa41a5f2456f2751bbe17e9c5
+v4 j2 f221bf1ac24f9c8adc1dad4638051836ff9ac2b2df66ee73becb218db479df47
+v4 j3 b9b582022279b07fb46d441146760cabca1e6f4382dd60cefba57cec460d27d5
 echo "make_corpus: $(find "$out" -type f | wc -l) seeds in $(pwd)/$out"
