@@ -9,6 +9,7 @@
 #define _DEFAULT_SOURCE   /* timegm() under -std=c11 as well as gnu11 */
 
 #include "smqd/auth.h"
+#include "smqd/auth_text.h"
 #include "smqd/auth_v4.h"
 #include "smqd/crypto.h"
 
@@ -25,33 +26,11 @@
 #define ECHO_MAX 64                     /* client bytes quoted in error messages */
 #define SHOWN_SIZE (ECHO_MAX * 2 + 1)    /* worst case: every byte a newline */
 
-/* ---- small string helpers (ASCII only: header names are tokens, and the
- * C library's ctype functions depend on the locale) ---- */
-
-static char ascii_lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
+/* ---- small string helpers (ASCII case folding: auth_text.h) ---- */
 
 static bool is_ows(char c)
 {
     return c == ' ' || c == '\t';
-}
-
-static bool ascii_ieq_prefix(const char *s, const char *lower_prefix, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\0' || ascii_lower(s[i]) != lower_prefix[i])
-            return false;
-    return true;
-}
-
-static bool ascii_ieq(const char *a, const char *b)
-{
-    for (; *a != '\0' && *b != '\0'; a++, b++)
-        if (ascii_lower(*a) != ascii_lower(*b))
-            return false;
-    return *a == *b;
 }
 
 /* Strips HTTP optional whitespace from both ends; returns the start, *len the span. */
@@ -67,28 +46,6 @@ static const char *trim_ows(const char *s, size_t *len)
         n--;
     *len = n;
     return s;
-}
-
-/*
- * Copies up to src_len bytes of client input into dst (truncating to fit)
- * for an error message, replacing anything outside printable ASCII with '?'
- * and newlines with a visible "\n": the message ends up in an XML document,
- * where raw control characters are not allowed even when escaped.
- */
-static void echo_copy(char *dst, size_t dst_size, const char *src, size_t src_len)
-{
-    size_t o = 0;
-
-    for (size_t i = 0; i < src_len && src[i] != '\0' && o + 3 <= dst_size; i++) {
-        char c = src[i];
-        if (c == '\n') {
-            dst[o++] = '\\';
-            dst[o++] = 'n';
-        } else {
-            dst[o++] = (c >= 0x20 && c < 0x7f) ? c : '?';
-        }
-    }
-    dst[o] = '\0';
 }
 
 /* ---- string to sign ---- */

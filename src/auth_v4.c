@@ -8,6 +8,7 @@
 #define _DEFAULT_SOURCE   /* gmtime_r() under -std=c11 as well as gnu11 */
 
 #include "smqd/auth_v4.h"
+#include "smqd/auth_text.h"
 #include "smqd/crypto.h"
 
 #include <stdlib.h>
@@ -16,28 +17,6 @@
 
 #define ALG_LEN (sizeof AUTH_V4_ALGORITHM - 1)
 #define SCOPE_PARTS 5                   /* id / date / region / service / terminator */
-
-static char lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
-/* Client bytes for an error message: printable ASCII only, newlines as "\n"
- * (the message ends up in XML, where control characters are not allowed). */
-static void shown_copy(char *dst, size_t size, const char *src, size_t len)
-{
-    size_t o = 0;
-
-    for (size_t i = 0; i < len && o + 3 <= size; i++) {
-        if (src[i] == '\n') {
-            dst[o++] = '\\';
-            dst[o++] = 'n';
-        } else {
-            dst[o++] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
-        }
-    }
-    dst[o] = '\0';
-}
 
 /* ---- the Authorization header ---- */
 
@@ -215,7 +194,7 @@ static void encode_pair(struct smq_buf *scratch, const char *p, size_t n, struct
     const char *k;
 
     for (size_t i = 0; lk != NULL && i < kn; i++)
-        lk[i] = lower(p[i]);
+        lk[i] = ascii_lower(p[i]);
     if (lk == NULL) {
         scratch->failed = true;
         return;
@@ -298,23 +277,11 @@ static int append_query(struct smq_buf *out, const char *query)
     return rc;
 }
 
-static bool ieq(const char *a, const char *lower_b)
-{
-    for (; *a != '\0' && *lower_b != '\0'; a++, lower_b++)
-        if (lower(*a) != *lower_b)
-            return false;
-    return *a == *lower_b;
-}
-
 /* The signed headers: Content-Type, Content-MD5 and every x-mns-*. */
 static bool pick_v4(const char *name)
 {
-    static const char prefix[] = "x-mns-";
-
-    for (size_t i = 0; i < sizeof prefix - 1; i++)
-        if (lower(name[i]) != prefix[i])
-            return ieq(name, "content-type") || ieq(name, "content-md5");
-    return true;
+    return ascii_ieq_prefix(name, "x-mns-", 6) || ascii_ieq(name, "content-type")
+           || ascii_ieq(name, "content-md5");
 }
 
 int auth_v4_canonical_request(const struct auth_request *r, struct smq_buf *out)
@@ -373,7 +340,6 @@ int auth_v4_string_to_sign(const struct auth_request *r, int64_t request_s,
 int auth_v4_signature(const char *secret, const char *date, const char *region,
                       const char *sts, size_t sts_len, char out[AUTH_V4_SIG_HEX_LEN + 1])
 {
-    static const char hex[] = "0123456789abcdef";
     const char *steps[3] = {region, AUTH_V4_SERVICE, AUTH_V4_TERMINATOR};
     unsigned char k[CRYPTO_SHA256_LEN], mac[CRYPTO_SHA256_LEN];
     struct smq_buf seed;
@@ -395,11 +361,7 @@ int auth_v4_signature(const char *secret, const char *date, const char *region,
     memset(k, 0, sizeof k);
     if (rc != 0)
         return SMQ_E_INTERNAL;
-    for (size_t i = 0; i < sizeof mac; i++) {
-        out[2 * i] = hex[mac[i] >> 4];
-        out[2 * i + 1] = hex[mac[i] & 15];
-    }
-    out[AUTH_V4_SIG_HEX_LEN] = '\0';
+    crypto_hex(mac, sizeof mac, false, out);
     return 0;
 }
 
@@ -407,7 +369,7 @@ static int mismatch(struct smq_errinfo *ei, const struct smq_buf *sts)
 {
     char shown[sizeof ei->msg];
 
-    shown_copy(shown, sizeof shown, sts->data, sts->len);
+    echo_copy(shown, sizeof shown, sts->data, sts->len);
     return errors_set(ei, SMQ_E_SIGNATURE_MISMATCH,
                       "The request signature we calculated does not match the signature "
                       "you provided. StringToSign: \"%s\"", shown);

@@ -175,17 +175,22 @@ int crypto_md5(const void *data, size_t len, unsigned char out[CRYPTO_MD5_LEN])
     return SMQ_E_INTERNAL;
 }
 
-void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33])
+void crypto_hex(const unsigned char *in, size_t n, bool upper, char *out)
 {
     static const char lower_digits[] = "0123456789abcdef";
     static const char upper_digits[] = "0123456789ABCDEF";
     const char *digits = upper ? upper_digits : lower_digits;
 
-    for (size_t i = 0; i < CRYPTO_MD5_LEN; i++) {
-        out[2 * i] = digits[md[i] >> 4];
-        out[2 * i + 1] = digits[md[i] & 15];
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
     }
-    out[32] = '\0';
+    out[2 * n] = '\0';
+}
+
+void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33])
+{
+    crypto_hex(md, CRYPTO_MD5_LEN, upper, out);
 }
 
 int crypto_md5_hex(const void *data, size_t len, bool upper, char out[33])

@@ -23,6 +23,10 @@ int crypto_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t 
 /* MD5(data) as 32 hex digits plus NUL; upper selects A-F over a-f.
  * Returns 0, or SMQ_E_INTERNAL (out empty) when OpenSSL cannot allocate. */
 int crypto_md5_hex(const void *data, size_t len, bool upper, char out[33]);
+
+/* The n bytes of in as 2n hex digits plus NUL into out; upper selects A-F. */
+void crypto_hex(const unsigned char *in, size_t n, bool upper, char *out);
+
 /* An MD5 already computed, as 32 hex digits plus NUL. */
 void crypto_md5_to_hex(const unsigned char md[CRYPTO_MD5_LEN], bool upper, char out[33]);
 /* 0, or SMQ_E_INTERNAL (out zeroed) when OpenSSL cannot allocate. */
