@@ -58,7 +58,6 @@ struct powerfs {
     struct node *files;
     struct node control;           /* fh of an open control file */
     struct counters n;
-    char reply[512];               /* what a read of the control file returns */
 };
 
 static struct powerfs *fs_state(void)
@@ -189,17 +188,21 @@ static void cut_page(struct node *f, size_t off, void *arg)
     }
 }
 
-/* After a cut both images are what the disk holds: the durable one. */
+/* After a cut both images are what the disk holds.  Pages that were not
+ * dirty are equal in both already, so only the dirty ones are settled, and
+ * only bytes that existed past the new size need zeroing. */
 static void cut_file(struct node *f, struct cut *c)
 {
     size_t size = f->dur.size;
+    size_t end = f->cur.size > f->dur.size ? f->cur.size : f->dur.size;
+
     if (c->rng != 0 && next_random(&c->rng) >> 63)
         size = f->cur.size;        /* the size update reached the disk */
     for_each_dirty(f, cut_page, c);
-    if (size < f->cap) {
-        memset(f->dur.data + size, 0, f->cap - size);
+    if (size < end) {
+        memset(f->cur.data + size, 0, end - size);
+        memset(f->dur.data + size, 0, end - size);
     }
-    memcpy(f->cur.data, f->dur.data, f->cap);
     f->cur.size = f->dur.size = size;
 }
 
@@ -373,7 +376,8 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 static int control_read(struct powerfs *fs, char *buf, size_t size, off_t off)
 {
     const struct counters *n = &fs->n;
-    int len = snprintf(fs->reply, sizeof fs->reply,
+    char reply[512];
+    int len = snprintf(reply, sizeof reply,
                        "cuts %llu\nsyncs %llu\npages_synced %llu\npages_dropped %llu\n"
                        "pages_kept %llu\nbytes_written %llu\n",
                        (unsigned long long)n->cuts, (unsigned long long)n->syncs,
@@ -382,7 +386,7 @@ static int control_read(struct powerfs *fs, char *buf, size_t size, off_t off)
     if (off >= len)
         return 0;
     size_t k = (size_t)len - (size_t)off < size ? (size_t)len - (size_t)off : size;
-    memcpy(buf, fs->reply + off, k);
+    memcpy(buf, reply + off, k);
     return (int)k;
 }
 
