@@ -420,6 +420,7 @@ http_date() {
 #   MNS_MAX_TIME         curl --max-time (default 40)
 #   MNS_INTERFACE        source address for curl (--interface), e.g. 127.0.0.2
 #   MNS_CACERT           CA file for an https server (SMQD_SCHEME=https)
+#   MNS_SIGNATURE=v4     sign with V4 (docs/protocol.md §3.6) for MNS_REGION (default cn-hangzhou)
 # Results: RESP_STATUS, RESP_BODY, RESP_HDRS (file), RESP_MS (elapsed), RESP_ID.
 mns_request() {
     local method=$1 resource=$2 body="" has_body=0
@@ -472,6 +473,9 @@ mns_request() {
 
     if [ -n "${MNS_AUTH+x}" ]; then
         curl_args+=(-H "Authorization: $MNS_AUTH")
+    elif [ "${MNS_OMIT_AUTH:-0}" != 1 ] && [ "${MNS_SIGNATURE:-v2}" = v4 ]; then
+        curl_args+=(-H "Authorization: $(mns_v4_authorization "$ak" "$sk" "${MNS_REGION:-cn-hangzhou}" \
+                                           "$method" "$md5" "$ctype" "$date" "$resource" "${hdrs[@]}")")
     elif [ "${MNS_OMIT_AUTH:-0}" != 1 ]; then
         curl_args+=(-H "Authorization: $(mns_authorization "$ak" "$sk" "$method" "$md5" "$ctype" \
                                            "$date" "$resource" "${hdrs[@]}")")
@@ -499,30 +503,7 @@ mns_request() {
 # (as the Java SDK 2.0.0 does when opted in): the same headers and knobs, plus MNS_REGION
 # (default cn-hangzhou) and MNS_V4_SCOPE_DATE. MNS_AUTH still overrides the whole value.
 mns_request_v4() {
-    local method=$1 resource=$2 body="" md5="" ctype="" date h
-    local -a rest=("${@:3}") hdrs=()
-    if [ $# -gt 2 ] && [ "$3" != -H ]; then body=$3; rest=("${@:4}"); fi
-    for (( h = 0; h < ${#rest[@]}; h++ )); do
-        if [ "${rest[h]}" = -H ]; then hdrs+=("${rest[h + 1]}"); h=$((h + 1)); else hdrs+=("${rest[h]}"); fi
-    done
-    [ "${MNS_OMIT_VERSION:-0}" = 1 ] || hdrs+=("x-mns-version: ${MNS_VERSION:-2015-06-06}")
-    date=${MNS_DATE:-$(http_date)}
-    if [ -n "$body" ]; then
-        ctype=${MNS_CTYPE-text/xml;charset=UTF-8}
-        if [ "${MNS_NO_MD5:-0}" != 1 ]; then
-            local f="$SUITE_TMP/v4.$BASHPID"
-            printf '%s' "$body" >"$f"
-            md5=${MNS_MD5:-$(content_md5_of "$f")}
-        fi
-    fi
-    local auth
-    if [ -n "${MNS_AUTH+x}" ]; then
-        auth=$MNS_AUTH
-    else
-        auth=$(mns_v4_authorization "${MNS_AK:-$MNS_AK_DEFAULT}" "${MNS_SK:-$MNS_SK_DEFAULT}" \
-               "${MNS_REGION:-cn-hangzhou}" "$method" "$md5" "$ctype" "$date" "$resource" "${hdrs[@]}")
-    fi
-    MNS_DATE=$date MNS_MD5=$md5 MNS_AUTH=$auth mns_request "$@"
+    MNS_SIGNATURE=v4 mns_request "$@"
 }
 
 # mns_request_bg OUT METHOD RESOURCE [...] — runs mns_request in the background; when it
