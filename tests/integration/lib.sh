@@ -309,6 +309,11 @@ content_md5_of() {
     printf '%s' "$hex" | base64
 }
 
+# content_md5_text TEXT — the same for a string (a body signed by hand).
+content_md5_text() {
+    printf '%s' "$1" | md5sum | cut -c1-32 | tr -d '\n' | base64
+}
+
 # mns_authorization AK SK VERB MD5 TYPE DATE RESOURCE ['Name: value']... — the complete
 # Authorization value; mns_request uses it, and the suites check it against the doc vectors.
 mns_authorization() {

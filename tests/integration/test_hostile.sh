@@ -1129,7 +1129,7 @@ t_auth_replay() {
     case_begin "wrong Content-MD5" \
         "SendMessage whose signed Content-MD5 is the digest of another body (SDK hex form, and RFC 1864 form)" \
         "400 InvalidDigest; nothing stored"
-    MNS_MD5=$(printf '%s' 'another body' | md5sum | cut -c1-32 | tr -d '\n' | base64) \
+    MNS_MD5=$(content_md5_text 'another body') \
         req POST /queues/hq/messages "$body"
     assert_error "wrong Content-MD5 (hex form)" 400 InvalidDigest
     obs "hex form: $RESP_STATUS $(code_of)"
@@ -1171,7 +1171,7 @@ t_auth_v4() {
     assert_error "V4: DeleteQueue with a GET's signature" 403 SignatureDoesNotMatch
     obs "DELETE: $RESP_STATUS $(code_of)"
     auth=$(mns_v4_authorization "$MNS_AK_DEFAULT" "$MNS_SK_DEFAULT" cn-hangzhou POST \
-           "$(printf '%s' "$(message_body other)" | md5sum | cut -c1-32 | tr -d '\n' | base64)" \
+           "$(content_md5_text "$(message_body other)")" \
            'text/xml;charset=UTF-8' "$date" /queues/hq/messages 'x-mns-version: 2015-06-06')
     MNS_DATE=$date MNS_AUTH=$auth req POST /queues/hq/messages "$body"
     assert_error "V4: send with another body's signature" 403 SignatureDoesNotMatch
@@ -1183,7 +1183,7 @@ t_auth_v4() {
         "403 SignatureDoesNotMatch; nothing stored"
     auth=$(MNS_V4_SCOPE_DATE=$(date -u -d yesterday +%Y%m%d) mns_v4_authorization "$MNS_AK_DEFAULT" \
            "$MNS_SK_DEFAULT" cn-hangzhou POST \
-           "$(printf '%s' "$body" | md5sum | cut -c1-32 | tr -d '\n' | base64)" \
+           "$(content_md5_text "$body")" \
            'text/xml;charset=UTF-8' "$date" /queues/hq/messages 'x-mns-version: 2015-06-06')
     MNS_DATE=$date MNS_AUTH=$auth req POST /queues/hq/messages "$body"
     assert_error "V4: yesterday's scope" 403 SignatureDoesNotMatch

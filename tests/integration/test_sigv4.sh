@@ -66,7 +66,7 @@ t_tampered_send_changes_nothing() {
     date=$(http_date)
     body=$(message_body 'signed body')
     auth=$(MNS_DATE=$date mns_v4_authorization testAccessKeyId testAccessKeySecret cn-hangzhou POST \
-           "$(printf '%s' "$body" | md5sum | cut -c1-32 | tr -d '\n' | base64)" \
+           "$(content_md5_text "$body")" \
            'text/xml;charset=UTF-8' "$date" /queues/v4q/messages 'x-mns-version: 2015-06-06')
     MNS_DATE=$date MNS_AUTH=$auth mns_request POST /queues/v4q/messages "$(message_body 'other body')"
     assert_error "a body (and its Content-MD5) swapped after signing" 403 SignatureDoesNotMatch
@@ -93,7 +93,7 @@ t_tampered_resource_changes_nothing() {
     local auth date handle
     date=$(http_date)
     auth=$(mns_v4_authorization testAccessKeyId testAccessKeySecret cn-hangzhou PUT \
-           "$(printf '%s' "$(queue_body)" | md5sum | cut -c1-32 | tr -d '\n' | base64)" \
+           "$(content_md5_text "$(queue_body)")" \
            'text/xml;charset=UTF-8' "$date" /queues/v4signed 'x-mns-version: 2015-06-06')
     MNS_DATE=$date MNS_AUTH=$auth mns_request PUT /queues/v4other "$(queue_body)"
     assert_error "CreateQueue sent to another queue than signed" 403 SignatureDoesNotMatch
