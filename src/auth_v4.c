@@ -134,17 +134,18 @@ int auth_v4_parse(const char *v, struct auth_v4_credential *c, struct smq_errinf
  * SDK encodes the very text it puts on the request line, so the server
  * encodes the raw bytes it received, without decoding them first.
  */
-static void append_urlenc(struct smq_buf *out, const char *s, size_t n, bool keep_slash)
+static void append_urlenc(struct smq_buf *out, const char *s, size_t n, bool keep_slash,
+                          bool fold_case)
 {
     static const char hex[] = "0123456789ABCDEF";
 
     for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
+        unsigned char ch = (unsigned char)(fold_case ? ascii_lower(s[i]) : s[i]);
         bool plain = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z')
                      || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.'
                      || ch == '~' || (keep_slash && ch == '/');
         if (plain) {
-            buf_append(out, s + i, 1);
+            buf_append(out, (const char *)&ch, 1);
         } else {
             char esc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
             buf_append(out, esc, 3);
@@ -168,18 +169,16 @@ static const char *java_trim(const char *s, size_t *n)
  * already encoded strings in a scratch buffer while it grows, pointers
  * into it (k, v) once it is complete. */
 struct qparam {
-    size_t key, value, pos;
+    size_t key, value;
     const char *k, *v;
 };
 
+/* By encoded name; equal names are refused, so their order does not matter. */
 static int qparam_cmp(const void *pa, const void *pb)
 {
     const struct qparam *a = pa, *b = pb;
-    int c = strcmp(a->k, b->k);
 
-    if (c != 0)
-        return c;
-    return (a->pos > b->pos) - (a->pos < b->pos);
+    return strcmp(a->k, b->k);
 }
 
 /* Encodes one "name[=value]" pair into scratch: name lower-cased, both
@@ -190,23 +189,14 @@ static void encode_pair(struct smq_buf *scratch, const char *p, size_t n, struct
     size_t kn = (eq != NULL && eq > p) ? (size_t)(eq - p) : n;
     const char *v = kn < n ? p + kn + 1 : p + n;
     size_t vn = kn < n ? n - kn - 1 : 0;
-    char *lk = malloc(kn + 1);
-    const char *k;
+    const char *k = java_trim(p, &kn);   /* trimming before folding: same bytes either way */
 
-    for (size_t i = 0; lk != NULL && i < kn; i++)
-        lk[i] = ascii_lower(p[i]);
-    if (lk == NULL) {
-        scratch->failed = true;
-        return;
-    }
-    k = java_trim(lk, &kn);
     q->key = scratch->len;
-    append_urlenc(scratch, k, kn, false);
+    append_urlenc(scratch, k, kn, false, true);
     buf_append(scratch, "", 1);
-    free(lk);
     v = java_trim(v, &vn);
     q->value = scratch->len;
-    append_urlenc(scratch, v, vn, false);
+    append_urlenc(scratch, v, vn, false, false);
     buf_append(scratch, "", 1);
 }
 
@@ -220,7 +210,6 @@ static size_t split_query(const char *query, struct smq_buf *scratch, struct qpa
     for (;;) {
         const char *amp = strchr(p, '&');
         size_t len = amp != NULL ? (size_t)(amp - p) : strlen(p);
-        q[n].pos = n;
         encode_pair(scratch, p, len, &q[n]);
         n++;
         if (len > 0)
@@ -295,7 +284,7 @@ int auth_v4_canonical_request(const struct auth_request *r, struct smq_buf *out)
     buf_append(out, "\n", 1);
     if (path_len == 0 || res[0] != '/')
         buf_append(out, "/", 1);      /* the SDK makes the path start with "/" */
-    append_urlenc(out, res, path_len, true);
+    append_urlenc(out, res, path_len, true, false);
     buf_append(out, "\n", 1);
     rc = append_query(out, q != NULL ? q + 1 : "");
     buf_append(out, "\n", 1);
