@@ -237,8 +237,7 @@ static int exec_pragma(sqlite3 *db, const char *sql, const char *path, char *err
  * WAL back to 16 MiB after a checkpoint, so a burst does not hold disk
  * space for ever.
  */
-static int set_pragmas(sqlite3 *db, enum smq_sync_mode sync, const char *path, char *err,
-                       size_t err_size)
+static int set_pragmas(sqlite3 *db, const char *path, char *err, size_t err_size)
 {
     char mode[16];
     int rc;
@@ -259,11 +258,8 @@ static int set_pragmas(sqlite3 *db, enum smq_sync_mode sync, const char *path, c
                              path, mode);
         return SMQ_E_INTERNAL;
     }
-    /* NORMAL in WAL mode survives a crash of the process; only FULL also
-     * survives power loss (conf/smqd.conf states the same). */
-    if (exec_pragma(db, sync == SMQ_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
-                                                : "PRAGMA synchronous=FULL",
-                    path, err, err_size) != 0)
+    /* FULL until the schema is committed (see set_sync). */
+    if (exec_pragma(db, "PRAGMA synchronous=FULL", path, err, err_size) != 0)
         return SMQ_E_INTERNAL;
     if (exec_pragma(db, "PRAGMA foreign_keys=OFF", path, err, err_size) != 0 ||
         exec_pragma(db, "PRAGMA cache_size=-65536", path, err, err_size) != 0 ||
@@ -271,6 +267,20 @@ static int set_pragmas(sqlite3 *db, enum smq_sync_mode sync, const char *path, c
         exec_pragma(db, "PRAGMA journal_size_limit=16777216", path, err, err_size) != 0)
         return SMQ_E_INTERNAL;
     return 0;
+}
+
+/* The configured durability, set once the schema is committed.  NORMAL in
+ * WAL mode survives a crash of the process; only FULL also survives power
+ * loss (conf/smqd.conf states the same).  The schema itself is always
+ * committed under FULL: with NORMAL nothing syncs the WAL until the first
+ * checkpoint, and a power cut soon after the first start would leave a
+ * database file without tables. */
+static int set_sync(sqlite3 *db, enum smq_sync_mode sync, const char *path, char *err,
+                    size_t err_size)
+{
+    if (sync != SMQ_SYNC_NORMAL)
+        return 0;
+    return exec_pragma(db, "PRAGMA synchronous=NORMAL", path, err, err_size);
 }
 
 /* Applies every step above the current version plus the user_version bump
@@ -455,8 +465,9 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     }
     if (preflight(s->db, path, err, err_size) != 0 ||
         choose_auto_vacuum(s->db, path, &version, err, err_size) != 0 ||
-        set_pragmas(s->db, cfg->sync, path, err, err_size) != 0 ||
-        migrate(s->db, path, err, err_size) != 0)
+        set_pragmas(s->db, path, err, err_size) != 0 ||
+        migrate(s->db, path, err, err_size) != 0 ||
+        set_sync(s->db, cfg->sync, path, err, err_size) != 0)
         goto fail_db;
     /* Only on the upgrade itself: a failed conversion is not retried (and
      * the file rewritten) at every start. */

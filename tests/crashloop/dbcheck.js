@@ -21,6 +21,9 @@ const ROWS_SQL =
   "UNION ALL SELECT 'orphan-body', '', CAST(seq AS TEXT) FROM msg_body " +
   'WHERE seq NOT IN (SELECT seq FROM msg);';
 
+// smqd commits its schema durably in every sync mode; a cut must never take it.
+const TABLES_SQL = "SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('msg', 'msg_body', 'queue');";
+
 function hasSqliteCli() {
   try {
     execFileSync('sqlite3', ['-version'], { stdio: 'ignore', timeout: 5000 });
@@ -73,20 +76,25 @@ function queryNode(file, sql) {
 }
 
 // dataDir holds smqd.db (default: dir); the copy goes to dir/check.
-// -> {integrity: 'ok' | text, rows: [{queue, body}], torn: [text]}
+// -> {integrity: 'ok' | text, rows: [{queue, body}], torn: [text], schema: 'ok' | text}
 function inspect(dir, reader, dataDir = dir) {
   const file = copyDb(dir, dataDir);
   const query = reader === 'sqlite3' ? queryCli : queryNode;
   const integrity = query(file, 'PRAGMA integrity_check;').map((r) => r.join(' ')).join('; ');
   const rows = [];
   const torn = [];
+  const tables = query(file, TABLES_SQL).length;
+  if (tables !== 3) {
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
+    return { integrity, rows, torn, schema: `${tables} of smqd's 3 tables are on disk` };
+  }
   for (const [kind, queue, body] of query(file, ROWS_SQL)) {
     if (kind === 'orphan-body') torn.push(`msg_body seq ${body} has no msg row`);
     else if (body === '' || body === undefined) torn.push(`a msg row of ${queue} has no body`);
     else rows.push({ queue, body });
   }
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
-  return { integrity, rows, torn };
+  return { integrity, rows, torn, schema: 'ok' };
 }
 
 module.exports = { inspect, requireReader };

@@ -162,6 +162,7 @@ function checkLog(ledger, cycle, log) {
 function checkDisk(ledger, cycle, st) {
   const r = dbcheck.inspect(st.dir, st.reader, st.dataDir);
   if (r.integrity !== 'ok') ledger.violation(cycle, 'integrity', r.integrity);
+  if (r.schema !== 'ok') ledger.violation(cycle, 'schema-lost', r.schema);
   for (const t of r.torn) ledger.violation(cycle, 'torn-row', t);
   return ledger.checkDisk(cycle, r.rows);
 }
@@ -346,7 +347,7 @@ async function unmountDisk(st) {
 
 // The negative control's verdict: acknowledged sends were lost (the check can bite), and
 // nothing but lost writes went wrong (SQLite's file stayed intact, smqd never crashed).
-const NOT_FROM_LOST_WRITES = ['integrity', 'torn-row', 'sanitizer', 'harness', 'server-exited', 'stop', 'drain',
+const NOT_FROM_LOST_WRITES = ['integrity', 'schema-lost', 'torn-row', 'sanitizer', 'harness', 'server-exited', 'stop', 'drain',
   'powerfs'];
 function lossShown(st) {
   const kinds = new Set(st.ledger.violations.map((v) => v.kind));

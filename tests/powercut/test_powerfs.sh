@@ -2,9 +2,10 @@
 # test_powerfs.sh — powerfs's own test: a power cut loses exactly the writes no fsync or
 # fdatasync covered, keeps the rest, and undoes truncations; "cut-some" keeps a subset; the
 # control file rejects anything else; and SQLite behaves on it as on a disk: commits made
-# with synchronous=FULL survive a cut, commits made with synchronous=OFF do not.
+# with synchronous=FULL survive a cut, commits made with synchronous=OFF do not; and smqd's
+# schema survives a cut right after its first start even with sync = normal.
 #
-#   POWERFS_BIN=build/tests/powercut/powerfs bash tests/powercut/test_powerfs.sh
+#   POWERFS_BIN=build/tests/powercut/powerfs SMQD_BIN=build/smqd bash tests/powercut/test_powerfs.sh
 source "$(dirname "$0")/../integration/lib.sh"
 require_tools fusermount3 sqlite3 md5sum dd
 
@@ -142,6 +143,24 @@ test_sqlite_off_loses_commits() {
     assert_range "synchronous=OFF commits are lost at the cut" 0 199 "$(sqlite_count "$MNT/off.db")"
 }
 
+# sync = normal leaves the WAL unsynced until the first checkpoint; the schema must not wait
+# for one, or a cut soon after the first start leaves a database without tables.
+test_smqd_schema_survives_a_cut() {
+    local dir="$SUITE_TMP/smqd-conf"
+    mkdir -p "$dir"
+    write_config "$dir"
+    sed -i -e "s|^path = .*|path = $MNT/smqd.db|" -e 's|^sync = full|sync = normal|' "$dir/smqd.conf"
+    SMQD_LOG_DIR=$dir smqd_start "$dir" || return
+    smqd_kill9
+    cut
+    assert_eq "the schema version survived the cut" "$SCHEMA_VERSION" \
+        "$(sqlite3 "$MNT/smqd.db" 'PRAGMA user_version')"
+    assert_eq "so did the tables" "msg msg_body queue" \
+        "$(sqlite3 "$MNT/smqd.db" "SELECT name FROM sqlite_schema WHERE name IN ('msg','msg_body','queue') ORDER BY name" | tr '\n' ' ' | sed 's/ $//')"
+}
+
+SCHEMA_VERSION=$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\)$/\1/p' \
+    "$(dirname "$0")/../../include/smqd/store.h")
 mount_powerfs
 run_test test_unsynced_write_is_lost
 run_test test_fsync_and_fdatasync_make_durable
@@ -152,5 +171,6 @@ run_test test_open_with_o_trunc_empties
 run_test test_unlink_open_and_rename
 run_test test_sqlite_full_survives_a_cut
 run_test test_sqlite_off_loses_commits
+run_test test_smqd_schema_survives_a_cut
 run_test test_clean_unmount
 finish
