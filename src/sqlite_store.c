@@ -359,6 +359,20 @@ static void convert_auto_vacuum(sqlite3 *db, const char *path)
                  "file system", path, sqlite3_errmsg(db));
 }
 
+/* From an opened file to a database at our schema, in the configured
+ * mode; *version is the schema version the file had. */
+static int set_up(sqlite3 *db, enum smq_sync_mode sync, const char *path, long long *version,
+                  char *err, size_t err_size)
+{
+    if (preflight(db, path, err, err_size) != 0 ||
+        choose_auto_vacuum(db, path, version, err, err_size) != 0 ||
+        set_pragmas(db, path, err, err_size) != 0 ||
+        migrate(db, path, err, err_size) != 0 ||
+        set_sync(db, sync, path, err, err_size) != 0)
+        return SMQ_E_INTERNAL;
+    return 0;
+}
+
 static int read_page_size(struct sqlite_store *s, const char *path, char *err, size_t err_size)
 {
     long long page_size = 0;
@@ -463,11 +477,7 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
                 "(check its owner and mode)", path);
         goto fail_db;
     }
-    if (preflight(s->db, path, err, err_size) != 0 ||
-        choose_auto_vacuum(s->db, path, &version, err, err_size) != 0 ||
-        set_pragmas(s->db, path, err, err_size) != 0 ||
-        migrate(s->db, path, err, err_size) != 0 ||
-        set_sync(s->db, cfg->sync, path, err, err_size) != 0)
+    if (set_up(s->db, cfg->sync, path, &version, err, err_size) != 0)
         goto fail_db;
     /* Only on the upgrade itself: a failed conversion is not retried (and
      * the file rewritten) at every start. */
