@@ -1,7 +1,8 @@
 /*
  * api.c — owns the MNS queue API's front: authentication of every request,
  * the route table that sends each (method, path) to the one handler of its
- * action (docs/protocol.md §1.2), and which renderer answers it.  What each
+ * action (docs/protocol.md §1.2), the key's grants on what the routed
+ * request would touch (§3.7), and which renderer answers it.  What each
  * action checks and answers is in api_queue.c and api_message.c.
  */
 #include "smqd/api.h"
@@ -94,6 +95,45 @@ static int check_content_md5(const struct api_request *req, struct smq_errinfo *
     return errors_set(ei, SMQ_E_INVALID_DIGEST, NULL);
 }
 
+/* A 403 naming the key, the class it lacks and where. */
+static int deny(const struct auth_key *key, unsigned cls, const char *queue, const char *what,
+                struct smq_errinfo *ei)
+{
+    return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant on %s%s%s%s.",
+                      key->id, grant_class_name(cls), queue != NULL ? "queue \"" : "any queue",
+                      queue != NULL ? queue : "", queue != NULL ? "\"" : "", what);
+}
+
+/*
+ * The key's grants against what the routed request would touch: the queue
+ * its action names, and the dead-letter target a Create or Set names,
+ * which the key must be able to send to since the engine will move
+ * messages there on its behalf.  A ListQueue needs "list" on some queue and
+ * then shows only those (ops_queue.c).  Runs before the rate limits and the
+ * engine, so a denied request costs neither and changes nothing.
+ */
+static int authorize(const struct auth_key *key, struct api_call *call, struct smq_errinfo *ei)
+{
+    const struct smq_op_attrs *a = &call->op.attrs;
+    unsigned cls = mns_action_class(call->action);
+
+    if (key->grants == NULL)
+        return 0;
+    if (call->action == MNS_LIST_QUEUE) {
+        if (!grant_gives_any(key->grants, cls))
+            return deny(key, cls, NULL, "", ei);
+        call->op.list.visible = key->grants;
+        return 0;
+    }
+    if (!grant_allows(key->grants, call->op.queue, cls))
+        return deny(key, cls, call->op.queue, "", ei);
+    if ((call->action == MNS_CREATE_QUEUE || call->action == MNS_SET_QUEUE_ATTRIBUTES)
+        && (a->present & SMQ_ATTR_DLQ) != 0 && a->values.dlq.enabled
+        && !grant_allows(key->grants, a->values.dlq.target, GRANT_SEND))
+        return deny(key, GRANT_SEND, a->values.dlq.target, ", the dead-letter target", ei);
+    return 0;
+}
+
 int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
                 struct api_call *call, struct smq_errinfo *ei)
 {
@@ -114,6 +154,8 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
     rc = query_parse(q ? q + 1 : NULL, &query, ei);
     if (rc == 0)
         rc = route(ctx, req, &query, call, ei);
+    if (rc == 0)
+        rc = authorize(&ring->keys[key_index], call, ei);
     query_free(&query);
     return rc;
 }

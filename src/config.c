@@ -16,6 +16,8 @@
  * The [auth] keys are collected on the side while parsing and assembled into
  * the key ring at the end, because the first pair is two lines that can come
  * in any order and "at least one key" can only be judged after the last line.
+ * The [grant.KEY] sections (config_grant.c) are attached to the ring after
+ * that, since a grant may come before the key it names.
  * Secrets never appear in error messages.
  */
 #include "smqd/config_table.h"
@@ -52,6 +54,7 @@ struct load {
     char *first_id, *first_secret;
     struct pending_key *extra;   /* key.<ID> pairs */
     struct smq_queue_decl *decl; /* the [queue.NAME] section being read, or NULL */
+    struct grant_decls grants;   /* the [grant.KEY] sections */
     size_t n_extra, cap_extra;
     int err_line;                /* first error: 0 none, -1 error without a line */
     char msg[768];
@@ -180,6 +183,36 @@ static int check_queue_decls(struct load *ld)
     return 0;
 }
 
+/* ---- [grant.KEY] sections: config_grant.c's, with this file's errors ---------- */
+
+static int begin_grant(struct load *ld, const char *name, size_t len)
+{
+    char why[sizeof ld->msg];
+
+    if (config_grant_begin(&ld->grants, name, len, ld->lineno, why, sizeof why) != 0)
+        return fail(ld, ld->lineno, "%s", why);
+    return 0;
+}
+
+static int apply_grant_key(struct load *ld, const char *name, const char *value)
+{
+    char why[sizeof ld->msg];
+
+    if (config_grant_apply(&ld->grants, name, value, ld->lineno, why, sizeof why) != 0)
+        return fail(ld, ld->lineno, "%s", why);
+    return 0;
+}
+
+static int attach_grants(struct load *ld)
+{
+    char why[sizeof ld->msg];
+    int line;
+
+    if (config_grant_attach(&ld->grants, &ld->cfg->keys, &line, why, sizeof why) != 0)
+        return fail(ld, line, "%s", why);
+    return 0;
+}
+
 /* Checks a "[name]" header line before inih sees it; inih would accept any name. */
 static int check_section_line(struct load *ld, const char *p)
 {
@@ -198,11 +231,15 @@ static int check_section_line(struct load *ld, const char *p)
         return 0;   /* inih reports it as a syntax error */
     ld->key_in_section = false;
     ld->decl = NULL;
+    ld->grants.open = false;
+    if (config_grant_is_section(p + 1, (size_t)(close - p - 1)))
+        return begin_grant(ld, p + 1, (size_t)(close - p - 1));
     if (is_queue_section(p + 1, (size_t)(close - p - 1)))
         return add_queue_decl(ld, p + 1 + strlen(QUEUE_SECTION), (size_t)(close - p - 1)
                                   - strlen(QUEUE_SECTION));
     if (!config_table_section_known(p + 1, (size_t)(close - p - 1)))
-        return fail(ld, ld->lineno, "unknown section [%.*s] (known: %s, queue.<NAME>)",
+        return fail(ld, ld->lineno, "unknown section [%.*s] (known: %s, queue.<NAME>, "
+                    "grant.<ACCESS_KEY_ID>)",
                     (int)(close - p - 1), p + 1, CONFIG_KNOWN_SECTIONS);
     return 0;
 }
@@ -328,6 +365,8 @@ static int apply(struct load *ld, const char *section, const char *name, const c
                     name, CONFIG_KNOWN_SECTIONS);
     if (ld->decl != NULL)
         return apply_queue_key(ld, ld->decl, name, value);
+    if (ld->grants.open)
+        return apply_grant_key(ld, name, value);
     s = config_table_find(section, name);
     if (s == NULL) {
         config_table_keys(section, known, sizeof(known));
@@ -383,11 +422,11 @@ static int assemble_keys(struct load *ld)
     if (keys == NULL)
         return fail(ld, -1, "out of memory");
     if (ld->first_id != NULL) {
-        keys[at++] = (struct auth_key){ld->first_id, ld->first_secret};
+        keys[at++] = (struct auth_key){ld->first_id, ld->first_secret, NULL};
         ld->first_id = ld->first_secret = NULL;
     }
     for (size_t i = 0; i < ld->n_extra; i++)
-        keys[at++] = (struct auth_key){ld->extra[i].id, ld->extra[i].secret};
+        keys[at++] = (struct auth_key){ld->extra[i].id, ld->extra[i].secret, NULL};
     ld->n_extra = 0;   /* ownership moved */
     ld->cfg->keys.keys = keys;
     ld->cfg->keys.n = n;
@@ -410,6 +449,7 @@ static void load_free(struct load *ld)
         free_secret(ld->extra[i].secret);
     }
     free(ld->extra);
+    config_grant_decls_free(&ld->grants);
     free(ld->first_id);
     free_secret(ld->first_secret);
     if (ld->buf != NULL)
@@ -549,7 +589,7 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
         goto out;
     }
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) != 0
-        || assemble_keys(&ld) != 0 || check_queue_decls(&ld) != 0
+        || assemble_keys(&ld) != 0 || attach_grants(&ld) != 0 || check_queue_decls(&ld) != 0
         || check_listeners(&ld) != 0 || check_admin_exposure(&ld) != 0
         || check_tls(&ld) != 0) {
         if (ld.err_line > 0)
@@ -590,6 +630,8 @@ void config_free(struct smq_config *cfg)
     for (size_t i = 0; i < cfg->keys.n; i++) {
         free(cfg->keys.keys[i].id);
         free_secret(cfg->keys.keys[i].secret);
+        grant_set_free(cfg->keys.keys[i].grants);
+        free(cfg->keys.keys[i].grants);
     }
     free(cfg->keys.keys);
     cfg->keys.keys = NULL;

@@ -1,7 +1,8 @@
 /*
  * config_print.c — owns `smqd -t`'s printing of the effective settings
  * (config.h): a valid configuration file, each key under a comment that
- * says what it does, its range and its default; secrets masked.
+ * says what it does, its range and its default; secrets masked; each
+ * key's grants.
  */
 #include "smqd/config_table.h"
 
@@ -104,6 +105,7 @@ void config_print(const struct smq_config *cfg, FILE *out)
         else
             print_field(cfg, s, out);
     }
+    config_grant_print(&cfg->keys, out);
     for (size_t i = 0; i < cfg->n_queues; i++) {
         const struct smq_queue_decl *d = &cfg->queues[i];
         fprintf(out, "\n[queue.%s]\n", d->name);

@@ -10,12 +10,18 @@
  * relaxed add per field is still far below the cost of the request itself.
  * A per-thread shard would remove even that, but needs thread identity that
  * libmicrohttpd does not give us without a global.
+ *
+ * Denied requests are counted by access key id as well, in a small table
+ * under a lock: key ids are strings that a reload can change, and a denial
+ * is rare next to a request.  Ids past the table's size share one row.
  */
 #include "smqd/metrics.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "smqd/errors.h"
 
@@ -72,11 +78,29 @@ static const struct histogram_shape request_shape = {bound_us, bound_le, N_BOUND
 static const struct histogram_shape flush_shape = {flush_bound_us, flush_bound_le,
                                                    N_FLUSH_BOUNDS};
 
+/* Distinct (access key id, action) rows; more share DENIED_OTHER_KEY's. */
+#define DENIED_ROWS 256
+#define DENIED_KEY_MAX 128                 /* config.h's SMQ_KEY_ID_MAX */
+#define DENIED_OTHER_KEY "(other)"
+
+struct denied_row {
+    char key[DENIED_KEY_MAX + 1];
+    enum mns_action action;
+    uint64_t n;
+};
+
+struct denied_table {
+    pthread_mutex_t lock;
+    struct denied_row rows[DENIED_ROWS];
+    size_t n;                              /* rows[n - 1] may be the shared row */
+};
+
 struct smq_metrics {
     struct action_stats actions[MNS__ACTION_COUNT];
     struct flush_stats flushes;
     uint64_t throttled[SMQ_LIMIT__COUNT];
     int64_t in_flight;
+    struct denied_table denied;
 };
 
 /* ---- updates (request path) --------------------------------------------------- */
@@ -111,13 +135,21 @@ struct smq_metrics *metrics_new(void)
      * sizeof already is, because the first member is aligned to 64. */
     struct smq_metrics *m = aligned_alloc(64, sizeof *m);
 
-    if (m != NULL)
-        *m = (struct smq_metrics){0};
+    if (m == NULL)
+        return NULL;
+    *m = (struct smq_metrics){0};
+    if (pthread_mutex_init(&m->denied.lock, NULL) != 0) {
+        free(m);
+        return NULL;
+    }
     return m;
 }
 
 void metrics_free(struct smq_metrics *m)
 {
+    if (m == NULL)
+        return;
+    pthread_mutex_destroy(&m->denied.lock);
     free(m);
 }
 
@@ -147,6 +179,41 @@ void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope)
 {
     if (m != NULL && scope > SMQ_LIMIT_NONE && scope < SMQ_LIMIT__COUNT)
         add(&m->throttled[scope], 1);
+}
+
+/* The row of (key, a), made if there is room; the last row is kept for
+ * every (key, a) that finds none. */
+static struct denied_row *denied_row(struct denied_table *t, const char *key, enum mns_action a)
+{
+    struct denied_row *r;
+
+    if (strlen(key) > DENIED_KEY_MAX)
+        key = DENIED_OTHER_KEY;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->rows[i].action == a && strcmp(t->rows[i].key, key) == 0)
+            return &t->rows[i];
+    if (t->n == DENIED_ROWS - 1) {
+        key = DENIED_OTHER_KEY;
+        a = MNS_UNKNOWN;
+    }
+    if (t->n == DENIED_ROWS)
+        return &t->rows[DENIED_ROWS - 1];
+    r = &t->rows[t->n++];
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->action = a;
+    r->n = 0;
+    return r;
+}
+
+void metrics_access_denied(struct smq_metrics *m, const char *access_key_id, enum mns_action a)
+{
+    if (m == NULL || access_key_id == NULL)
+        return;
+    if ((int)a < 0 || a >= MNS__ACTION_COUNT)
+        a = MNS_UNKNOWN;
+    pthread_mutex_lock(&m->denied.lock);
+    denied_row(&m->denied, access_key_id, a)->n++;
+    pthread_mutex_unlock(&m->denied.lock);
 }
 
 void metrics_wal_flush(struct smq_metrics *m, uint64_t duration_us, bool failed)
@@ -273,11 +340,28 @@ static void render_flushes(struct smq_metrics *m, struct smq_buf *out)
                load(&m->flushes.failures));
 }
 
+/* Always present (maybe without rows), so an alert on it has a series to
+ * start from. */
+static void render_denied(struct smq_metrics *m, struct smq_buf *out)
+{
+    buf_puts(out, "# HELP smqd_access_denied_total Requests refused with AccessDenied because "
+                  "the access key has no grant for them, by access key id and action.\n"
+                  "# TYPE smqd_access_denied_total counter\n");
+    pthread_mutex_lock(&m->denied.lock);
+    for (size_t i = 0; i < m->denied.n; i++) {
+        const struct denied_row *r = &m->denied.rows[i];
+        buf_printf(out, "smqd_access_denied_total{access_key_id=\"%s\",action=\"%s\"} %" PRIu64
+                   "\n", r->key, mns_action_name(r->action), r->n);
+    }
+    pthread_mutex_unlock(&m->denied.lock);
+}
+
 int metrics_render(struct smq_metrics *m, struct smq_buf *out)
 {
     render_requests(m, out);
     render_durations(m, out);
     render_gauge_and_throttled(m, out);
+    render_denied(m, out);
     render_flushes(m, out);
     return buf_failed(out) ? SMQ_E_NOMEM : 0;
 }

@@ -1,11 +1,13 @@
 /*
  * mns.c — owns the MNS vocabulary's few behaviours (mns.h): action names
- * and a queue's default attributes, overlay and comparison.
+ * and classes, and a queue's default attributes, overlay and comparison.
  */
 #include "smqd/mns.h"
 
 #include <stdio.h>
 #include <string.h>
+
+#include "smqd/grant.h"
 
 static const char *const action_names[MNS__ACTION_COUNT] = {
     [MNS_UNKNOWN] = "-",
@@ -24,6 +26,30 @@ static const char *const action_names[MNS__ACTION_COUNT] = {
     [MNS_BATCH_DELETE_MESSAGE] = "BatchDeleteMessage",
     [MNS_CHANGE_MESSAGE_VISIBILITY] = "ChangeMessageVisibility",
 };
+
+/* docs/protocol.md §3.7 has this table for people. */
+static const unsigned action_classes[MNS__ACTION_COUNT] = {
+    [MNS_UNKNOWN] = 0,
+    [MNS_CREATE_QUEUE] = GRANT_MANAGE,
+    [MNS_SET_QUEUE_ATTRIBUTES] = GRANT_MANAGE,
+    [MNS_GET_QUEUE_ATTRIBUTES] = GRANT_LIST,
+    [MNS_DELETE_QUEUE] = GRANT_MANAGE,
+    [MNS_LIST_QUEUE] = GRANT_LIST,
+    [MNS_SEND_MESSAGE] = GRANT_SEND,
+    [MNS_BATCH_SEND_MESSAGE] = GRANT_SEND,
+    [MNS_RECEIVE_MESSAGE] = GRANT_RECEIVE,
+    [MNS_BATCH_RECEIVE_MESSAGE] = GRANT_RECEIVE,
+    [MNS_PEEK_MESSAGE] = GRANT_RECEIVE,
+    [MNS_BATCH_PEEK_MESSAGE] = GRANT_RECEIVE,
+    [MNS_DELETE_MESSAGE] = GRANT_RECEIVE,
+    [MNS_BATCH_DELETE_MESSAGE] = GRANT_RECEIVE,
+    [MNS_CHANGE_MESSAGE_VISIBILITY] = GRANT_RECEIVE,
+};
+
+unsigned mns_action_class(enum mns_action a)
+{
+    return (a > MNS_UNKNOWN && a < MNS__ACTION_COUNT) ? action_classes[a] : 0;
+}
 
 const char *mns_action_name(enum mns_action a)
 {

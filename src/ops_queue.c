@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/grant.h"
 #include "smqd/msgs.h"
 
 static void queue_rec(const struct smq_queue *q, struct store_queue_rec *r)
@@ -174,12 +175,14 @@ int ops_queue_list(struct smq_engine *e, struct smq_op *op)
     l->queues = calloc(limit, sizeof *l->queues);
     if (l->queues == NULL)
         return SMQ_E_NOMEM;
-    for (; i < e->queues.n && l->n_queues < limit; i++) {
-        if (!has_prefix(e->queues.items[i]->name, l->prefix))
+    for (; i < e->queues.n && has_prefix(e->queues.items[i]->name, l->prefix); i++) {
+        if (!grant_allows(l->visible, e->queues.items[i]->name, GRANT_LIST))
+            continue;
+        if (l->n_queues == limit) {
+            snprintf(l->next_marker, sizeof l->next_marker, "%s", e->queues.items[i]->name);
             break;
+        }
         queue_info(e->queues.items[i], &l->queues[l->n_queues++]);
     }
-    if (i < e->queues.n && has_prefix(e->queues.items[i]->name, l->prefix))
-        snprintf(l->next_marker, sizeof l->next_marker, "%s", e->queues.items[i]->name);
     return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "smqd/buf.h"
 #include "smqd/errors.h"
+#include "smqd/grant.h"
 #include "smqd/http_header.h"
 
 #define AUTH_MNS_VERSION "2015-06-06"
@@ -32,6 +33,7 @@ struct auth_request {
 struct auth_key {
     char *id;
     char *secret;
+    struct grant_set *grants;   /* what the key may do; NULL = everything (grant.h) */
 };
 
 /* The access keys smqd accepts (owned by the config). */

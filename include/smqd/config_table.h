@@ -1,16 +1,19 @@
 /*
- * config_table.h — the configuration module's insides, shared by its three
+ * config_table.h — the configuration module's insides, shared by its four
  * files: the table of settings and the rules of each value
- * (config_table.c), the loader (config.c) and the printer
- * (config_print.c).  Nothing outside the module includes this.
+ * (config_table.c), the loader (config.c), the [grant.KEY] sections
+ * (config_grant.c) and the printer (config_print.c).  Nothing outside the
+ * module includes this.
  */
 #ifndef SMQD_CONFIG_TABLE_H
 #define SMQD_CONFIG_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "smqd/config.h"
+#include "smqd/grant.h"
 
 #define CONFIG_KNOWN_SECTIONS "server, storage, auth, limits, log, admin"
 #define CONFIG_MAX_SETTINGS 64
@@ -60,5 +63,40 @@ const struct setting *config_table_find(const char *section, const char *name);
 void config_table_keys(const char *section, char *buf, size_t size);
 /* The index of the one row of this type (the [auth] and listener rows). */
 size_t config_table_row(enum opt_type type);
+
+
+/* ---- [grant.KEY] sections (config_grant.c) ------------------------------------- */
+
+/* One [grant.NAME] section as read: NAME is a key id, or one with ".N". */
+struct grant_decl {
+    char id[SMQ_KEY_ID_MAX + 12];
+    int line, queues_line, actions_line;     /* where each was set; 0 = not */
+    struct grant grant;
+};
+
+struct grant_decls {
+    struct grant_decl *v;                    /* malloc'd, in file order */
+    size_t n;
+    bool open;                               /* the last [section] is v[n - 1] */
+};
+
+/* Whether the header "[name]" (len bytes, no brackets) is a grant's. */
+bool config_grant_is_section(const char *name, size_t len);
+/* Each function below: 0, or SMQ_E_INVALID_ARGUMENT with the sentence for
+ * the configuration's error message in why.  A new [grant.X] header. */
+int config_grant_begin(struct grant_decls *ds, const char *name, size_t len, int line,
+                       char *why, size_t why_size);
+/* key = value in the open grant section. */
+int config_grant_apply(struct grant_decls *ds, const char *key, const char *value, int line,
+                       char *why, size_t why_size);
+/* After the key ring is assembled: every section complete and naming one
+ * of ring's keys, whose grant set gets the section's grant (moved).  *line
+ * is the offending section's line. */
+int config_grant_attach(struct grant_decls *ds, struct auth_keyring *ring, int *line,
+                        char *why, size_t why_size);
+void config_grant_decls_free(struct grant_decls *ds);
+/* Each key's grants as [grant.*] sections, or a comment for a key without
+ * any that it may do everything. */
+void config_grant_print(const struct auth_keyring *ring, FILE *out);
 
 #endif

@@ -7,6 +7,7 @@
  *   smqd_http_request_duration_seconds{action}       histogram (le 0.0005 … 30)
  *   smqd_http_requests_in_flight                     gauge
  *   smqd_throttled_requests_total{scope}             counter (scope="queue"|"access_key")
+ *   smqd_access_denied_total{access_key_id,action}   counter (AccessDenied by a grant)
  *   smqd_wal_flush_duration_seconds                  histogram (le 0.0001 … 1), and
  *   smqd_wal_flush_failures_total                    counter, both once a flush happened
  *
@@ -54,6 +55,8 @@ void metrics_request_done(struct smq_metrics *m, enum mns_action a, int status,
                           uint64_t duration_us);
 /* A request was refused with QpsLimitExceeded by the limit of scope. */
 void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope);
+/* A request of access_key_id was refused with AccessDenied (grant.h). */
+void metrics_access_denied(struct smq_metrics *m, const char *access_key_id, enum mns_action a);
 /* The syncer flushed the WAL (syncer.h): how long it took, and whether it failed. */
 void metrics_wal_flush(struct smq_metrics *m, uint64_t duration_us, bool failed);
 

@@ -54,6 +54,10 @@ enum mns_action {
  * "-" for MNS_UNKNOWN and anything out of range). */
 const char *mns_action_name(enum mns_action a);
 
+/* The one action class (grant.h GRANT_*) an action belongs to, which a key
+ * needs on the queue it names; 0 for MNS_UNKNOWN and anything out of range. */
+unsigned mns_action_class(enum mns_action a);
+
 /*
  * Dead-letter policy (an smqd extension, docs/protocol.md §11).  A message
  * received max_receive times that would be delivered once more is moved

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "smqd/errors.h"
+#include "smqd/grant.h"
 #include "smqd/mns.h"
 #include "smqd/twheel.h"
 
@@ -116,6 +117,10 @@ struct smq_op_list {                         /* LIST_QUEUES */
     struct smq_queue_info *queues;           /* out: malloc'd array */
     size_t n_queues;
     char next_marker[SMQ_QUEUE_NAME_MAX + 1];  /* out: "" when no more */
+    /* Only the queues these grants give "list" on are shown (and counted
+     * for ret_number and next_marker); NULL = every queue.  Borrowed from
+     * the key ring, which outlives every request (auth.h). */
+    const struct grant_set *visible;
 };
 
 struct smq_op_send {                         /* SEND */

@@ -13,7 +13,7 @@
 #include "smqd/xml.h"
 
 static char ak[] = FUZZ_AK, sk[] = FUZZ_SK, ak2[] = FUZZ_AK2, sk2[] = FUZZ_SK2;
-static struct auth_key keys[] = {{ak, sk}, {ak2, sk2}};
+static struct auth_key keys[] = {{ak, sk, NULL}, {ak2, sk2, NULL}};
 static struct auth_keyring ring = {keys, sizeof keys / sizeof keys[0]};
 
 struct auth_keyring *fuzz_keyring(void)

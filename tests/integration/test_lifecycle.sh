@@ -306,7 +306,7 @@ t_body_abandoned() {
     sleep 0.3                   # let the server read the headers and the first bytes
     exec 3>&-
     wait_for "the abandoned request is logged with an id" 3000 \
-        grep -Eq 'request id=[0-9A-F]{24} action=- queue=- status=0' "$SMQD_LOG"
+        grep -Eq 'request id=[0-9A-F]{24} access_key=- action=- queue=- status=0' "$SMQD_LOG"
     smqd_stop
 }
 

@@ -41,7 +41,7 @@
 #define CN_MD5 "9D75198CAA17528AB23790C1861987AF"
 
 static char ak[] = AK, sk[] = SK;
-static struct auth_key keys[] = {{ak, sk}};
+static struct auth_key keys[] = {{ak, sk, NULL}};
 static struct auth_keyring ring = {keys, 1};
 static struct auth_keyring_slot ring_slot;
 static struct handle_keys hkeys;

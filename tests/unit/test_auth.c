@@ -45,7 +45,7 @@ static const char BN2[] =
 
 static char ak1[] = AK, sk1[] = SK;
 static char ak2[] = "docsAccessKeyId", sk2[] = "TestAccessSecret";
-static struct auth_key keys[] = {{ak1, sk1}, {ak2, sk2}};
+static struct auth_key keys[] = {{ak1, sk1, NULL}, {ak2, sk2, NULL}};
 static const struct auth_keyring ring = {keys, 2};
 
 #define MAX_HDRS 12

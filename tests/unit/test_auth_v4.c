@@ -36,7 +36,7 @@
 
 static char ak1[] = AK, sk1[] = SK;
 static char ak2[] = "otherKeyId", sk2[] = "otherSecret";
-static struct auth_key keys[] = {{ak1, sk1}, {ak2, sk2}};
+static struct auth_key keys[] = {{ak1, sk1, NULL}, {ak2, sk2, NULL}};
 static const struct auth_keyring ring = {keys, 2};
 
 #define MAX_HDRS 16

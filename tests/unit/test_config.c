@@ -418,7 +418,8 @@ static void test_config_unknown_key_and_section(void **state)
          "[server] unknown key \"port\" (known: listen, threads, tls_cert_file, tls_key_file, "
          "url_scheme)"},
         {"[server]\nthreads = 2\n\n[store]\npath = x\n", 4,
-         "unknown section [store] (known: server, storage, auth, limits, log, admin, queue.<NAME>)"},
+         "unknown section [store] (known: server, storage, auth, limits, log, admin, queue.<NAME>, "
+         "grant.<ACCESS_KEY_ID>)"},
         /* A header with nothing under it is still checked. */
         {"[bogus]\n", 1, "unknown section [bogus]"},
         {"threads = 2\n", 1, "key \"threads\" is outside any [section]"},
@@ -838,6 +839,108 @@ static void test_config_queue_section_errors(void **state)
     assert_null(f->cfg.queues);
 }
 
+#define GRANT_KEYS AUTH_OK "key.team-a = s3cret-a\nkey.team-a.2 = s3cret-a2\nkey.team-b = s3cret-b\n"
+
+static const struct auth_key *key_named(const struct smq_config *cfg, const char *id)
+{
+    for (size_t i = 0; i < cfg->keys.n; i++)
+        if (strcmp(cfg->keys.keys[i].id, id) == 0)
+            return &cfg->keys.keys[i];
+    fail_msg("no key %s", id);
+    return NULL;
+}
+
+/* [grant.KEY] and [grant.KEY.N] sections: their union goes to the key; an
+ * exact key id wins over a numbered reading; a key without any keeps
+ * everything; -t prints them back as a file that loads to the same grants. */
+static void test_config_grants(void **state)
+{
+    struct fixture *f = *state;
+    const struct auth_key *a, *a2, *b;
+    char *printed;
+
+    expect_ok(f, "[grant.team-a]\nqueues = orders-*, billing\nactions = send, receive\n"
+                 "[grant.team-a.5]\nqueues = *\nactions = list\n"
+                 "[grant.team-a.2]\nqueues = x\nactions = manage\n" GRANT_KEYS);
+    a = key_named(&f->cfg, "team-a");
+    a2 = key_named(&f->cfg, "team-a.2");
+    b = key_named(&f->cfg, "team-b");
+    assert_non_null(a->grants);
+    assert_int_equal(a->grants->n, 2);
+    assert_true(grant_allows(a->grants, "orders-eu", GRANT_SEND));
+    assert_true(grant_allows(a->grants, "billing", GRANT_RECEIVE));
+    assert_false(grant_allows(a->grants, "billing", GRANT_MANAGE));
+    assert_true(grant_allows(a->grants, "anything", GRANT_LIST));
+    assert_false(grant_allows(a->grants, "x", GRANT_MANAGE));     /* team-a.2's, not team-a's */
+    assert_non_null(a2->grants);
+    assert_true(grant_allows(a2->grants, "x", GRANT_MANAGE));
+    assert_false(grant_allows(a2->grants, "orders-eu", GRANT_SEND));
+    assert_null(b->grants);
+    assert_null(key_named(&f->cfg, "id1")->grants);
+    printed = print_to_string(&f->cfg);
+    assert_non_null(strstr(printed, "\n[grant.team-a]\n"));
+    assert_non_null(strstr(printed, "\nqueues = orders-*, billing\nactions = send, receive\n"));
+    /* team-a's second grant cannot be printed as [grant.team-a.2]: that is
+     * another key's. */
+    assert_non_null(strstr(printed, "\n[grant.team-a.3]\n"));
+    assert_non_null(strstr(printed, "\n[grant.team-a.2]\n"));
+    assert_non_null(strstr(printed, "# team-b: every action on every queue"));
+    assert_null(strstr(printed, "s3cret"));
+    /* What -t prints loads back to the same rights (secrets aside). */
+    for (char *m; (m = strstr(printed, SMQ_CONFIG_SECRET_MASK)) != NULL;)
+        memcpy(m, "xxxxxxxxxxxxxxxxxxxxxxxxxxxx", strlen(SMQ_CONFIG_SECRET_MASK));
+    expect_ok(f, printed);
+    free(printed);
+    a = key_named(&f->cfg, "team-a");
+    assert_int_equal(a->grants->n, 2);
+    assert_true(grant_allows(a->grants, "orders-x", GRANT_RECEIVE));
+    assert_true(grant_allows(a->grants, "zzz", GRANT_LIST));
+    assert_false(grant_allows(a->grants, "zzz", GRANT_SEND));
+    assert_true(grant_allows(key_named(&f->cfg, "team-a.2")->grants, "x", GRANT_MANAGE));
+    assert_null(key_named(&f->cfg, "team-b")->grants);
+    /* The default key is named by its access_key_id. */
+    expect_ok(f, AUTH_OK "[grant.id1]\nqueues = a\nactions = send\n");
+    assert_true(grant_allows(key_named(&f->cfg, "id1")->grants, "a", GRANT_SEND));
+    assert_false(grant_allows(key_named(&f->cfg, "id1")->grants, "b", GRANT_SEND));
+}
+
+static void test_config_grant_errors(void **state)
+{
+    static const struct bad_case cases[] = {
+        {AUTH_OK "[grant.nobody]\nqueues = a\nactions = send\n", 4,
+         "[grant.nobody]: no access key \"nobody\" in [auth]"},
+        /* ".N" is taken off only when the rest is a key id. */
+        {AUTH_OK "[grant.id2.2]\nqueues = a\nactions = send\n", 4, "no access key \"id2.2\""},
+        {AUTH_OK "[grant.id1.x]\nqueues = a\nactions = send\n", 4, "no access key \"id1.x\""},
+        {AUTH_OK "[grant.id1.]\nqueues = a\nactions = send\n", 4, "no access key \"id1.\""},
+        /* Key ids are case-sensitive, like the signature's. */
+        {AUTH_OK "[grant.ID1]\nqueues = a\nactions = send\n", 4, "no access key \"ID1\""},
+        {AUTH_OK "[grant.id1]\nqueues = a\nactions = send, fly\n", 6,
+         "[grant.id1] actions: unknown action \"fly\" (known: manage, send, receive, list)"},
+        {AUTH_OK "[grant.id1]\nqueues = a\nactions = Send\n", 6, "unknown action \"Send\""},
+        {AUTH_OK "[grant.id1]\nqueues = a\nactions =\n", 6, "[grant.id1] actions: an empty action"},
+        {AUTH_OK "[grant.id1]\nqueues = a\n", 4, "[grant.id1]: actions is missing"},
+        {AUTH_OK "[grant.id1]\nactions = list\n", 4, "[grant.id1]: queues is missing"},
+        {AUTH_OK "[grant.id1]\n", 4, "[grant.id1]: queues is missing"},
+        {AUTH_OK "[grant.id1]\nqueues = a\nactions = send\n[grant.id1]\n", 7,
+         "[grant.id1]: duplicate section (first on line 4)"},
+        {AUTH_OK "[grant.id1]\nqueues = a\nqueues = b\n", 6,
+         "[grant.id1] queues: duplicate key (first set on line 5)"},
+        {AUTH_OK "[grant.id1]\nqueues = a\nactions = send\ncolour = red\n", 7,
+         "[grant.id1] unknown key \"colour\" (known: queues, actions)"},
+        {AUTH_OK "[grant.id1]\nqueues = a*b\n", 5, "\"a*b\": a '*' may only end a pattern"},
+        {AUTH_OK "[grant.id1]\nqueues = **\n", 5, "a '*' may only end a pattern"},
+        {AUTH_OK "[grant.id1]\nqueues = a,,b\n", 5, "an empty queue pattern"},
+        {AUTH_OK "[grant.id1]\nqueues = a_b\n", 5, "\"a_b\": "},
+        {AUTH_OK "[grant.id1]\nqueues = -a*\n", 5, "\"-a*\": "},
+        {AUTH_OK "[grant.]\n", 4, "[grant.]: a grant section is [grant.<ACCESS_KEY_ID>]"},
+        {AUTH_OK "[grant.a b]\n", 4, "[grant.a b]: invalid character in access key id"},
+        {AUTH_OK "[grants]\n", 4, "unknown section [grants]"},
+    };
+
+    run_bad_cases(*state, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -873,6 +976,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_error_truncation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_queue_sections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_queue_section_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_grants, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_grant_errors, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -212,8 +212,9 @@ static void append_csv(char *dst, size_t size, const char *item)
 
 /* Lists with prefix/marker/ret_number; returns the number listed and copies
  * the names (joined by ',') into names. */
-static size_t list_page(struct fx *f, const char *prefix, const char *marker, int ret_number,
-                        char *names, size_t names_size, char *next_marker)
+static size_t list_page_as(struct fx *f, const struct grant_set *visible, const char *prefix,
+                           const char *marker, int ret_number, char *names, size_t names_size,
+                           char *next_marker)
 {
     struct smq_op op;
     size_t n;
@@ -222,6 +223,7 @@ static size_t list_page(struct fx *f, const char *prefix, const char *marker, in
     snprintf(op.list.prefix, sizeof op.list.prefix, "%s", prefix);
     snprintf(op.list.marker, sizeof op.list.marker, "%s", marker);
     op.list.ret_number = ret_number;
+    op.list.visible = visible;
     assert_int_equal(fx_run_one(f, &op), 0);
     names[0] = '\0';
     for (size_t i = 0; i < op.list.n_queues; i++)
@@ -230,6 +232,12 @@ static size_t list_page(struct fx *f, const char *prefix, const char *marker, in
     n = op.list.n_queues;
     op_release(&op);
     return n;
+}
+
+static size_t list_page(struct fx *f, const char *prefix, const char *marker, int ret_number,
+                        char *names, size_t names_size, char *next_marker)
+{
+    return list_page_as(f, NULL, prefix, marker, ret_number, names, names_size, next_marker);
 }
 
 /* The entry ListQueue gives for "a2": its attributes and counters (one
@@ -247,6 +255,46 @@ static void check_listed_a2(struct fx *f)
     assert_int_equal(op.list.queues[0].attrs.visibility_s, 30);
     assert_int_equal(op.list.queues[0].create_s, FX_EPOCH0_S);
     op_release(&op);
+}
+
+/* A key's grants: only the queues it may list are shown, counted and
+ * offered as next_marker, so paging never reveals another team's name. */
+static void test_engine_queues_list_visible(void **state)
+{
+    struct fx *f = *state;
+    static const char *const created[] = {"a1", "b1", "a2", "b2", "b3", "a3", "c"};
+    struct grant_set set = {NULL, 0};
+    struct grant g = {NULL, 0, GRANT_LIST};
+    char names[512], next[SMQ_QUEUE_NAME_MAX + 1], why[128];
+
+    for (size_t i = 0; i < sizeof created / sizeof created[0]; i++)
+        assert_int_equal(fx_create_queue(f, created[i], NULL, 0, NULL), 0);
+    assert_int_equal(grant_parse_queues("a*, c", &g, why, sizeof why), 0);
+    assert_int_equal(grant_set_add(&set, &g), 0);
+    /* A grant of another class on b* does not make b* visible. */
+    assert_int_equal(grant_parse_queues("b*", &g, why, sizeof why), 0);
+    g.classes = GRANT_SEND;
+    assert_int_equal(grant_set_add(&set, &g), 0);
+
+    assert_int_equal(list_page_as(f, &set, "", "", 1000, names, sizeof names, next), 4);
+    assert_string_equal(names, "a1,a2,a3,c");
+    assert_string_equal(next, "");
+    /* Two per page: the marker skips the hidden b1..b3. */
+    assert_int_equal(list_page_as(f, &set, "", "", 2, names, sizeof names, next), 2);
+    assert_string_equal(names, "a1,a2");
+    assert_string_equal(next, "a3");
+    assert_int_equal(list_page_as(f, &set, "", next, 2, names, sizeof names, next), 2);
+    assert_string_equal(names, "a3,c");
+    assert_string_equal(next, "");
+    assert_int_equal(list_page_as(f, &set, "a2", "", 1, names, sizeof names, next), 1);
+    assert_string_equal(names, "a2");
+    assert_string_equal(next, "");
+    assert_int_equal(list_page_as(f, &set, "b", "", 10, names, sizeof names, next), 0);
+    assert_string_equal(next, "");
+    /* A page that ends just before hidden names only has no next_marker. */
+    assert_int_equal(list_page_as(f, &set, "a", "", 3, names, sizeof names, next), 3);
+    assert_string_equal(next, "");
+    grant_set_free(&set);
 }
 
 static void test_engine_queues_list_paging(void **state)
@@ -310,6 +358,7 @@ int main(void)
         T(test_engine_queues_get_attributes),
         T(test_engine_queues_set_partial_update),
         T(test_engine_queues_delete),
+        T(test_engine_queues_list_visible),
         T(test_engine_queues_list_paging),
 #undef T
     };

@@ -32,6 +32,10 @@
     "# HELP smqd_throttled_requests_total Requests refused with QpsLimitExceeded, by the " \
     "limit that refused them.\n" \
     "# TYPE smqd_throttled_requests_total counter\n"
+#define HELP_DENIED \
+    "# HELP smqd_access_denied_total Requests refused with AccessDenied because the access " \
+    "key has no grant for them, by access key id and action.\n" \
+    "# TYPE smqd_access_denied_total counter\n"
 
 /* The 16 _bucket rows of one action: the cumulative counts for le 0.0005 … 30, then +Inf. */
 #define BUCKETS(action, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, inf) \
@@ -73,7 +77,8 @@ static void test_metrics_empty(void **state)
                    "smqd_http_requests_in_flight 0\n"
                    HELP_THROTTLED
                    "smqd_throttled_requests_total{scope=\"queue\"} 0\n"
-                   "smqd_throttled_requests_total{scope=\"access_key\"} 0\n");
+                   "smqd_throttled_requests_total{scope=\"access_key\"} 0\n"
+                   HELP_DENIED);
     metrics_free(m);
 }
 
@@ -113,7 +118,8 @@ static void test_metrics_known_requests(void **state)
         "smqd_http_requests_in_flight 1\n"
         HELP_THROTTLED
         "smqd_throttled_requests_total{scope=\"queue\"} 2\n"
-        "smqd_throttled_requests_total{scope=\"access_key\"} 0\n");
+        "smqd_throttled_requests_total{scope=\"access_key\"} 0\n"
+        HELP_DENIED);
     metrics_free(m);
 }
 
@@ -148,7 +154,47 @@ static void test_metrics_null_is_ignored(void **state)
     metrics_request_started(NULL);
     metrics_request_done(NULL, MNS_SEND_MESSAGE, 201, 1);
     metrics_throttled(NULL, SMQ_LIMIT_QUEUE);
+    metrics_access_denied(NULL, "team-a", MNS_SEND_MESSAGE);
     metrics_free(NULL);
+}
+
+/* Denials: a row per (key, action) in the order first seen; a key id too
+ * long for a row, or past the table's rows, lands in the shared row. */
+static void test_metrics_access_denied(void **state)
+{
+    struct smq_metrics *m = metrics_new();
+    struct smq_buf out;
+    char id[160];
+
+    (void)state;
+    metrics_access_denied(m, "team-a", MNS_RECEIVE_MESSAGE);
+    metrics_access_denied(m, "team-b", MNS_LIST_QUEUE);
+    metrics_access_denied(m, "team-a", MNS_RECEIVE_MESSAGE);
+    metrics_access_denied(m, "team-a", MNS_DELETE_QUEUE);
+    metrics_access_denied(m, NULL, MNS_DELETE_QUEUE);            /* unauthenticated: not a denial */
+    buf_init(&out);
+    assert_int_equal(metrics_render(m, &out), 0);
+    assert_non_null(strstr(out.data, HELP_DENIED
+        "smqd_access_denied_total{access_key_id=\"team-a\",action=\"ReceiveMessage\"} 2\n"
+        "smqd_access_denied_total{access_key_id=\"team-b\",action=\"ListQueue\"} 1\n"
+        "smqd_access_denied_total{access_key_id=\"team-a\",action=\"DeleteQueue\"} 1\n"));
+    buf_free(&out);
+    memset(id, 'k', sizeof id - 1);
+    id[sizeof id - 1] = '\0';
+    metrics_access_denied(m, id, MNS_SEND_MESSAGE);
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "key-%d", i);
+        metrics_access_denied(m, id, MNS_SEND_MESSAGE);
+    }
+    buf_init(&out);
+    assert_int_equal(metrics_render(m, &out), 0);
+    assert_non_null(strstr(out.data, "{access_key_id=\"(other)\",action=\"SendMessage\"} 1\n"));
+    assert_non_null(strstr(out.data, "{access_key_id=\"key-250\",action=\"SendMessage\"} 1\n"));
+    assert_null(strstr(out.data, "\"key-251\""));
+    /* Four rows were taken before key-0, so key-251 on share the last one. */
+    assert_non_null(strstr(out.data, "{access_key_id=\"(other)\",action=\"-\"} 49\n"));
+    buf_free(&out);
+    metrics_free(m);
 }
 
 #define N_THREADS 4
@@ -242,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_metrics_known_requests),
         cmocka_unit_test(test_metrics_other_status_and_bad_action),
         cmocka_unit_test(test_metrics_null_is_ignored),
+        cmocka_unit_test(test_metrics_access_denied),
         cmocka_unit_test(test_metrics_concurrent_updates_sum),
     };
 

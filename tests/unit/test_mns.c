@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "smqd/grant.h"
 #include "smqd/mns.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -110,6 +111,43 @@ static void test_mns_action_name_unknown_and_out_of_range(void **state)
 }
 
 /* ---- defaults ----------------------------------------------------------- */
+
+/* Every action is in exactly one class, the one docs/protocol.md §3.7 gives it. */
+static void test_mns_action_classes(void **state)
+{
+    static const struct {
+        enum mns_action a;
+        unsigned cls;
+    } table[] = {
+        {MNS_CREATE_QUEUE, GRANT_MANAGE},
+        {MNS_SET_QUEUE_ATTRIBUTES, GRANT_MANAGE},
+        {MNS_DELETE_QUEUE, GRANT_MANAGE},
+        {MNS_GET_QUEUE_ATTRIBUTES, GRANT_LIST},
+        {MNS_LIST_QUEUE, GRANT_LIST},
+        {MNS_SEND_MESSAGE, GRANT_SEND},
+        {MNS_BATCH_SEND_MESSAGE, GRANT_SEND},
+        {MNS_RECEIVE_MESSAGE, GRANT_RECEIVE},
+        {MNS_BATCH_RECEIVE_MESSAGE, GRANT_RECEIVE},
+        {MNS_PEEK_MESSAGE, GRANT_RECEIVE},
+        {MNS_BATCH_PEEK_MESSAGE, GRANT_RECEIVE},
+        {MNS_DELETE_MESSAGE, GRANT_RECEIVE},
+        {MNS_BATCH_DELETE_MESSAGE, GRANT_RECEIVE},
+        {MNS_CHANGE_MESSAGE_VISIBILITY, GRANT_RECEIVE},
+    };
+
+    (void)state;
+    assert_int_equal(sizeof table / sizeof table[0], MNS__ACTION_COUNT - 1);
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        assert_int_equal(mns_action_class(table[i].a), table[i].cls);
+    for (int a = MNS_UNKNOWN + 1; a < MNS__ACTION_COUNT; a++) {
+        unsigned cls = mns_action_class((enum mns_action)a);
+        assert_int_equal(__builtin_popcount(cls), 1);
+        assert_int_equal(cls & ~(unsigned)GRANT_ALL_CLASSES, 0);
+    }
+    assert_int_equal(mns_action_class(MNS_UNKNOWN), 0);
+    assert_int_equal(mns_action_class(MNS__ACTION_COUNT), 0);
+    assert_int_equal(mns_action_class((enum mns_action)-1), 0);
+}
 
 static void test_mns_default_attrs(void **state)
 {
@@ -324,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_mns_action_names),
         cmocka_unit_test(test_mns_action_names_distinct),
         cmocka_unit_test(test_mns_action_name_unknown_and_out_of_range),
+        cmocka_unit_test(test_mns_action_classes),
         cmocka_unit_test(test_mns_default_attrs),
         cmocka_unit_test(test_mns_overlay_nothing_present),
         cmocka_unit_test(test_mns_overlay_each_bit_alone),
