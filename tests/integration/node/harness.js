@@ -32,12 +32,14 @@ function smqdBin() {
   return bin;
 }
 
-function writeConfig(dir) {
+// writeConfig(dir, [authLines]) — the standard test config; authLines go at the end of
+// [auth] (more key.ID = SECRET lines), then any [grant.*] sections may be appended.
+function writeConfig(dir, authLines = []) {
   fs.writeFileSync(path.join(dir, 'smqd.conf'), [
     '[server]', 'listen = 127.0.0.1:0',
     '[storage]', `path = ${dir}/smqd.db`, 'sync = full',
     '[auth]', `access_key_id = ${AK}`, `access_key_secret = ${SK}`,
-    'key.secondKey = secondSecret',
+    'key.secondKey = secondSecret', ...authLines,
     '[log]', 'level = info',
     // Port 0: the default admin port (8081) would collide between parallel test files.
     '[admin]', 'listen = 127.0.0.1:0', ''
@@ -168,4 +170,4 @@ function adminRequest(server, method, pathAndQuery) {
   });
 }
 
-module.exports = { Client, startServer, client, mnsError, md5Upper, adminRequest, AK, SK };
+module.exports = { Client, startServer, writeConfig, client, mnsError, md5Upper, adminRequest, AK, SK };
