@@ -48,7 +48,10 @@ hostile_start() {
     local dir
     new_server_dir
     dir=$NEW_DIR
-    { echo '[limits]'; printf '%s\n' "$@"; } >>"$dir/smqd.conf"
+    { echo '[limits]'; printf '%s\n' "$@"
+      printf '[auth]\nkey.team-h = %s\n' "$H_SK"
+      printf '[grant.team-h]\nqueues = hq2*\nactions = list\n'
+      printf '[grant.team-h.2]\nqueues = h-*\nactions = send\n'; } >>"$dir/smqd.conf"
     smqd_start "$dir"
 }
 
@@ -1226,6 +1229,102 @@ t_auth_v4() {
 }
 
 # ---------------------------------------------------------------------------------------
+# Grants: a scoped key (team-h, [grant.team-h] in hostile_start) against names that are
+# almost its own, encodings, a hidden marker and a batch — every request AccessDenied (or
+# filtered) before the engine, so the state stays unchanged.
+# ---------------------------------------------------------------------------------------
+
+H_SK=team-h-s3cret-value
+as_h() { MNS_AK=team-h MNS_SK=$H_SK "$@"; }
+
+t_grants() {
+    local q m
+    case_begin "grant: names that differ only in case" \
+        "team-h (grant: \`hq2*\` list; \`h-*\` send) sends to \`HQ2\`, \`Hq2\`, \`H-1\`" \
+        "403 AccessDenied each: names match byte for byte, and the grant decides before the queue is looked up"
+    for q in HQ2 Hq2 H-1; do
+        as_h req POST "/queues/$q/messages" "$(message_body x)"
+        assert_error "case: $q" 403 AccessDenied
+        obs "\`$q\`: $RESP_STATUS $(code_of)"
+    done
+    case_end
+
+    case_begin "grant: a trailing character more or less" \
+        "team-h peeks at \`hq2\` (list only) and sends to \`hq\`, \`hq2\`, \`h\` and \`h-x\`" \
+        "peek 403, \`hq\`/\`hq2\` 403 (no send there), \`h\` 403 (\`h-*\` needs the '-'), \`h-x\` 404 QueueNotExist (allowed, absent)"
+    as_h req GET '/queues/hq2/messages?peekonly=true'
+    assert_error "peek on a list-only queue" 403 AccessDenied
+    obs "peek hq2: $RESP_STATUS $(code_of)"
+    for q in hq hq2 h; do
+        as_h req POST "/queues/$q/messages" "$(message_body x)"
+        assert_error "send to $q" 403 AccessDenied
+        obs "\`$q\`: $RESP_STATUS $(code_of)"
+    done
+    as_h req POST /queues/h-x/messages "$(message_body x)"
+    assert_error "send to h-x (granted, does not exist)" 404 QueueNotExist
+    obs "\`h-x\`: $RESP_STATUS $(code_of)"
+    case_end
+
+    case_begin "grant: a prefix that is a whole name" \
+        "team-h's \`hq2*\` (list): GetQueueAttributes \`hq2\`, ListQueue" \
+        "200: \`hq2*\` covers \`hq2\` itself; ListQueue shows hq2 and never hq"
+    as_h req GET /queues/hq2
+    assert_status "attributes of hq2" 200
+    obs "GetQueueAttributes hq2: $RESP_STATUS"
+    as_h req GET /queues
+    assert_status "ListQueue" 200
+    assert_no_match "hq is not listed" '/queues/hq<' "$RESP_BODY"
+    assert_match "hq2 is" '/queues/hq2<' "$RESP_BODY"
+    obs "ListQueue: $RESP_STATUS, $(xml_count QueueURL) queue(s)"
+    case_end
+
+    case_begin "grant: a hidden queue as marker or prefix" \
+        "team-h ListQueue with \`x-mns-marker: hq\`, with \`x-mns-prefix: hq\` and \`x-mns-ret-number: 1\`" \
+        "200, only hq2, no NextMarker naming a hidden queue"
+    as_h req GET /queues -H 'x-mns-marker: hq'
+    assert_no_match "marker hq: hq not listed" '/queues/hq<' "$RESP_BODY"
+    obs "marker: $RESP_STATUS, $(xml_count QueueURL) queue(s)"
+    as_h req GET /queues -H 'x-mns-prefix: hq' -H 'x-mns-ret-number: 1'
+    assert_eq "prefix hq, one per page: hq2 and no marker" "1 " "$(xml_count QueueURL) $(xml_get NextMarker)"
+    obs "prefix: $RESP_STATUS, $(xml_count QueueURL) queue(s), NextMarker '$(xml_get NextMarker)'"
+    case_end
+
+    case_begin "grant: a denied queue name percent-encoded" \
+        "team-h sends to \`/queues/%68%71/messages\` (hq) and \`/queues/h%71/messages\`" \
+        "403 AccessDenied: the grant sees the decoded name"
+    for m in '/queues/%68%71/messages' '/queues/h%71/messages'; do
+        as_h req POST "$m" "$(message_body x)"
+        assert_error "encoded: $m" 403 AccessDenied
+        obs "\`$m\`: $RESP_STATUS $(code_of)"
+    done
+    case_end
+
+    case_begin "grant: key id in another case" \
+        "AccessKeyId \`TEAM-H\` signed with team-h's secret, and the default key's id with team-h's secret" \
+        "403 InvalidAccessKeyId / 403 SignatureDoesNotMatch: ids are exact, a scoped secret never unlocks another key"
+    MNS_AK=TEAM-H MNS_SK=$H_SK req POST /queues/hq/messages "$(message_body x)"
+    assert_error "key id in upper case" 403 InvalidAccessKeyId
+    obs "TEAM-H: $RESP_STATUS $(code_of)"
+    MNS_AK=$MNS_AK_DEFAULT MNS_SK=$H_SK req POST /queues/hq/messages "$(message_body x)"
+    assert_error "another key's id" 403 SignatureDoesNotMatch
+    obs "default id: $RESP_STATUS $(code_of)"
+    case_end
+
+    case_begin "grant: a batch of 16 to a denied queue" \
+        "team-h BatchSendMessage of 16 to \`hq\`, BatchDeleteMessage of a real handle in \`hq\`" \
+        "403 AccessDenied, nothing stored, the handle's message still Inactive"
+    m="<?xml version=\"1.0\" encoding=\"UTF-8\"?><Messages xmlns=\"$MNS_NS/\">"
+    for q in $(seq 16); do m+=$(message_xml "b$q"); done
+    as_h req POST /queues/hq/messages "$m</Messages>"
+    assert_error "batch send" 403 AccessDenied
+    obs "send: $RESP_STATUS $(code_of)"
+    as_h req DELETE /queues/hq/messages "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ReceiptHandles xmlns=\"$MNS_NS/\"><ReceiptHandle>$HANDLE</ReceiptHandle></ReceiptHandles>"
+    assert_error "batch delete" 403 AccessDenied
+    obs "delete: $RESP_STATUS $(code_of)"
+    case_end
+}
+
+# ---------------------------------------------------------------------------------------
 
 t_no_leak() {
     local passwd_line
@@ -1258,6 +1357,7 @@ if hostile_start "idle_timeout_s = $IDLE_S" "request_timeout_s = $REQUEST_S" \
     t_queue_names
     t_auth_replay
     t_auth_v4
+    t_grants
     run_test t_no_leak
     CURRENT_TEST=shutdown
     smqd_stop
