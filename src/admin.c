@@ -1,7 +1,8 @@
 /*
  * admin.c — owns the admin listener (admin.h): its HTTP handler on the
- * shared glue, the process state /ready reports, the Bearer token and the
- * refusal of browsers, and the way its requests reach the engine.  What
+ * shared glue, the process state /ready reports, the Bearer tokens (the
+ * full one and the read-only one, with what each may ask) and the refusal
+ * of browsers, and the way its requests reach the engine.  What
  * the probes answer is admin_probe.c's, the /v1 routes admin_api.c's.
  *
  * Engine calls.  A request that needs the engine puts its ops in its own
@@ -48,18 +49,21 @@
 struct smq_admin {
     struct httpd *http;
     char *expected_auth;             /* "Bearer TOKEN", or NULL = no token; under lock */
+    /* "Bearer READ_TOKEN", or NULL; under lock, and only beside expected_auth */
+    char *expected_read_auth;
     char *db_path;
     char *wal_path;                  /* under lock; NULL until the store is open */
     int (*extra_metrics)(void *arg, struct smq_buf *out);
     void *extra_arg;
     int64_t start_ms;
     int state;                       /* enum admin_state; atomic */
-    pthread_mutex_t lock;            /* guards server, keys, in_flight, expected_auth, wal_path */
+    pthread_mutex_t lock;            /* guards server, keys, in_flight, both auths, wal_path */
     pthread_cond_t idle;             /* in_flight dropped to 0 */
     struct smq_server *server;
     const struct handle_keys *keys;
     int in_flight;
     int engine_waiters;              /* atomic: requests suspended for the engine */
+    uint64_t denied;                 /* atomic: smqd_admin_denied_total */
 };
 
 enum admin_route { ROUTE_API, ROUTE_READY, ROUTE_METRICS };
@@ -213,21 +217,36 @@ static void leave_engine(struct admin_req *d)
 
 /* ---- routing --------------------------------------------------------------------------- */
 
-enum token_state { TOKEN_NONE, TOKEN_OK, TOKEN_BAD };
+/* TOKEN_READ: the read-only token, which may ask only what read_only_request allows. */
+enum token_state { TOKEN_NONE, TOKEN_OK, TOKEN_READ, TOKEN_BAD };
 
-/* The request's standing against the token, read once under the lock: a
- * SIGHUP may swap the token (admin_set_token), and both checks of a
- * request (browser_refusal, then 401) must see the same one. */
+/* got is exactly expected (never when either is NULL), in time that does not
+ * depend on where they differ. */
+static bool auth_matches(const char *got, const char *expected)
+{
+    size_t len;
+
+    if (got == NULL || expected == NULL)
+        return false;
+    len = strlen(expected);
+    return strlen(got) == len && crypto_equal(got, expected, len);
+}
+
+/* The request's standing against the tokens, read once under the lock: a
+ * SIGHUP may swap them (admin_set_tokens), and every check of a request
+ * (browser_refusal, 401, the read token's scope) must see one pair.  Both
+ * are compared whichever matches, so the time does not tell which. */
 static enum token_state token_state(struct smq_admin *a, struct httpd_req *r)
 {
     const char *got = httpd_req_header(r, "Authorization");
     enum token_state st = TOKEN_NONE;
+    bool full, read;
 
     pthread_mutex_lock(&a->lock);
     if (a->expected_auth != NULL) {
-        size_t len = strlen(a->expected_auth);
-        st = got != NULL && strlen(got) == len && crypto_equal(got, a->expected_auth, len)
-             ? TOKEN_OK : TOKEN_BAD;
+        full = auth_matches(got, a->expected_auth);
+        read = auth_matches(got, a->expected_read_auth);
+        st = full ? TOKEN_OK : read ? TOKEN_READ : TOKEN_BAD;
     }
     pthread_mutex_unlock(&a->lock);
     return st;
@@ -281,11 +300,50 @@ static const char *browser_refusal(struct httpd_req *r, enum token_state token)
     return NULL;
 }
 
+/*
+ * What the read-only token may ask (docs/admin-api.md): GET or HEAD of the
+ * probes and of the queue statistics, which show counts and settings.  Not
+ * a peek: message bodies are the queues' data, not statistics.  A list of
+ * what is allowed rather than of what is not, so that a route added to
+ * admin_api.c is refused to this token until it is named here.  path is
+ * without its query; a malformed NAME is admin_api.c's to refuse (400).
+ */
+static bool read_only_request(const char *method, const char *path)
+{
+    static const char queue[] = "/v1/queues/";
+    const char *name;
+
+    if (!is_get(method))
+        return false;
+    if (strcmp(path, "/ready") == 0 || strcmp(path, "/metrics") == 0
+        || strcmp(path, "/v1/queues") == 0)
+        return true;
+    if (strncmp(path, queue, sizeof queue - 1) != 0)
+        return false;
+    name = path + sizeof queue - 1;
+    return name[0] != '\0' && strchr(name, '/') == NULL;
+}
+
+/* 403 for a request beyond the read-only token's scope, logged (never the
+ * token) and counted, so an operator sees a scraper that was given too
+ * little or a token that is being tried on more than it may do. */
+static void deny_read_token(struct smq_admin *a, const char *method, const char *path,
+                            struct admin_reply *reply)
+{
+    __atomic_add_fetch(&a->denied, 1, __ATOMIC_RELAXED);
+    SMQ_WARN("admin: %.16s %.256s refused: the read-only token may not make this request",
+             method, path);
+    admin_reply_error(reply, 403, "Forbidden", "The read-only token may not %.16s %.256s; "
+                      "use the [admin] token.", method, path);
+}
+
 /* Who may ask, and how: false when the request may go on, else true with
- * the refusal in reply. */
-static bool refused(struct smq_admin *a, struct httpd_req *r, struct admin_reply *reply)
+ * the refusal in reply.  path is the target without its query. */
+static bool refused(struct smq_admin *a, struct httpd_req *r, const char *path,
+                    struct admin_reply *reply)
 {
     enum token_state token = token_state(a, r);
+    const char *method = httpd_req_method(r);
     const char *why = browser_refusal(r, token);
     struct smq_errinfo ei = {0, ""};
     int problem = httpd_req_problem(r, &ei);
@@ -299,6 +357,8 @@ static bool refused(struct smq_admin *a, struct httpd_req *r, struct admin_reply
     else if (token == TOKEN_BAD)
         admin_reply_error(reply, 401, "Unauthorized", "%s",
                           "Send the [admin] token as Authorization: Bearer <token>.");
+    else if (token == TOKEN_READ && !read_only_request(method, path))
+        deny_read_token(a, method, path, reply);
     else if (body_len > 0 || problem == SMQ_E_REQUEST_TOO_LARGE)
         admin_reply_error(reply, 400, "InvalidArgument", "%s", "Admin requests take no body; "
                           "parameters go in the query string.");
@@ -343,6 +403,8 @@ static void answer_probe(struct admin_req *d, const struct smq_op *stats, struct
                                       .ready = get_state(a) == ADMIN_READY,
                                       .db_bytes = file_size(a->db_path),
                                       .wal_bytes = wal_size(a),
+                                      .admin_denied = __atomic_load_n(&a->denied,
+                                                                      __ATOMIC_RELAXED),
                                       .extra = a->extra_metrics, .extra_arg = a->extra_arg};
 
     if (d->route == ROUTE_READY)
@@ -389,7 +451,7 @@ static bool dispatch(struct admin_req *d, struct admin_reply *reply)
             admin_probe_health(reply);
         else
             reply_use_get(reply);
-    } else if (refused(d->a, r, reply)) {
+    } else if (refused(d->a, r, path, reply)) {
     } else if (strcmp(path, "/ready") == 0 || strcmp(path, "/metrics") == 0) {
         if (!is_get(method))
             reply_use_get(reply);
@@ -492,25 +554,48 @@ static void free_expected_auth(char *auth)
     free(auth);
 }
 
-int admin_set_token(struct smq_admin *a, const char *token)
+/* Both expected headers, or neither (SMQ_E_NOMEM).  A read token without a
+ * full one is dropped: it narrows what a token grants, and the
+ * configuration refuses it alone anyway (docs/admin-api.md). */
+static int make_expected_auths(const char *token, const char *read_token, char **full,
+                               char **read)
 {
-    char *fresh, *old;
+    *read = NULL;
+    if (make_expected_auth(token, full) != 0)
+        return SMQ_E_NOMEM;
+    if (*full != NULL && make_expected_auth(read_token, read) != 0) {
+        free_expected_auth(*full);
+        *full = NULL;
+        return SMQ_E_NOMEM;
+    }
+    return 0;
+}
+
+int admin_set_tokens(struct smq_admin *a, const char *token, const char *read_token)
+{
+    char *full, *read, *old_full, *old_read;
 
     if (a == NULL)
         return 0;
-    if (make_expected_auth(token, &fresh) != 0)
+    if (make_expected_auths(token, read_token, &full, &read) != 0)
         return SMQ_E_NOMEM;
+    /* One swap under the lock: no request sees a new token beside an old
+     * read token. */
     pthread_mutex_lock(&a->lock);
-    old = a->expected_auth;
-    a->expected_auth = fresh;
+    old_full = a->expected_auth;
+    old_read = a->expected_read_auth;
+    a->expected_auth = full;
+    a->expected_read_auth = read;
     pthread_mutex_unlock(&a->lock);
-    free_expected_auth(old);
+    free_expected_auth(old_full);
+    free_expected_auth(old_read);
     return 0;
 }
 
 static void admin_free(struct smq_admin *a)
 {
     free_expected_auth(a->expected_auth);
+    free_expected_auth(a->expected_read_auth);
     free(a->db_path);
     free(a->wal_path);
     pthread_cond_destroy(&a->idle);
@@ -520,7 +605,8 @@ static void admin_free(struct smq_admin *a)
 
 static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
 {
-    if (make_expected_auth(opts->token, &a->expected_auth) != 0)
+    if (make_expected_auths(opts->token, opts->read_token, &a->expected_auth,
+                            &a->expected_read_auth) != 0)
         return SMQ_E_NOMEM;
     if (opts->db_path != NULL && (a->db_path = strdup(opts->db_path)) == NULL)
         return SMQ_E_NOMEM;

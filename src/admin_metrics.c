@@ -70,6 +70,8 @@ static void render_process(const struct admin_metrics_input *in, struct smq_buf 
                in->start_time_ms / 1000, in->start_time_ms % 1000);
     gauge_u64(out, "smqd_ready", "1 when /ready answers 200 (recovered, serving, not draining).",
               in->ready ? 1 : 0);
+    counter_u64(out, "smqd_admin_denied_total", "Admin requests refused with 403 because the "
+                "read-only token may not make them.", in->admin_denied);
     gauge_u64(out, "smqd_engine_up", "1 when the engine answered the statistics request "
               "of this scrape; 0 while starting, stopping or broken.", in->stats != NULL);
 }

@@ -64,6 +64,7 @@ void admin_probe_metrics(const struct admin_probe_facts *facts, const struct smq
     in.now_ms = clock_epoch_ms(clock_system());
     in.db_bytes = facts->db_bytes;
     in.wal_bytes = facts->wal_bytes;
+    in.admin_denied = facts->admin_denied;
     r->status = 200;
     r->content_type = METRICS_CT;
     buf_reset(&r->body);

@@ -540,6 +540,15 @@ static int check_admin_exposure(struct load *ld)
                 c->admin_host, strchr(c->admin_host, ':') ? "]" : "");
 }
 
+/* [admin] read_token's rule against token (config_table.c), at its line. */
+static int check_read_token(struct load *ld)
+{
+    const char *why = config_table_check_read_token(ld->cfg);
+    const struct setting *row = config_table_find("admin", "read_token");
+
+    return why == NULL ? 0 : fail(ld, ld->seen[row - config_settings], "%s", why);
+}
+
 /* A certificate without its key (or the reverse) is a half-made change. */
 static int check_tls_pair(struct load *ld, const char *section, const char *cert,
                           const char *key)
@@ -591,7 +600,7 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) != 0
         || assemble_keys(&ld) != 0 || attach_grants(&ld) != 0 || check_queue_decls(&ld) != 0
         || check_listeners(&ld) != 0 || check_admin_exposure(&ld) != 0
-        || check_tls(&ld) != 0) {
+        || check_read_token(&ld) != 0 || check_tls(&ld) != 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else

@@ -91,6 +91,9 @@ const struct setting config_settings[] = {
      "admin listener (health, readiness, metrics, smqctl); off disables it"},
     {"admin", "token", OPT_TOKEN, NULL, 0, FIELD_LEN(admin_token), NULL, FIELD(admin_token),
      "if set, every admin request but /health needs Authorization: Bearer <token>"},
+    {"admin", "read_token", OPT_TOKEN, NULL, 0, FIELD_LEN(admin_read_token), NULL,
+     FIELD(admin_read_token),
+     "if set (with token, and different), a Bearer token for /ready, /metrics and queue stats only"},
     {"admin", "tls_cert_file", OPT_PATH, "", 0, FIELD_LEN(admin_tls_cert_file), NULL,
      FIELD(admin_tls_cert_file), "PEM certificate for HTTPS on the admin listener; empty = HTTP"},
     {"admin", "tls_key_file", OPT_PATH, "", 0, FIELD_LEN(admin_tls_key_file), NULL,
@@ -382,6 +385,22 @@ void config_table_describe(const struct setting *s, char *buf, size_t size)
                  SMQ_KEY_SECRET_MAX);
         return;
     }
+}
+
+/* The read-only token only narrows what a token-protected listener grants:
+ * alone it would leave the listener open to requests without any token,
+ * and equal to token it would carry every power (docs/admin-api.md). */
+const char *config_table_check_read_token(const struct smq_config *cfg)
+{
+    if (cfg->admin_read_token[0] == '\0')
+        return NULL;
+    if (cfg->admin_token[0] == '\0')
+        return "[admin] read_token is set but token is not: the read-only token only narrows "
+               "a listener that requires token; set token too, or remove read_token";
+    if (strcmp(cfg->admin_read_token, cfg->admin_token) == 0)
+        return "[admin] read_token is the same as token: a request bearing it would have "
+               "every power; give read_token a value of its own";
+    return NULL;
 }
 
 bool config_table_section_known(const char *name, size_t len)

@@ -156,7 +156,7 @@ static void reload_tls(struct tls_creds *creds, const char *cert, const char *ke
 }
 
 /* SIGHUP: re-reads the file; a valid one replaces the access keys, the
- * log level, the admin token and the TLS certificates without touching
+ * log level, the admin tokens and the TLS certificates without touching
  * connections.  Other settings need a restart. */
 static void reload_config(const char *path, struct auth_keyring_slot *slot,
                           struct smq_admin *admin, const struct tls_parts *tls,
@@ -187,12 +187,15 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot,
     if (admin != NULL)
         reload_tls(tls->admin, fresh->admin_tls_cert_file, fresh->admin_tls_key_file, "admin");
     log_set_level(fresh->log_level);
-    if (admin_set_token(admin, fresh->admin_token) != 0)
+    if (admin_set_tokens(admin, fresh->admin_token, fresh->admin_read_token) != 0)
         token = "unchanged (out of memory)";
     else if (admin == NULL)
         token = "unused (no admin listener)";
+    else if (fresh->admin_token[0] == '\0')
+        token = "none";
     else
-        token = fresh->admin_token[0] ? "set" : "none";
+        token = fresh->admin_read_token[0] ? "set, read-only token set"
+                                           : "set, read-only token none";
     /* Written whatever the new level: an operator who lowers the level
      * still needs to see that the reload happened. */
     log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s), log level %s, admin "
@@ -516,6 +519,7 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     opts.host = cfg->admin_host;
     opts.port = cfg->admin_port;
     opts.token = cfg->admin_token;
+    opts.read_token = cfg->admin_read_token;
     opts.tls = p->tls.admin;
     opts.db_path = cfg->storage_path;
     opts.extra_metrics = render_http_metrics;
@@ -527,7 +531,9 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     SMQ_INFO("admin listener bound to %s://%s%s%s:%u%s", p->tls.admin != NULL ? "https" : "http",
              v6 ? "[" : "", cfg->admin_host,
              v6 ? "]" : "", (unsigned)admin_port(p->admin),
-             cfg->admin_token[0] ? " (token required)" : "");
+             !cfg->admin_token[0] ? ""
+             : cfg->admin_read_token[0] ? " (token required; read-only token set)"
+                                        : " (token required)");
     return EXIT_OK;
 }
 

@@ -1,7 +1,8 @@
 /*
  * admin.h — the admin listener: a second, separate HTTP listener for
  * operators (docs/admin-api.md): /health, /ready, /metrics and the /v1 JSON
- * API used by smqctl.  No MNS signatures; an optional Bearer token.
+ * API used by smqctl.  No MNS signatures; an optional Bearer token, and
+ * beside it an optional read-only one (probes and queue statistics only).
  *
  * It starts first and stops last, so that probes get answers while a big
  * database is recovered and while smqd drains.  main.c reports the process
@@ -34,6 +35,9 @@ struct admin_opts {
     const char *host;            /* IPv4/IPv6 literal or "localhost" */
     uint16_t port;               /* 0 = any free port */
     const char *token;           /* NULL or "" = no token */
+    /* NULL or "" = none; else the token of the read-only requests, ignored
+     * without token (docs/admin-api.md) */
+    const char *read_token;
     struct tls_creds *tls;       /* HTTPS with these (borrowed); NULL = plain HTTP */
     const char *db_path;         /* storage.path, for smqd_db_bytes / smqd_wal_bytes */
     /*
@@ -54,10 +58,11 @@ int admin_start(const struct admin_opts *opts, struct smq_admin **out, char *err
 /* The bound port (the real one when 0 was asked for). */
 uint16_t admin_port(const struct smq_admin *a);
 void admin_set_state(struct smq_admin *a, enum admin_state state);
-/* Replaces the Bearer token (NULL or "" = none) for the requests that
- * follow, e.g. on SIGHUP.  a may be NULL (no admin listener).  0, or
- * SMQ_E_NOMEM (the old token stays). */
-int admin_set_token(struct smq_admin *a, const char *token);
+/* Replaces both Bearer tokens (NULL or "" = none; read_token is ignored
+ * without token) at once for the requests that follow, e.g. on SIGHUP: a
+ * request sees the old pair or the new one.  a may be NULL (no admin
+ * listener).  0, or SMQ_E_NOMEM (the old tokens stay). */
+int admin_set_tokens(struct smq_admin *a, const char *token, const char *read_token);
 /* Where SQLite keeps the WAL (store_wal_path), for smqd_wal_bytes: the
  * gauge is absent until this is called.  a may be NULL. */
 void admin_set_wal_path(struct smq_admin *a, const char *wal_path);

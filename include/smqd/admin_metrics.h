@@ -22,6 +22,7 @@ struct admin_metrics_input {
     const struct smq_op *stats;          /* a finished SMQ_OP_STATS for "" */
     int64_t now_ms;                      /* epoch, for ages */
     int64_t db_bytes, wal_bytes;         /* file sizes; < 0 = unknown, not written */
+    uint64_t admin_denied;               /* smqd_admin_denied_total (admin.c counts) */
 };
 
 /* Appends every family with its # HELP and # TYPE lines to out. */

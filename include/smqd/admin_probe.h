@@ -39,6 +39,7 @@ struct admin_probe_facts {
     int64_t start_time_ms;       /* process start, epoch ms */
     bool ready;                  /* the listener's state is READY */
     int64_t db_bytes, wal_bytes; /* file sizes; < 0 = unknown */
+    uint64_t admin_denied;       /* requests refused to the read-only token */
     /* More families appended after smqd's own (the MNS listener's); 0 or
      * SMQ_E_NOMEM. */
     int (*extra)(void *arg, struct smq_buf *out);

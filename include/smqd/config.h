@@ -22,7 +22,7 @@ enum smq_url_scheme { SMQ_SCHEME_AUTO = 0, SMQ_SCHEME_HTTP = 1, SMQ_SCHEME_HTTPS
 #define SMQ_CONFIG_SECRET_MASK "********"
 /* Access key ids: 1..SMQ_KEY_ID_MAX characters of [A-Za-z0-9_.-]. */
 #define SMQ_KEY_ID_MAX 128
-/* Secrets (and the admin token): 1..SMQ_KEY_SECRET_MAX printable ASCII
+/* Secrets (and the admin tokens): 1..SMQ_KEY_SECRET_MAX printable ASCII
  * characters, no spaces.  192: the most a configuration line (at most 198
  * characters) can hold after the shortest prefix, "token=" or "key.X=", so
  * every secret that could be written before this limit was set is still
@@ -79,6 +79,9 @@ struct smq_config {
     char admin_host[256];         /* listen = HOST:PORT; default 127.0.0.1:8081 */
     uint16_t admin_port;          /* 0 = pick a free port */
     char admin_token[SMQ_KEY_SECRET_MAX + 1];   /* "" = none; else a Bearer token */
+    /* "" = none; else a Bearer token for the read-only requests only
+     * (docs/admin-api.md); set only with admin_token, and never equal to it */
+    char admin_read_token[SMQ_KEY_SECRET_MAX + 1];
     char admin_tls_cert_file[4096];   /* "" = plain HTTP */
     char admin_tls_key_file[4096];
     /* [queue.NAME] sections, in file order (malloc'd; config_free) */

@@ -28,7 +28,7 @@ enum opt_type {
     OPT_SECRET,     /* [auth] access_key_secret: collected, not a field */
     OPT_KEY_PAIR,   /* [auth] key.<ID> = <SECRET>, any number of them */
     OPT_ADMIN_LISTEN, /* [admin] listen: HOST:PORT into admin_host + admin_port, or off */
-    OPT_TOKEN       /* [admin] token: a secret kept in a char array; empty = none */
+    OPT_TOKEN       /* [admin] token, read_token: a secret kept in a char array; empty = none */
 };
 
 struct setting {
@@ -55,6 +55,9 @@ void config_table_describe(const struct setting *s, char *buf, size_t size);
 /* The rules of an access key id and of a secret: NULL or the problem. */
 const char *config_table_check_key_id(const char *id);
 const char *config_table_check_secret(const char *secret);
+/* [admin] read_token against token, once the whole file is read: NULL or
+ * the problem. */
+const char *config_table_check_read_token(const struct smq_config *cfg);
 
 bool config_table_section_known(const char *name, size_t len);
 /* The row for section/name (key.<ID> matches its prefix row), or NULL. */

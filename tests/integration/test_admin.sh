@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_admin.sh — the admin listener (docs/admin-api.md) of the real smqd binary: probes during
-# start-up, service and drain, the Bearer token, /metrics parsed line by line and checked against
-# traffic sent through the MNS API, the /v1 JSON API, hostile input, and the systemd
-# notifications (READY=1 only once the MNS port answers, STOPPING=1, RELOADING=1).
+# start-up, service and drain, the Bearer tokens (full and read-only), /metrics parsed line by
+# line and checked against traffic sent through the MNS API, the /v1 JSON API, hostile input,
+# and the systemd notifications (READY=1 only once the MNS port answers, STOPPING=1,
+# RELOADING=1).
 #
 # Run: SMQD_BIN=build/smqd NOTIFY_LISTEN=build/tests/integration/notify_listen \
 #      bash tests/integration/test_admin.sh
@@ -51,6 +52,12 @@ metric() {
 
 scrape() {
     admin GET /metrics
+    METRICS=$RESP_BODY
+}
+
+# scrape_with HEADER — scrape with this Authorization header.
+scrape_with() {
+    admin GET /metrics -H "$1"
     METRICS=$RESP_BODY
 }
 
@@ -222,6 +229,136 @@ t_token() {
     assert_eq "without a token /ready is open again" "200 ready" "$RESP_STATUS $RESP_BODY"
     admin GET /v1/queues -H 'Host: smqd.internal:8081'
     assert_admin_error "and a DNS name in Host is refused again" 403 Forbidden
+    smqd_stop
+}
+
+# The read-only token (docs/admin-api.md): probes and queue statistics, nothing else; each
+# refusal is a 403 that is logged and counted, and changes nothing.  SIGHUP swaps it.
+t_read_token() {
+    local dir full='Authorization: Bearer full.t0ken-A' read='Authorization: Bearer r3ad-only.t0ken'
+    local req denials=0
+    new_server_dir
+    dir=$NEW_DIR
+    printf 'token = full.t0ken-A\nread_token = r3ad-only.t0ken\n' >>"$dir/smqd.conf"
+    smqd_start "$dir" || return
+    assert_match "the log says a read-only token is set" \
+        'admin listener bound to .*token required; read-only token set' "$(cat "$SMQD_LOG")"
+    create_queue rq
+    create_queue rq-dlq
+    send_msg rq 'secret body one'
+    send_msg rq 'secret body two'
+    send_msg rq-dlq 'dead one'
+    # What it may do: the probes and the statistics, GET and HEAD.
+    admin GET /metrics -H "$read"
+    METRICS=$RESP_BODY
+    assert_eq "/metrics with the read token is 200" 200 "$RESP_STATUS"
+    assert_eq "nothing denied yet" 0 "$(metric smqd_admin_denied_total)"
+    assert_eq "every line is a valid sample or comment" "" "$(metrics_format_problems)"
+    admin GET /ready -H "$read"
+    assert_eq "/ready with the read token" "200 ready" "$RESP_STATUS $RESP_BODY"
+    admin GET /v1/queues -H "$read"
+    assert_eq "the queue list with the read token" '200 ["rq","rq-dlq"]' \
+        "$RESP_STATUS $(json 'd.queues.map(q => q.name)')"
+    admin GET /v1/queues/rq -H "$read"
+    assert_eq "queue stats with the read token" "200 2" "$RESP_STATUS $(json d.active)"
+    admin HEAD /v1/queues/rq -I -H "$read"
+    assert_eq "HEAD of queue stats with the read token" 200 "$RESP_STATUS"
+    admin GET /v1/queues/nosuch -H "$read"
+    assert_admin_error "a missing queue is still 404 for the read token" 404 QueueNotExist
+    # What it may not: bodies (a peek), anything that changes a queue, any other method.
+    for req in 'GET /v1/queues/rq/messages' 'GET /v1/queues/rq/messages?n=1' \
+               'HEAD /v1/queues/rq/messages' 'POST /v1/queues/rq/purge' \
+               'POST /v1/queues/rq/purge?type=both' 'POST /v1/queues/rq-dlq/redrive' \
+               'PUT /v1/queues/rq/attributes?VisibilityTimeout=60' 'DELETE /v1/queues/rq' \
+               'POST /metrics' 'POST /v1/queues' 'GET /v1/queues/rq/nothing'; do
+        if [ "${req%% *}" = HEAD ]; then
+            admin HEAD "${req#* }" -I -H "$read"
+            assert_eq "read token: $req is 403" 403 "$RESP_STATUS"
+        else
+            admin ${req%% *} "${req#* }" -H "$read"
+            assert_admin_error "read token: $req is 403" 403 Forbidden
+        fi
+        denials=$((denials + 1))
+    done
+    admin POST /v1/queues/rq/purge -H "$read"
+    assert_match "the 403 says what was refused and which token to use" \
+        'read-only token may not POST /v1/queues/rq/purge; use the \[admin\] token' "$RESP_BODY"
+    denials=$((denials + 1))
+    admin GET /v1/queues/rq/messages -H "$read"
+    assert_no_match "a refused peek shows no body" 'secret body' "$RESP_BODY"
+    denials=$((denials + 1))
+    # Nothing changed: both queues keep their messages, the attribute its value.
+    admin GET /v1/queues/rq -H "$full"
+    assert_eq "rq keeps its 2 messages and VisibilityTimeout 30" "2 30" \
+        "$(json '[d.active, d.attributes.VisibilityTimeout].join(" ")')"
+    admin GET /v1/queues/rq-dlq -H "$full"
+    assert_eq "rq-dlq keeps its message" "1 0" "$(json '[d.active, d.redrive_pending].join(" ")')"
+    assert_eq "each refusal is logged at WARN with method and path" "$denials" \
+        "$(grep -c 'WARN admin: [A-Z]* /[^ ]* refused: the read-only token' "$SMQD_LOG")"
+    assert_eq "the purge refusals name their path (the query is left out)" 3 \
+        "$(grep -c 'admin: POST /v1/queues/rq/purge refused' "$SMQD_LOG")"
+    scrape_with "$read"
+    assert_eq "smqd_admin_denied_total counts them" "$denials" "$(metric smqd_admin_denied_total)"
+    assert_eq "it is a counter" 1 "$(printf '%s\n' "$METRICS" | grep -c '^# TYPE smqd_admin_denied_total counter$')"
+    # Wrong tokens are 401 as before, and are not counted as denials.
+    admin GET /metrics -H 'Authorization: Bearer wrong'
+    assert_admin_error "a wrong token is 401" 401 Unauthorized
+    admin GET /metrics -H 'Authorization: Bearer r3ad-only.t0ken2'
+    assert_admin_error "a longer read token is 401" 401 Unauthorized
+    admin GET /metrics -H 'Authorization: Bearer r3ad-only.t0ke'
+    assert_admin_error "a shorter read token is 401" 401 Unauthorized
+    admin GET /metrics
+    assert_admin_error "no token is 401" 401 Unauthorized
+    admin GET /health
+    assert_eq "/health needs no token" 200 "$RESP_STATUS"
+    scrape_with "$read"
+    assert_eq "401s are not denials" "$denials" "$(metric smqd_admin_denied_total)"
+    # The full token keeps every power.
+    admin GET /v1/queues/rq/messages -H "$full"
+    assert_eq "the full token peeks" "200 2" "$RESP_STATUS $(json d.messages.length)"
+    admin PUT '/v1/queues/rq/attributes?VisibilityTimeout=60' -H "$full"
+    assert_eq "the full token sets attributes" "200 60" \
+        "$RESP_STATUS $(json d.attributes.VisibilityTimeout)"
+    admin POST /v1/queues/rq/purge -H "$full"
+    assert_eq "the full token purges" "200 2" "$RESP_STATUS $(json d.purged)"
+    admin DELETE /v1/queues/rq -H "$full"
+    assert_admin_error "the full token gets 405 where the read token got 403" 405 MethodNotAllowed
+    # SIGHUP: a new read token; the old one stops working, the full token is unchanged.
+    sed -i 's/^read_token = .*/read_token = n3w-read.t0ken/' "$dir/smqd.conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "the reload is logged" 5000 \
+        grep -q "SIGHUP: reloaded .*admin token set, read-only token set" "$SMQD_LOG"
+    admin GET /metrics -H "$read"
+    assert_admin_error "after SIGHUP the old read token is 401" 401 Unauthorized
+    read='Authorization: Bearer n3w-read.t0ken'
+    admin GET /v1/queues/rq -H "$read"
+    assert_eq "after SIGHUP the new read token reads stats" 200 "$RESP_STATUS"
+    admin POST /v1/queues/rq-dlq/purge?type=both -H "$read"
+    assert_admin_error "and is still read-only" 403 Forbidden
+    denials=$((denials + 1))
+    admin GET /v1/queues/rq-dlq -H "$full"
+    assert_eq "the full token still works, and rq-dlq still has its message" "200 1" \
+        "$RESP_STATUS $(json d.active)"
+    scrape_with "$read"
+    assert_eq "the count goes on across the reload" "$denials" "$(metric smqd_admin_denied_total)"
+    # Removing read_token: it is a wrong token from then on.
+    sed -i '/^read_token = /d' "$dir/smqd.conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "the second reload is logged" 5000 \
+        grep -q "SIGHUP: reloaded .*admin token set, read-only token none" "$SMQD_LOG"
+    admin GET /metrics -H "$read"
+    assert_admin_error "without read_token the former read token is 401" 401 Unauthorized
+    # A file with read_token but no token does not load: the running tokens stay.
+    sed -i '/^token = /d' "$dir/smqd.conf"
+    printf 'read_token = n3w-read.t0ken\n' >>"$dir/smqd.conf"
+    kill -HUP "$SMQD_PID"
+    wait_for "the bad file is logged" 5000 \
+        grep -q "read_token is set but token is not.*keeping the running configuration" "$SMQD_LOG"
+    admin GET /metrics
+    assert_admin_error "the full token is still required" 401 Unauthorized
+    admin GET /metrics -H "$full"
+    assert_eq "and still accepted" 200 "$RESP_STATUS"
+    assert_eq "no token is ever logged" 0 "$(grep -c 'full\.t0ken\|r3ad-only\|n3w-read' "$SMQD_LOG")"
     smqd_stop
 }
 
@@ -644,6 +781,7 @@ t_engine_stalled() {
 run_test t_startup
 run_test t_drain
 run_test t_token
+run_test t_read_token
 run_test t_metrics
 run_test t_json_api
 run_test t_hostile

@@ -252,6 +252,21 @@ static void test_admin_probe_metrics_file_sizes(void **state)
     assert_line(f, "smqd_wal_bytes 0");
 }
 
+/* The read-only token's refusals are a process family: counted while the
+ * engine is away too. */
+static void test_admin_probe_metrics_denied(void **state)
+{
+    struct fixture *f = *state;
+    struct admin_probe_facts facts = facts_ready();
+
+    admin_probe_metrics(&facts, NULL, &f->r);
+    assert_line(f, "# TYPE smqd_admin_denied_total counter");
+    assert_line(f, "smqd_admin_denied_total 0");
+    facts.admin_denied = 7;
+    admin_probe_metrics(&facts, NULL, &f->r);
+    assert_line(f, "smqd_admin_denied_total 7");
+}
+
 static void test_admin_probe_metrics_with_snapshot(void **state)
 {
     struct fixture *f = *state;
@@ -392,6 +407,7 @@ int main(void)
         T(test_admin_probe_ready_starting_never_ready),
         T(test_admin_probe_metrics_without_snapshot),
         T(test_admin_probe_metrics_file_sizes),
+        T(test_admin_probe_metrics_denied),
         T(test_admin_probe_metrics_with_snapshot),
         T(test_admin_probe_metrics_not_ready_with_snapshot),
         T(test_admin_probe_metrics_failed_or_broken_op),

@@ -205,7 +205,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 25);   /* every row but the three key rows and [admin] token */
+    assert_int_equal(checked, 25);   /* every row but the three key rows and the [admin] tokens */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -628,6 +628,49 @@ static void test_config_admin(void **state)
     expect_error(f, AUTH_OK "[admin]\ntoken =\n", 5, "[admin] token: empty value");
 }
 
+/* [admin] read_token: the secret rules of token, masked by -t, and only
+ * beside a token of another value (docs/admin-api.md). */
+static void test_config_admin_read_token(void **state)
+{
+    struct fixture *f = *state;
+    char *printed;
+
+    expect_ok(f, AUTH_OK "[admin]\ntoken = full-t0ken\nread_token = read-0nly-t0ken\n");
+    assert_string_equal(f->cfg.admin_token, "full-t0ken");
+    assert_string_equal(f->cfg.admin_read_token, "read-0nly-t0ken");
+    printed = print_to_string(&f->cfg);
+    assert_null(strstr(printed, "read-0nly"));
+    assert_null(strstr(printed, "full-t0ken"));
+    assert_non_null(strstr(printed, "\nread_token = " SMQ_CONFIG_SECRET_MASK "\n"));
+    free(printed);
+    expect_ok(f, AUTH_OK);
+    assert_string_equal(f->cfg.admin_read_token, "");
+    printed = print_to_string(&f->cfg);
+    assert_non_null(strstr(printed, "\n# read_token = (not set)\n"));
+    free(printed);
+    /* The order of the two lines does not matter. */
+    expect_ok(f, AUTH_OK "[admin]\nread_token = read-0nly-t0ken\ntoken = full-t0ken\n");
+    /* Alone it would leave the listener open to requests with no token at all. */
+    expect_error(f, AUTH_OK "[admin]\nread_token = read-0nly-t0ken\n", 5,
+                 "[admin] read_token is set but token is not");
+    assert_null(strstr(f->err, "read-0nly"));
+    /* Equal to token it would have every power; the error names the
+     * read_token line and repeats neither value. */
+    expect_error(f, AUTH_OK "[admin]\nread_token = same-t0ken\ntoken = same-t0ken\n", 5,
+                 "[admin] read_token is the same as token");
+    assert_null(strstr(f->err, "same-t0ken"));
+    expect_error(f, AUTH_OK "[admin]\ntoken = t\nread_token = two words\n", 6,
+                 "[admin] read_token: contains a space");
+    assert_null(strstr(f->err, "two words"));
+    expect_error(f, AUTH_OK "[admin]\ntoken = t\nread_token =\n", 6,
+                 "[admin] read_token: empty value");
+    expect_error(f, AUTH_OK "[admin]\ntoken = t\nread_token = r\nread_token = r2\n", 7,
+                 "duplicate");
+    /* A read token does not stand in for token beyond loopback. */
+    expect_error(f, AUTH_OK "[admin]\nlisten = 0.0.0.0:8081\nread_token = r\n", 5,
+                 "[admin] token is not set");
+}
+
 /* The admin listener cannot share the MNS listener's address: smqd would
  * exit 3 at every start, so -t refuses it. */
 static void test_config_admin_listen_clash(void **state)
@@ -967,6 +1010,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_key_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors_hide_secrets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_admin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_admin_read_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_admin_listen_clash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_shows_effective_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_round_trip, setup, teardown),
