@@ -141,6 +141,16 @@ struct tls_parts {
     struct tls_creds *mns, *admin;
 };
 
+/* Keys with [grant.*] sections: the rest may do everything. */
+static size_t scoped_keys(const struct auth_keyring *ring)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < ring->n; i++)
+        n += ring->keys[i].grants != NULL;
+    return n;
+}
+
 /* One listener's certificate on SIGHUP: reloaded from the (new) files for
  * the handshakes that follow; turning TLS on or off needs a restart. */
 static void reload_tls(struct tls_creds *creds, const char *cert, const char *key,
@@ -198,9 +208,9 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot,
                                            : "set, read-only token none";
     /* Written whatever the new level: an operator who lowers the level
      * still needs to see that the reload happened. */
-    log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s), log level %s, admin "
-              "token %s; other settings apply at the next restart", path, fresh->keys.n,
-              log_level_name(fresh->log_level), token);
+    log_write(SMQ_LOG_WARN, "SIGHUP: reloaded %s: %zu access key(s) (%zu scoped by grants), "
+              "log level %s, admin token %s; other settings apply at the next restart", path,
+              fresh->keys.n, scoped_keys(&fresh->keys), log_level_name(fresh->log_level), token);
 }
 
 static void free_reloads(struct reloads *r)

@@ -296,6 +296,8 @@ reload_with() {
 t_reload_changes_rights() {
     local errors
     reload_with 's/^queues = a-\*, shared$/queues = a-*, shared, b-1/'
+    assert_match "the reload says how many keys are scoped" '5 access key\(s\) \(3 scoped by grants\)' \
+        "$(grep 'SIGHUP: reloaded' "$SMQD_LOG" | tail -n 1)"
     as_a mns_request POST /queues/b-1/messages "$(message_body "after reload")"
     assert_status "after SIGHUP team-a may send to b-1" 201
     reload_with 's/^queues = a-\*, shared, b-1$/queues = a-*/'
@@ -318,6 +320,8 @@ t_reload_changes_rights() {
     reload_with '/^\[grant\.team-a\]$/,/^actions/d; /^\[grant\.team-a\.2\]$/,/^actions/d'
     as_a mns_request POST /queues/b-1/messages "$(message_body x)"
     assert_status "without grant sections team-a may do everything" 201
+    assert_match "and is no longer counted as scoped" '\(2 scoped by grants\)' \
+        "$(grep 'SIGHUP: reloaded' "$SMQD_LOG" | tail -n 1)"
 }
 
 t_config_test_prints_rights() {
