@@ -106,11 +106,13 @@ static int deny(const struct auth_key *key, unsigned cls, const char *queue, con
 
 /*
  * The key's grants against what the routed request would touch: the queue
- * its action names, and the dead-letter target a Create or Set names,
- * which the key must be able to send to since the engine will move
- * messages there on its behalf.  A ListQueue needs "list" on some queue and
- * then shows only those (ops_queue.c).  Runs before the rate limits and the
- * engine, so a denied request costs neither and changes nothing.
+ * its action names, and for a Create or Set that turns a dead-letter policy
+ * on, both ends of the moves the engine will make on the key's behalf:
+ * "receive" on the queue they take messages out of (else "manage" alone
+ * could divert another team's messages to a queue it reads) and "send" on
+ * the target.  A ListQueue needs "list" on some queue and then shows only
+ * those (ops_queue.c).  Runs before the rate limits and the engine, so a
+ * denied request costs neither and changes nothing.
  */
 static int authorize(const struct auth_key *key, struct api_call *call, struct smq_errinfo *ei)
 {
@@ -127,9 +129,13 @@ static int authorize(const struct auth_key *key, struct api_call *call, struct s
     }
     if (!grant_allows(key->grants, call->op.queue, cls))
         return deny(key, cls, call->op.queue, "", ei);
-    if ((call->action == MNS_CREATE_QUEUE || call->action == MNS_SET_QUEUE_ATTRIBUTES)
-        && (a->present & SMQ_ATTR_DLQ) != 0 && a->values.dlq.enabled
-        && !grant_allows(key->grants, a->values.dlq.target, GRANT_SEND))
+    if ((call->action != MNS_CREATE_QUEUE && call->action != MNS_SET_QUEUE_ATTRIBUTES)
+        || (a->present & SMQ_ATTR_DLQ) == 0 || !a->values.dlq.enabled)
+        return 0;
+    if (!grant_allows(key->grants, call->op.queue, GRANT_RECEIVE))
+        return deny(key, GRANT_RECEIVE, call->op.queue, ", which a dead-letter policy takes "
+                    "messages from", ei);
+    if (!grant_allows(key->grants, a->values.dlq.target, GRANT_SEND))
         return deny(key, GRANT_SEND, a->values.dlq.target, ", the dead-letter target", ei);
     return 0;
 }

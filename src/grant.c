@@ -169,6 +169,25 @@ bool grant_allows(const struct grant_set *set, const char *queue, unsigned cls)
     return false;
 }
 
+const char *grant_next_start(const struct grant_set *set, unsigned cls, const char *after)
+{
+    const char *best = NULL;
+
+    if (set == NULL)
+        return NULL;
+    for (size_t i = 0; i < set->n; i++) {
+        const struct grant *g = &set->grants[i];
+        if ((g->classes & cls) == 0)
+            continue;
+        for (size_t j = 0; j < g->n_patterns; j++) {
+            const char *t = g->patterns[j].text;
+            if (strcmp(t, after) > 0 && (best == NULL || strcmp(t, best) < 0))
+                best = t;
+        }
+    }
+    return best;
+}
+
 bool grant_gives_any(const struct grant_set *set, unsigned cls)
 {
     if (set == NULL)
@@ -227,7 +246,7 @@ void grant_format_queues(const struct grant *g, char *out, size_t size)
     out[0] = '\0';
     for (size_t i = 0; i < g->n_patterns; i++) {
         const struct grant_pattern *p = &g->patterns[i];
-        if ((i > 0 && !append(out, size, &at, ", ", 2)) || !append(out, size, &at, p->text, p->len)
+        if ((i > 0 && !append(out, size, &at, ",", 1)) || !append(out, size, &at, p->text, p->len)
             || (p->prefix && !append(out, size, &at, "*", 1)))
             return;
     }

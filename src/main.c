@@ -130,7 +130,8 @@ static void block_signals(sigset_t *set)
 
 /* Configurations loaded by SIGHUP.  Each one's key ring may still be in use
  * by a request that read the slot just before a swap, so none is freed
- * before shutdown (reloads are rare; each costs a few hundred bytes). */
+ * before shutdown (reloads are rare; each keeps one struct smq_config,
+ * tens of KB, and its key ring). */
 struct reloads {
     struct smq_config **cfgs;
     size_t n;
@@ -149,6 +150,20 @@ static size_t scoped_keys(const struct auth_keyring *ring)
     for (size_t i = 0; i < ring->n; i++)
         n += ring->keys[i].grants != NULL;
     return n;
+}
+
+/* A key that had grants and has none after the reload may do everything
+ * now: right, if the operator meant it, and worth a line in case not. */
+static void warn_unscoped(const struct auth_keyring *old, const struct auth_keyring *fresh)
+{
+    for (size_t i = 0; i < fresh->n; i++) {
+        if (fresh->keys[i].grants != NULL)
+            continue;
+        for (size_t j = 0; j < old->n; j++)
+            if (old->keys[j].grants != NULL && strcmp(old->keys[j].id, fresh->keys[i].id) == 0)
+                SMQ_WARN("SIGHUP: access key \"%s\" has no [grant.%s] section any more: it "
+                         "may now do everything", fresh->keys[i].id, fresh->keys[i].id);
+    }
 }
 
 /* One listener's certificate on SIGHUP: reloaded from the (new) files for
@@ -192,6 +207,7 @@ static void reload_config(const char *path, struct auth_keyring_slot *slot,
         return;
     }
     r->cfgs[r->n++] = fresh;
+    warn_unscoped(auth_keyring_get(slot), &fresh->keys);
     auth_keyring_set(slot, &fresh->keys);
     reload_tls(tls->mns, fresh->tls_cert_file, fresh->tls_key_file, "MNS");
     if (admin != NULL)

@@ -5,6 +5,7 @@
  */
 #include "smqd/mns_listener.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,20 @@
  */
 #define MNS_CONN_MEMORY (16 * 1024)
 
+/* "access denied" lines written per second at most: every key holder can
+ * make denied requests as fast as it likes, and the log must not become
+ * theirs; the metric counts every one. */
+#define DENIED_LINES_PER_S 10
+
 struct mns_listener {
     struct httpd *http;
     struct mns_listener_opts opts;
     char id_prefix[13];          /* 12 hex digits, random per process */
     uint64_t id_counter;         /* atomic */
+    pthread_mutex_t denied_lock; /* guards the three below */
+    uint64_t denied_second;      /* monotonic second of the lines counted */
+    unsigned denied_lines;       /* written in that second */
+    uint64_t denied_unlogged;    /* beyond the cap since the last line */
 };
 
 /* One request's state (the glue's per-request storage). */
@@ -146,11 +156,43 @@ static bool on_client_gone(struct smq_op *op, void *arg)
     return httpd_client_gone(d->http);
 }
 
+/* Whether this denial gets its line; *unlogged is set to the denials
+ * since the last line that went without one. */
+static bool denied_line_due(struct mns_listener *l, uint64_t *unlogged)
+{
+    uint64_t second = clock_mono_us() / 1000000;
+    bool due;
+
+    pthread_mutex_lock(&l->denied_lock);
+    if (second != l->denied_second) {
+        l->denied_second = second;
+        l->denied_lines = 0;
+    }
+    due = l->denied_lines < DENIED_LINES_PER_S;
+    *unlogged = due ? l->denied_unlogged : 0;
+    if (due) {
+        l->denied_lines++;
+        l->denied_unlogged = 0;
+    } else {
+        l->denied_unlogged++;
+    }
+    pthread_mutex_unlock(&l->denied_lock);
+    return due;
+}
+
 /* A key's grants refused the request (api.c): operators see who tried
  * what, whatever log_requests says; the secret is never known here. */
 static void note_denied(const struct mns_req *d, const struct smq_errinfo *ei)
 {
+    uint64_t unlogged;
+
     metrics_access_denied(d->l->opts.metrics, d->call.access_key_id, d->call.action);
+    if (!denied_line_due(d->l, &unlogged))
+        return;
+    if (unlogged > 0)
+        SMQ_WARN("access denied: %llu more denial(s) before this one were not logged (at most "
+                 "%d lines a second; smqd_access_denied_total counts them all)",
+                 (unsigned long long)unlogged, DENIED_LINES_PER_S);
     SMQ_WARN("access denied id=%s access_key=%s action=%s queue=%s: %s", d->request_id,
              d->call.access_key_id, mns_action_name(d->call.action),
              d->call.op.queue[0] ? d->call.op.queue : "-", errors_message(ei));
@@ -251,24 +293,27 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
                                .data_size = sizeof(struct mns_req),
                                .handler = {on_request, on_resume, on_done}};
     unsigned char rnd[6];
-    int rc;
+    int rc = 0;
 
     *out = NULL;
-    if (l == NULL) {
+    if (l == NULL || pthread_mutex_init(&l->denied_lock, NULL) != 0) {
         snprintf(err, err_size, "out of memory");
+        free(l);
         return SMQ_E_NOMEM;
     }
     l->opts = *opts;
     if (crypto_random(rnd, sizeof rnd) != 0) {
         snprintf(err, err_size, "no random bytes for request ids");
-        free(l);
-        return SMQ_E_INTERNAL;
+        rc = SMQ_E_INTERNAL;
+        goto out;
     }
     snprintf(l->id_prefix, sizeof l->id_prefix, "%02X%02X%02X%02X%02X%02X",
              rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
     hopts.arg = l;
     rc = httpd_start(&hopts, &l->http, err, err_size);
+out:
     if (rc != 0) {
+        pthread_mutex_destroy(&l->denied_lock);
         free(l);
         return rc;
     }
@@ -297,5 +342,6 @@ void mns_listener_stop(struct mns_listener *l)
     if (l == NULL)
         return;
     httpd_stop(l->http);
+    pthread_mutex_destroy(&l->denied_lock);
     free(l);
 }

@@ -175,14 +175,22 @@ int ops_queue_list(struct smq_engine *e, struct smq_op *op)
     l->queues = calloc(limit, sizeof *l->queues);
     if (l->queues == NULL)
         return SMQ_E_NOMEM;
-    for (; i < e->queues.n && has_prefix(e->queues.items[i]->name, l->prefix); i++) {
-        if (!grant_allows(l->visible, e->queues.items[i]->name, GRANT_LIST))
+    while (i < e->queues.n && has_prefix(e->queues.items[i]->name, l->prefix)) {
+        const char *name = e->queues.items[i]->name, *next;
+        /* A hidden name: skip to where the next grant's names begin, so
+         * that a key's list costs its own queues and patterns, not every
+         * queue in the range. */
+        if (!grant_allows(l->visible, name, GRANT_LIST)) {
+            if ((next = grant_next_start(l->visible, GRANT_LIST, name)) == NULL)
+                break;
+            i = queue_registry_lower_bound(&e->queues, next);
             continue;
+        }
         if (l->n_queues == limit) {
-            snprintf(l->next_marker, sizeof l->next_marker, "%s", e->queues.items[i]->name);
+            snprintf(l->next_marker, sizeof l->next_marker, "%s", name);
             break;
         }
-        queue_info(e->queues.items[i], &l->queues[l->n_queues++]);
+        queue_info(e->queues.items[i++], &l->queues[l->n_queues++]);
     }
     return 0;
 }

@@ -64,6 +64,15 @@ int grant_set_add(struct grant_set *set, struct grant *g);
 /* Whether set gives cls (one GRANT_* bit) on queue; a NULL set gives all. */
 bool grant_allows(const struct grant_set *set, const char *queue, unsigned cls);
 
+/*
+ * For walking sorted names: when `after` is not given cls, the smallest
+ * name greater than it that could be — the least pattern text (an exact
+ * name, or a prefix) of a cls grant above `after` — or NULL when no name
+ * after it can be.  Every name between `after` and that one is refused,
+ * so a walk may skip straight to it.  NULL for a NULL set (all given).
+ */
+const char *grant_next_start(const struct grant_set *set, unsigned cls, const char *after);
+
 /* Whether set gives cls on at least one queue name; a NULL set does. */
 bool grant_gives_any(const struct grant_set *set, unsigned cls);
 
@@ -73,8 +82,9 @@ const char *grant_class_name(unsigned cls);
 /* The class list of bits as written in a grant ("send, receive"). */
 void grant_format_classes(unsigned classes, char *out, size_t size);
 
-/* The queue list of g as written in a grant ("orders-*, billing"); a list
- * that does not fit ends in "...". */
+/* The queue list of g as a grant may be written ("orders-*,billing"): no
+ * blank after the commas, so it is never longer than the line it was read
+ * from; a list that does not fit ends in "...". */
 void grant_format_queues(const struct grant *g, char *out, size_t size);
 
 void grant_free(struct grant *g);

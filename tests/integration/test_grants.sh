@@ -21,6 +21,7 @@ require_bin
 A_SK=team-a-s3cret-value
 B_SK=team-b-s3cret-value
 C_SK=team-c-s3cret-value
+D_SK=team-d-s3cret-value
 
 # The teams' keys and grants; the default key ($MNS_AK_DEFAULT, the operators') and
 # secondKey have no grant section and keep every right.
@@ -29,6 +30,7 @@ grant_lines() {
 key.team-a = $A_SK
 key.team-b = $B_SK
 key.team-c = $C_SK
+key.team-d = $D_SK
 [grant.team-a]
 queues = a-*, shared
 actions = send, receive, list
@@ -44,6 +46,12 @@ actions = send
 [grant.team-c]
 queues = *
 actions = send
+[grant.team-d]
+queues = victim
+actions = manage
+[grant.team-d.2]
+queues = d-*
+actions = send, receive, list
 EOF
 }
 
@@ -62,6 +70,7 @@ start_granted() {
 as_a() { MNS_AK=team-a MNS_SK=$A_SK "$@"; }
 as_b() { MNS_AK=team-b MNS_SK=$B_SK "$@"; }
 as_c() { MNS_AK=team-c MNS_SK=$C_SK "$@"; }
+as_d() { MNS_AK=team-d MNS_SK=$D_SK "$@"; }
 
 # count_of QUEUE — ActiveMessages+InactiveMessages+DelayMessages, read with the operators' key.
 count_of() {
@@ -258,6 +267,22 @@ t_dlq_target_needs_send() {
     assert_status "a target it may send to is fine (send on shared)" 204
 }
 
+# "manage" alone must not be a way to read a queue: a dead-letter policy moves its messages
+# out, so turning one on also needs "receive" on the queue itself.
+t_dlq_needs_receive_on_source() {
+    create_queue victim
+    create_queue d-dlq
+    as_d mns_request PUT "/queues/victim?metaoverride=true" "$(dlq_body d-dlq)"
+    denied "team-d (manage on victim) may not divert victim's messages to d-dlq"
+    assert_match "the message names the source" \
+        'no "receive" grant on queue "victim", which a dead-letter policy takes messages from' \
+        "$RESP_BODY"
+    mns_request GET /queues/victim
+    assert_eq "victim has no policy" 0 "$(xml_count DlqEnabled)"
+    as_d mns_request PUT "/queues/victim?metaoverride=true" "$(queue_body VisibilityTimeout 40)"
+    assert_status "manage still sets other attributes" 204
+}
+
 t_v4_same_grants() {
     MNS_AK=team-a MNS_SK=$A_SK mns_request_v4 POST /queues/b-1/messages "$(message_body x)"
     denied "a V4-signed request is held to the same grants"
@@ -283,6 +308,53 @@ t_denials_logged_and_counted() {
     assert_no_match "the operators' key was never denied" "access_key_id=\"$MNS_AK_DEFAULT\"" "$metrics"
 }
 
+# denied_burst N — N denied SendMessages of team-a at once: one request signed once, fired
+# as parallel curls, so they all land within the same second or two.
+denied_burst() {
+    local n=$1 i date auth md5 pids=()
+    printf '%s' "$(message_body burst)" >"$SUITE_TMP/burst.req"
+    md5=$(content_md5_of "$SUITE_TMP/burst.req")
+    date=$(http_date)
+    auth=$(mns_authorization team-a "$A_SK" POST "$md5" 'text/xml;charset=UTF-8' "$date" \
+           /queues/b-1/messages 'x-mns-version: 2015-06-06')
+    for ((i = 0; i < n; i++)); do
+        curl -s -o /dev/null --noproxy '*' --max-time 10 -X POST --data-binary "@$SUITE_TMP/burst.req" \
+             -H 'Content-Type: text/xml;charset=UTF-8' -H "Content-MD5: $md5" -H "Date: $date" \
+             -H 'x-mns-version: 2015-06-06' -H "Authorization: $auth" \
+             "http://$SMQD_ADDR/queues/b-1/messages" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+}
+
+denied_sends() {
+    curl -s --noproxy '*' --max-time 10 "http://$SMQD_ADMIN/metrics" |
+        awk '$1 == "smqd_access_denied_total{access_key_id=\"team-a\",action=\"SendMessage\"}" { print $2 }'
+}
+
+# Any key holder can make denials as fast as it likes: the log keeps at most 10 lines a
+# second and says how many it left out; the metric counts every one.
+t_denial_lines_capped() {
+    local before_lines before_count t0
+    before_lines=$(grep -c 'access denied id=' "$SMQD_LOG")
+    before_count=$(denied_sends)
+    t0=$(now_ms)
+    denied_burst 60
+    assert_eq "the metric counts all 60" $((before_count + 60)) "$(denied_sends)"
+    # 60 in a burst of under 3 s: at most 10 lines for each second they spanned.
+    assert_range "the log holds at most 10 lines a second of them" 10 \
+        $(( ( ($(now_ms) - t0) / 1000 + 2) * 10 )) $(( $(grep -c 'access denied id=' "$SMQD_LOG") - before_lines ))
+    sleep 1.1
+    as_a mns_request POST /queues/b-1/messages "$(message_body "after the burst")"
+    denied "the next denial, a second later"
+    wait_for "a second later the denial is logged again" 3000 \
+        grep -q "access denied id=$RESP_ID access_key=team-a" "$SMQD_LOG"
+    # The first line of a new second says how many of the last were left out (the burst may
+    # have spanned a second, so this need not be the line just above).
+    assert_match "a line says how many were left out" \
+        'access denied: [0-9]+ more denial\(s\) before this one were not logged' "$(cat "$SMQD_LOG")"
+}
+
 # reload_with SED_SCRIPT — edits the running server's config and waits for the reload.
 reload_with() {
     local n
@@ -296,7 +368,7 @@ reload_with() {
 t_reload_changes_rights() {
     local errors
     reload_with 's/^queues = a-\*, shared$/queues = a-*, shared, b-1/'
-    assert_match "the reload says how many keys are scoped" '5 access key\(s\) \(3 scoped by grants\)' \
+    assert_match "the reload says how many keys are scoped" '6 access key\(s\) \(4 scoped by grants\)' \
         "$(grep 'SIGHUP: reloaded' "$SMQD_LOG" | tail -n 1)"
     as_a mns_request POST /queues/b-1/messages "$(message_body "after reload")"
     assert_status "after SIGHUP team-a may send to b-1" 201
@@ -320,7 +392,10 @@ t_reload_changes_rights() {
     reload_with '/^\[grant\.team-a\]$/,/^actions/d; /^\[grant\.team-a\.2\]$/,/^actions/d'
     as_a mns_request POST /queues/b-1/messages "$(message_body x)"
     assert_status "without grant sections team-a may do everything" 201
-    assert_match "and is no longer counted as scoped" '\(2 scoped by grants\)' \
+    assert_match "and the reload says so" \
+        'SIGHUP: access key "team-a" has no \[grant.team-a\] section any more: it may now do everything' \
+        "$(grep 'no \[grant' "$SMQD_LOG")"
+    assert_match "and is no longer counted as scoped" '\(3 scoped by grants\)' \
         "$(grep 'SIGHUP: reloaded' "$SMQD_LOG" | tail -n 1)"
 }
 
@@ -347,8 +422,10 @@ run_test t_near_misses
 run_test t_batches_whole
 run_test t_list_filtered
 run_test t_dlq_target_needs_send
+run_test t_dlq_needs_receive_on_source
 run_test t_v4_same_grants
 run_test t_denials_logged_and_counted
+run_test t_denial_lines_capped
 run_test t_reload_changes_rights
 run_test t_config_test_prints_rights
 smqd_stop

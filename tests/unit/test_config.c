@@ -922,7 +922,7 @@ static void test_config_grants(void **state)
     assert_null(key_named(&f->cfg, "id1")->grants);
     printed = print_to_string(&f->cfg);
     assert_non_null(strstr(printed, "\n[grant.team-a]\n"));
-    assert_non_null(strstr(printed, "\nqueues = orders-*, billing\nactions = send, receive\n"));
+    assert_non_null(strstr(printed, "\nqueues = orders-*,billing\nactions = send, receive\n"));
     /* team-a's second grant cannot be printed as [grant.team-a.2]: that is
      * another key's. */
     assert_non_null(strstr(printed, "\n[grant.team-a.3]\n"));
@@ -945,6 +945,27 @@ static void test_config_grants(void **state)
     expect_ok(f, AUTH_OK "[grant.id1]\nqueues = a\nactions = send\n");
     assert_true(grant_allows(key_named(&f->cfg, "id1")->grants, "a", GRANT_SEND));
     assert_false(grant_allows(key_named(&f->cfg, "id1")->grants, "b", GRANT_SEND));
+}
+
+/* The longest queue list a line holds prints on a line that holds it too
+ * (the printer adds no blanks), so -t's output loads back. */
+static void test_config_grant_long_list_prints_back(void **state)
+{
+    struct fixture *f = *state;
+    char text[1024], list[200] = "";
+    char *printed;
+    int n = 0;
+
+    for (; strlen(list) + strlen("queues = ") + 6 < 198; n++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%sq%02d", n ? ", " : "", n);
+    snprintf(text, sizeof text, AUTH_OK "[grant.id1]\nqueues = %s\nactions = list\n", list);
+    expect_ok(f, text);
+    printed = print_to_string(&f->cfg);
+    for (char *m; (m = strstr(printed, SMQ_CONFIG_SECRET_MASK)) != NULL;)
+        memcpy(m, "xxxxxxxxxxxxxxxxxxxxxxxxxxxx", strlen(SMQ_CONFIG_SECRET_MASK));
+    expect_ok(f, printed);
+    free(printed);
+    assert_int_equal(key_named(&f->cfg, "id1")->grants->grants[0].n_patterns, (size_t)n);
 }
 
 static void test_config_grant_errors(void **state)
@@ -1022,6 +1043,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_queue_section_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_grants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_grant_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_grant_long_list_prints_back, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

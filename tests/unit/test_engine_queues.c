@@ -297,6 +297,42 @@ static void test_engine_queues_list_visible(void **state)
     grant_set_free(&set);
 }
 
+/* Many hidden queues around and between the visible ones: the walk skips
+ * from one grant's names to the next and finds exactly the visible ones,
+ * the prefix boundaries included. */
+static void test_engine_queues_list_skips_hidden(void **state)
+{
+    struct fx *f = *state;
+    struct grant_set set = {NULL, 0};
+    struct grant g = {NULL, 0, GRANT_LIST};
+    char names[512], next[SMQ_QUEUE_NAME_MAX + 1], why[128], name[32];
+
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "h%02d", i);
+        assert_int_equal(fx_create_queue(f, name, NULL, 0, NULL), 0);
+        snprintf(name, sizeof name, "m-%02d", i);
+        assert_int_equal(fx_create_queue(f, name, NULL, 0, NULL), 0);
+    }
+    assert_int_equal(fx_create_queue(f, "m", NULL, 0, NULL), 0);
+    assert_int_equal(fx_create_queue(f, "m-", NULL, 0, NULL), 0);
+    assert_int_equal(fx_create_queue(f, "z", NULL, 0, NULL), 0);
+    /* "m-1*": m-10..m-19; "h05", "z" exact; "k" names no queue. */
+    assert_int_equal(grant_parse_queues("z, m-1*, k, h05", &g, why, sizeof why), 0);
+    assert_int_equal(grant_set_add(&set, &g), 0);
+
+    assert_int_equal(list_page_as(f, &set, "", "", 1000, names, sizeof names, next), 12);
+    assert_string_equal(names, "h05,m-10,m-11,m-12,m-13,m-14,m-15,m-16,m-17,m-18,m-19,z");
+    assert_string_equal(next, "");
+    assert_int_equal(list_page_as(f, &set, "", "", 2, names, sizeof names, next), 2);
+    assert_string_equal(next, "m-11");
+    assert_int_equal(list_page_as(f, &set, "", "m-19", 5, names, sizeof names, next), 2);
+    assert_string_equal(names, "m-19,z");
+    assert_int_equal(list_page_as(f, &set, "m", "", 1000, names, sizeof names, next), 10);
+    assert_int_equal(list_page_as(f, &set, "", "m-2", 1000, names, sizeof names, next), 1);
+    assert_string_equal(names, "z");
+    grant_set_free(&set);
+}
+
 static void test_engine_queues_list_paging(void **state)
 {
     struct fx *f = *state;
@@ -359,6 +395,7 @@ int main(void)
         T(test_engine_queues_set_partial_update),
         T(test_engine_queues_delete),
         T(test_engine_queues_list_visible),
+        T(test_engine_queues_list_skips_hidden),
         T(test_engine_queues_list_paging),
 #undef T
     };

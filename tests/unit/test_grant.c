@@ -111,6 +111,28 @@ static void test_grant_no_set_allows_all(void **state)
     assert_true(grant_gives_any(NULL, GRANT_LIST));
 }
 
+/* Where a walk over sorted names may skip to after a refused name. */
+static void test_grant_next_start(void **state)
+{
+    struct grant_set set = {NULL, 0};
+
+    (void)state;
+    add(&set, "d*, b", "list");
+    add(&set, "a", "send");
+    assert_string_equal(grant_next_start(&set, GRANT_LIST, ""), "b");
+    assert_string_equal(grant_next_start(&set, GRANT_LIST, "a"), "b");
+    assert_string_equal(grant_next_start(&set, GRANT_LIST, "b"), "d");
+    assert_string_equal(grant_next_start(&set, GRANT_LIST, "c-long-name"), "d");
+    /* Past every pattern's start: nothing further can be listed. */
+    assert_null(grant_next_start(&set, GRANT_LIST, "e"));
+    assert_null(grant_next_start(&set, GRANT_LIST, "d"));
+    /* Other classes' patterns do not count. */
+    assert_string_equal(grant_next_start(&set, GRANT_SEND, ""), "a");
+    assert_null(grant_next_start(&set, GRANT_SEND, "a"));
+    assert_null(grant_next_start(NULL, GRANT_LIST, "a"));
+    grant_set_free(&set);
+}
+
 static void expect_bad_queues(const char *text, const char *needle)
 {
     struct grant g = {NULL, 0, 0};
@@ -170,7 +192,7 @@ static void test_grant_format(void **state)
     (void)state;
     add(&set, " orders-* ,billing,*", "receive, send");
     grant_format_queues(&set.grants[0], out, sizeof out);
-    assert_string_equal(out, "orders-*, billing, *");
+    assert_string_equal(out, "orders-*,billing,*");
     grant_format_classes(set.grants[0].classes, out, sizeof out);
     assert_string_equal(out, "send, receive");           /* in the table's order */
     grant_format_queues(&set.grants[0], tiny, sizeof tiny);
@@ -188,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_grant_star_is_every_queue),
         cmocka_unit_test(test_grant_union),
         cmocka_unit_test(test_grant_no_set_allows_all),
+        cmocka_unit_test(test_grant_next_start),
         cmocka_unit_test(test_grant_bad_queue_lists),
         cmocka_unit_test(test_grant_bad_class_lists),
         cmocka_unit_test(test_grant_format),
