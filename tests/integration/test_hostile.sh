@@ -733,7 +733,7 @@ t_xml() {
     } >"$f.bl"
     req_file POST /queues/hq/messages "$f.bl"
     assert_error "billion laughs" 400 MalformedXML
-    assert_range "billion laughs answered fast (ms)" 0 1000 "$RESP_MS"
+    assert_range "billion laughs answered fast (ms)" 0 3000 "$RESP_MS"
     obs "$RESP_STATUS $(code_of) in ${RESP_MS} ms"
     case_end
 
@@ -773,7 +773,7 @@ t_xml() {
     { printf '<Message><MessageBody>x</MessageBody>'; repeat 10000 '<a>'; repeat 10000 '</a>'; printf '</Message>'; } >"$f.deep"
     req_file POST /queues/hq/messages "$f.deep"
     assert_error "deep nesting" 400 MalformedXML
-    assert_range "deep nesting answered fast (ms)" 0 1000 "$RESP_MS"
+    assert_range "deep nesting answered fast (ms)" 0 3000 "$RESP_MS"
     obs "$RESP_STATUS $(code_of) in ${RESP_MS} ms"
     case_end
 
@@ -1341,6 +1341,32 @@ t_no_leak() {
     fi
 }
 
+# One address holding many silent sockets, on a server of its own: the main one's
+# max_connections (20) is below any useful per-address limit.  The limit closes a connection
+# beyond it at once, so another client is served at once instead of after request_timeout_s.
+t_one_address() {
+    local line
+    hostile_start "max_connections = 300" "max_connections_per_ip = 50" "request_timeout_s = 30" ||
+        return
+    run_test setup_state
+    case_begin "1,100 silent sockets from one address" \
+        "hostile_client holds 1,100 TCP connections from 127.0.0.1 and sends nothing (own server: \`max_connections = 300, max_connections_per_ip = 50, request_timeout_s = 30\`); then a signed client from 127.0.0.2" \
+        "at most 50 stay open, the rest are closed at once; the other address is served within 5 s, not after request_timeout_s"
+    coproc HOLD { ulimit -n 4096; exec timeout 60 "$HOSTILE_CLIENT" hold "$SMQD_ADDR" -n 1100 -w 1500; }
+    read -r -t 30 -u "${HOLD[0]}" line
+    assert_match "at most 50 stay open" '^connected=[0-9]+ refused=[0-9]+ open=([0-9]|[1-4][0-9]|50) ' "$line"
+    obs "after 1.5 s: $line"
+    MNS_INTERFACE=127.0.0.2 MNS_MAX_TIME=5 req GET /queues
+    assert_status "a client from another address is served" 200
+    assert_range "at once, not after request_timeout_s = 30 s (ms)" 0 5000 "$RESP_MS"
+    obs "other address: $RESP_STATUS after $RESP_MS ms"
+    hold_cmd quit
+    wait "$HOLD_PID" 2>/dev/null
+    case_end
+    CURRENT_TEST=shutdown
+    smqd_stop
+}
+
 SUITE_T0=$(now_ms)
 if hostile_start "idle_timeout_s = $IDLE_S" "request_timeout_s = $REQUEST_S" \
                  "max_connections = $MAX_CONN" "max_body_bytes = $MAX_BODY"; then
@@ -1362,6 +1388,7 @@ if hostile_start "idle_timeout_s = $IDLE_S" "request_timeout_s = $REQUEST_S" \
     CURRENT_TEST=shutdown
     smqd_stop
     [ "$SMQD_EXIT" = 0 ] && ok "SIGTERM after all hostile cases: exit 0"
+    t_one_address
     write_table
     echo "table: ${HOSTILE_CASES_MD:-$TABLE} (${#ROWS[@]} cases, $(( ($(now_ms) - SUITE_T0) / 1000 )) s)"
 fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test_tls.sh — smqd over HTTPS (docs/operations.md, "TLS"): certificates the test makes
 # with openssl, curl and the official Node SDK trusting them as a private CA, https:// in
-# the URLs answers carry, the admin listener over TLS, and a SIGHUP that swaps the
-# certificate for new handshakes while a long poll on an open connection carries on.
+# the URLs answers carry (also when a TLS proxy in front says so with url_scheme), a
+# certificate chain through an intermediate CA, the admin listener over TLS and its reload,
+# and a SIGHUP that swaps the certificate for new handshakes while a long poll on an open
+# connection carries on.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_tls.sh
 
@@ -25,6 +27,28 @@ make_cert() {
 }
 
 # served_fingerprint ADDR — the SHA-256 fingerprint of the certificate a new handshake gets.
+# make_chain — a root CA, an intermediate CA it signs, and a leaf for 127.0.0.1 the
+# intermediate signs: chain.pem is leaf + intermediate, as an operator installs it; a client
+# trusts only root.pem.
+make_chain() {
+    local c=$CERTS
+    printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n' >"$c/ca.ext"
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$c/leaf.ext"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=smqd test root" -addext 'basicConstraints=critical,CA:TRUE' \
+        -addext 'keyUsage=critical,keyCertSign,cRLSign' \
+        -keyout "$c/root.key" -out "$c/root.pem" 2>>"$c/chain.err" &&
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=smqd test inter" \
+        -keyout "$c/inter.key" -out "$c/inter.csr" 2>>"$c/chain.err" &&
+    openssl x509 -req -in "$c/inter.csr" -CA "$c/root.pem" -CAkey "$c/root.key" -CAcreateserial \
+        -days 2 -extfile "$c/ca.ext" -out "$c/inter.pem" 2>>"$c/chain.err" &&
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$c/leaf.key" -out "$c/leaf.csr" 2>>"$c/chain.err" &&
+    openssl x509 -req -in "$c/leaf.csr" -CA "$c/inter.pem" -CAkey "$c/inter.key" -CAcreateserial \
+        -days 2 -extfile "$c/leaf.ext" -out "$c/leaf.pem" 2>>"$c/chain.err" &&
+    cat "$c/leaf.pem" "$c/inter.pem" >"$c/chain.pem"
+}
+
 served_fingerprint() {
     openssl s_client -connect "$1" -servername 127.0.0.1 </dev/null 2>/dev/null |
         openssl x509 -noout -fingerprint -sha256 2>/dev/null | cut -d= -f2
@@ -56,6 +80,8 @@ t_https_with_curl() {
     assert_status "DeleteMessage over HTTPS" 204
     MNS_CACERT="$CERTS/a.pem" mns_request GET /queues/nosuch
     assert_error "errors name the https HostId" 404 QueueNotExist
+    MNS_CACERT="$CERTS/a.pem" mns_request GET /queues
+    assert_eq "ListQueue's QueueURL names https" "https://$SMQD_ADDR/queues/tq" "$(xml_get QueueURL)"
     MNS_CACERT="$CERTS/b.pem" mns_request GET /queues
     assert_eq "a client trusting another CA refuses the server" 000 "$RESP_STATUS"
     SMQD_SCHEME=http mns_request GET /queues
@@ -66,6 +92,26 @@ t_admin_over_tls() {
     local code
     code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CERTS/a.pem" "https://$SMQD_ADMIN/health")
     assert_eq "the admin listener answers /health over HTTPS" 200 "$code"
+}
+
+# The admin listener's certificate is reloaded by SIGHUP too, from its own files (the MNS
+# listener keeps b: its key file was left unreadable by the test before).
+t_admin_reload() {
+    local code n
+    cp "$CERTS/c.pem" "$SMQD_DIR/admin-cert.pem"; cp "$CERTS/c.key" "$SMQD_DIR/admin-key.pem"
+    awk -v d="$SMQD_DIR" '/^\[admin\]$/ { admin = 1 } admin && /^tls_cert_file/ { $0 = "tls_cert_file = " d "/admin-cert.pem" }
+        admin && /^tls_key_file/ { $0 = "tls_key_file = " d "/admin-key.pem" } { print }' \
+        "$SMQD_DIR/smqd.conf" >"$SMQD_DIR/smqd.conf.new" && mv "$SMQD_DIR/smqd.conf.new" "$SMQD_DIR/smqd.conf"
+    chmod 600 "$SMQD_DIR/smqd.conf"
+    n=$(grep -c 'SIGHUP: reloaded' "$SMQD_LOG")
+    kill -HUP "$SMQD_PID"
+    wait_for "SIGHUP is logged" 5000 bash -c "[ \$(grep -c 'SIGHUP: reloaded' '$SMQD_LOG') -gt $n ]"
+    assert_eq "the admin listener now serves certificate c" "$(fingerprint_of "$CERTS/c.pem")" \
+        "$(served_fingerprint "$SMQD_ADMIN")"
+    assert_eq "and the MNS listener still serves b" "$(fingerprint_of "$CERTS/b.pem")" \
+        "$(served_fingerprint "$SMQD_ADDR")"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CERTS/c.pem" "https://$SMQD_ADMIN/health")
+    assert_eq "a client trusting c is served by the admin listener" 200 "$code"
 }
 
 t_node_sdk() {
@@ -110,6 +156,50 @@ poll_parked() {
     curl -s --cacert "$CERTS/a.pem" "https://$SMQD_ADMIN/metrics" | grep -q '^smqd_long_poll_waiters 1$'
 }
 
+# A server certificate signed by an intermediate CA: the file holds leaf + intermediate, and
+# a client that trusts only the root verifies the chain smqd serves.
+t_chain() {
+    local dir
+    new_server_dir
+    dir=$NEW_DIR
+    cp "$CERTS/chain.pem" "$dir/cert.pem"; cp "$CERTS/leaf.key" "$dir/key.pem"; chmod 600 "$dir/key.pem"
+    sed -i "s|^\[server\]$|[server]\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
+    smqd_start "$dir" || return
+    MNS_CACERT="$CERTS/root.pem" mns_request GET /queues
+    assert_status "a client trusting only the root CA is served" 200
+    assert_eq "the handshake carries the intermediate" 2 \
+        "$(openssl s_client -connect "$SMQD_ADDR" -showcerts </dev/null 2>/dev/null | grep -c 'BEGIN CERTIFICATE')"
+    smqd_stop
+}
+
+# url_scheme: behind a TLS-terminating proxy a plain listener still names https in its
+# answers (Location, QueueURL, HostId); on a TLS listener "http" says the reverse.
+t_url_scheme() {
+    local dir
+    new_server_dir
+    dir=$NEW_DIR
+    sed -i "s|^\[server\]$|[server]\nurl_scheme = https|" "$dir/smqd.conf"
+    smqd_start "$dir" || return
+    assert_eq "the listener itself is plain HTTP" http "$SMQD_SCHEME"
+    mns_request PUT /queues/proxied
+    assert_status "CreateQueue through the proxy's plain side" 201
+    assert_eq "Location names https" "https://$SMQD_ADDR/queues/proxied" "$(header_value Location)"
+    mns_request GET /queues
+    assert_eq "QueueURL names https" "https://$SMQD_ADDR/queues/proxied" "$(xml_get QueueURL)"
+    mns_request GET /queues/nosuch
+    assert_match "the error's HostId names https" "<HostId>https://$SMQD_ADDR</HostId>" "$RESP_BODY"
+    smqd_stop
+    new_server_dir
+    dir=$NEW_DIR
+    cp "$CERTS/a.pem" "$dir/cert.pem"; cp "$CERTS/a.key" "$dir/key.pem"; chmod 600 "$dir/key.pem"
+    sed -i "s|^\[server\]$|[server]\nurl_scheme = http\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
+    smqd_start "$dir" || return
+    MNS_CACERT="$CERTS/a.pem" mns_request PUT /queues/plainnamed
+    assert_eq "url_scheme = http on a TLS listener: Location names http" \
+        "http://$SMQD_ADDR/queues/plainnamed" "$(header_value Location)"
+    smqd_stop
+}
+
 t_bad_files_refuse_the_start() {
     local dir rc out
     new_server_dir
@@ -124,7 +214,7 @@ t_bad_files_refuse_the_start() {
     assert_match "naming both settings" "tls_cert_file is set but tls_key_file is not" "$out"
 }
 
-if ! make_cert a || ! make_cert b; then
+if ! make_cert a || ! make_cert b || ! make_cert c || ! make_chain; then
     not_ok "make test certificates with openssl" "$(cat "$CERTS"/*.err)"
     finish
 fi
@@ -133,8 +223,11 @@ if start_tls_server; then
     run_test t_admin_over_tls
     run_test t_node_sdk
     run_test t_sighup_swaps_the_certificate
+    run_test t_admin_reload
     smqd_stop
     [ "$SMQD_EXIT" = 0 ] && ok "SIGTERM: exit 0"
 fi
+run_test t_chain
+run_test t_url_scheme
 run_test t_bad_files_refuse_the_start
 finish
