@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # test_monitoring.sh — checks conf/monitoring/ (docs/operations.md "Alert rules"): the
-# Prometheus rules pass `promtool check rules` and their unit test (`promtool test rules`),
-# the Grafana dashboard is valid, provisioning-ready JSON with the panels and variables the
-# operations guide promises, and every smqd_* metric named in the rules or the dashboard is one
-# the real smqd exports — read from a live scrape of a server that saw traffic, a dead-letter
-# move and an access denial, so renaming a metric in the code fails here, not in production.
+# Prometheus rules pass `promtool check rules` and their unit test (`promtool test rules`), the
+# excerpt in that section is the file's, the Grafana dashboard is valid, provisioning-ready JSON
+# with the panels and variables the operations guide promises, and every smqd_* metric named in
+# the rules or the dashboard is one the real smqd exports — read from a live scrape of a server
+# that saw traffic, a dead-letter move and an access denial, so renaming a metric in the code
+# fails here, not in production.
 #
 # Run: SMQD_BIN=build/smqd bash tests/packaging/test_monitoring.sh
 # Needs promtool (Debian package prometheus, scripts/deps.sh test), node, curl, openssl.
@@ -79,6 +80,23 @@ test_rules_cover() {
         if printf '%s\n' "$exprs" | grep -q "$want"; then ok "rules use $want"
         else not_ok "rules use $want" "no expression of $RULES names it"; fi
     done
+}
+
+# The excerpt in docs/operations.md "Alert rules" must be the file's: each alert it shows
+# exists, with the same expression.
+test_docs_excerpt() {
+    local section exprs line n=0
+    section=$(awk '/^### /{inside = ($0 == "### Alert rules")} inside' "$REPO/docs/operations.md")
+    exprs=$(rule_exprs "$RULES" | sed 's/^ *//')
+    while read -r line; do
+        n=$((n + 1))
+        if printf '%s\n' "$exprs" | grep -qxF "$line"; then ok "docs excerpt: $line"
+        else not_ok "docs excerpt expression is not in $RULES" "$line"; fi
+    done < <(printf '%s\n' "$section" | sed -n 's/^ *expr: *//p')
+    while read -r line; do
+        grep -qE "^ *- alert: $line\$" "$RULES" || not_ok "docs excerpt alert $line is not in $RULES"
+    done < <(printf '%s\n' "$section" | sed -n 's/^ *- alert: *//p')
+    assert_range "docs/operations.md shows an excerpt of the rules" 1 20 "$n"
 }
 
 # Structure Grafana needs to provision the file and the operations guide promises.
@@ -179,6 +197,7 @@ test_metrics_exported() {
 run_test test_rules_check
 run_test test_rules_unit_test
 run_test test_rules_cover
+run_test test_docs_excerpt
 run_test test_dashboard_json
 new_server_dir
 run_test test_metrics_exported
