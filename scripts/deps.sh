@@ -10,7 +10,7 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
             libsqlite3-dev libinih-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
             scdoc)
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
-           clang libclang-rt-14-dev fuse3 libfuse3-dev)
+           clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then
