@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # deps.sh — installs the Debian 12 packages smqd needs, only those missing.
 #   scripts/deps.sh build   compiler, CMake and the libraries (libcurl for smqctl,
-#                           libsystemd for sd_notify)
+#                           libsystemd for sd_notify, scdoc for the man pages)
 #   scripts/deps.sh test    the above plus cmocka, curl, Node.js/npm, valgrind
 # Must run as root (or with sudo available) on Debian 12.
 set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
-            libsqlite3-dev libinih-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev)
+            libsqlite3-dev libinih-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
+            scdoc)
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
-           clang libclang-rt-14-dev fuse3 libfuse3-dev)
+           clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
 test_pkgs+=(prometheus)   # promtool: conf/monitoring/ rules (tests/packaging/test_monitoring.sh)
 
 want=("${build_pkgs[@]}")
