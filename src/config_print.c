@@ -57,7 +57,7 @@ static void print_doc(const struct setting *s, FILE *out)
     if (s->type == OPT_INT || s->type == OPT_ENUM)
         fprintf(out, "# %s (%s; default %s)\n", s->doc, allowed, s->def);
     else if (s->def != NULL)
-        fprintf(out, "# %s (default %s)\n", s->doc, s->def);
+        fprintf(out, "# %s (default %s)\n", s->doc, s->def[0] ? s->def : "empty");
     else
         fprintf(out, "# %s\n", s->doc);
 }
