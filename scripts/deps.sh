@@ -10,6 +10,8 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
             libsqlite3-dev libinih-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev)
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
            clang libclang-rt-14-dev fuse3 libfuse3-dev)
+# The Debian package's build (scripts/build-deb.sh) and its test (tests/packaging/test_deb.sh).
+test_pkgs+=(debhelper dpkg-dev fakeroot lintian systemd)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then
