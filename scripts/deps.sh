@@ -12,6 +12,8 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
            clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
 test_pkgs+=(prometheus)   # promtool: conf/monitoring/ rules (tests/packaging/test_monitoring.sh)
+# The Debian package's build (scripts/build-deb.sh) and its test (tests/packaging/test_deb.sh).
+test_pkgs+=(debhelper dpkg-dev fakeroot lintian systemd)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then
