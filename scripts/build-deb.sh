@@ -4,8 +4,8 @@
 #
 #   scripts/build-deb.sh [OUTDIR]      (default: dist/ in the repository)
 #
-# Installs the build packages when missing (scripts/deps.sh build, plus debhelper,
-# dpkg-dev, fakeroot and lintian).  The build runs on a copy of the tree, so neither the
+# Installs the build packages when missing (scripts/deps.sh deb: the build's, plus
+# debhelper, dpkg-dev, fakeroot and lintian).  The build runs on a copy of the tree, so neither the
 # repository nor its parent gets build files (dpkg-buildpackage writes ../*.deb).  Leaves
 # OUTDIR/smqd_VERSION_ARCH.deb (and .buildinfo, .changes); prints its path last.
 # Install it with:  apt install ./dist/smqd_*.deb
@@ -15,19 +15,7 @@ out=${1:-$root/dist}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-"$root/scripts/deps.sh" build
-missing=()
-for p in debhelper dpkg-dev fakeroot lintian; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "build-deb: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$root/scripts/deps.sh" deb
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

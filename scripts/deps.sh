@@ -2,6 +2,7 @@
 # deps.sh — installs the Debian 12 packages smqd needs, only those missing.
 #   scripts/deps.sh build   compiler, CMake and the libraries (libcurl for smqctl,
 #                           libsystemd for sd_notify, scdoc for the man pages)
+#   scripts/deps.sh deb     build's plus what scripts/build-deb.sh needs (debhelper, lintian)
 #   scripts/deps.sh test    the above plus cmocka, curl, Node.js/npm, valgrind
 # Must run as root (or with sudo available) on Debian 12.
 set -euo pipefail
@@ -12,11 +13,14 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
            clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
 test_pkgs+=(prometheus)   # promtool: conf/monitoring/ rules (tests/packaging/test_monitoring.sh)
-# The Debian package's build (scripts/build-deb.sh) and its test (tests/packaging/test_deb.sh).
-test_pkgs+=(debhelper dpkg-dev fakeroot lintian systemd)
+# The Debian package's build (scripts/build-deb.sh, and the test that runs it).
+deb_pkgs=(debhelper dpkg-dev fakeroot lintian)
+test_pkgs+=("${deb_pkgs[@]}" systemd)   # systemd-analyze (tests/packaging/test_deb.sh)
 
 want=("${build_pkgs[@]}")
-if [ "${1:-build}" = "test" ]; then
+if [ "${1:-build}" = "deb" ]; then
+  want+=("${deb_pkgs[@]}")
+elif [ "${1:-build}" = "test" ]; then
   want+=("${test_pkgs[@]}")
   # Node.js may come from elsewhere (e.g. a newer install); only add Debian's if absent.
   command -v node >/dev/null 2>&1 || want+=(nodejs)
