@@ -257,6 +257,34 @@ static void check_listed_a2(struct fx *f)
     op_release(&op);
 }
 
+/* Adds a grant of classes on the queue list to set. */
+static void add_grant(struct grant_set *set, const char *queues, unsigned classes)
+{
+    struct grant g = {NULL, 0, classes};
+    char why[128];
+
+    if (grant_parse_queues(queues, &g, why, sizeof why) != 0)
+        fail_msg("queues \"%s\": %s", queues, why);
+    assert_int_equal(grant_set_add(set, &g), 0);
+}
+
+/* A page listed as visible shows: exactly these names (joined by ',') and
+ * this next_marker. */
+static void expect_page(struct fx *f, const struct grant_set *visible, const char *prefix,
+                        const char *marker, int ret_number, const char *want_names,
+                        const char *want_next)
+{
+    char names[512], next[SMQ_QUEUE_NAME_MAX + 1];
+    size_t want_n = want_names[0] != '\0';
+
+    for (const char *c = want_names; *c != '\0'; c++)
+        want_n += *c == ',';
+    assert_int_equal(list_page_as(f, visible, prefix, marker, ret_number, names, sizeof names, next),
+                     want_n);
+    assert_string_equal(names, want_names);
+    assert_string_equal(next, want_next);
+}
+
 /* A key's grants: only the queues it may list are shown, counted and
  * offered as next_marker, so paging never reveals another team's name. */
 static void test_engine_queues_list_visible(void **state)
@@ -264,36 +292,21 @@ static void test_engine_queues_list_visible(void **state)
     struct fx *f = *state;
     static const char *const created[] = {"a1", "b1", "a2", "b2", "b3", "a3", "c"};
     struct grant_set set = {NULL, 0};
-    struct grant g = {NULL, 0, GRANT_LIST};
-    char names[512], next[SMQ_QUEUE_NAME_MAX + 1], why[128];
 
     for (size_t i = 0; i < sizeof created / sizeof created[0]; i++)
         assert_int_equal(fx_create_queue(f, created[i], NULL, 0, NULL), 0);
-    assert_int_equal(grant_parse_queues("a*, c", &g, why, sizeof why), 0);
-    assert_int_equal(grant_set_add(&set, &g), 0);
+    add_grant(&set, "a*, c", GRANT_LIST);
     /* A grant of another class on b* does not make b* visible. */
-    assert_int_equal(grant_parse_queues("b*", &g, why, sizeof why), 0);
-    g.classes = GRANT_SEND;
-    assert_int_equal(grant_set_add(&set, &g), 0);
+    add_grant(&set, "b*", GRANT_SEND);
 
-    assert_int_equal(list_page_as(f, &set, "", "", 1000, names, sizeof names, next), 4);
-    assert_string_equal(names, "a1,a2,a3,c");
-    assert_string_equal(next, "");
+    expect_page(f, &set, "", "", 1000, "a1,a2,a3,c", "");
     /* Two per page: the marker skips the hidden b1..b3. */
-    assert_int_equal(list_page_as(f, &set, "", "", 2, names, sizeof names, next), 2);
-    assert_string_equal(names, "a1,a2");
-    assert_string_equal(next, "a3");
-    assert_int_equal(list_page_as(f, &set, "", next, 2, names, sizeof names, next), 2);
-    assert_string_equal(names, "a3,c");
-    assert_string_equal(next, "");
-    assert_int_equal(list_page_as(f, &set, "a2", "", 1, names, sizeof names, next), 1);
-    assert_string_equal(names, "a2");
-    assert_string_equal(next, "");
-    assert_int_equal(list_page_as(f, &set, "b", "", 10, names, sizeof names, next), 0);
-    assert_string_equal(next, "");
+    expect_page(f, &set, "", "", 2, "a1,a2", "a3");
+    expect_page(f, &set, "", "a3", 2, "a3,c", "");
+    expect_page(f, &set, "a2", "", 1, "a2", "");
+    expect_page(f, &set, "b", "", 10, "", "");
     /* A page that ends just before hidden names only has no next_marker. */
-    assert_int_equal(list_page_as(f, &set, "a", "", 3, names, sizeof names, next), 3);
-    assert_string_equal(next, "");
+    expect_page(f, &set, "a", "", 3, "a1,a2,a3", "");
     grant_set_free(&set);
 }
 
@@ -304,8 +317,7 @@ static void test_engine_queues_list_skips_hidden(void **state)
 {
     struct fx *f = *state;
     struct grant_set set = {NULL, 0};
-    struct grant g = {NULL, 0, GRANT_LIST};
-    char names[512], next[SMQ_QUEUE_NAME_MAX + 1], why[128], name[32];
+    char name[32];
 
     for (int i = 0; i < 40; i++) {
         snprintf(name, sizeof name, "h%02d", i);
@@ -317,19 +329,13 @@ static void test_engine_queues_list_skips_hidden(void **state)
     assert_int_equal(fx_create_queue(f, "m-", NULL, 0, NULL), 0);
     assert_int_equal(fx_create_queue(f, "z", NULL, 0, NULL), 0);
     /* "m-1*": m-10..m-19; "h05", "z" exact; "k" names no queue. */
-    assert_int_equal(grant_parse_queues("z, m-1*, k, h05", &g, why, sizeof why), 0);
-    assert_int_equal(grant_set_add(&set, &g), 0);
+    add_grant(&set, "z, m-1*, k, h05", GRANT_LIST);
 
-    assert_int_equal(list_page_as(f, &set, "", "", 1000, names, sizeof names, next), 12);
-    assert_string_equal(names, "h05,m-10,m-11,m-12,m-13,m-14,m-15,m-16,m-17,m-18,m-19,z");
-    assert_string_equal(next, "");
-    assert_int_equal(list_page_as(f, &set, "", "", 2, names, sizeof names, next), 2);
-    assert_string_equal(next, "m-11");
-    assert_int_equal(list_page_as(f, &set, "", "m-19", 5, names, sizeof names, next), 2);
-    assert_string_equal(names, "m-19,z");
-    assert_int_equal(list_page_as(f, &set, "m", "", 1000, names, sizeof names, next), 10);
-    assert_int_equal(list_page_as(f, &set, "", "m-2", 1000, names, sizeof names, next), 1);
-    assert_string_equal(names, "z");
+    expect_page(f, &set, "", "", 1000, "h05,m-10,m-11,m-12,m-13,m-14,m-15,m-16,m-17,m-18,m-19,z", "");
+    expect_page(f, &set, "", "", 2, "h05,m-10", "m-11");
+    expect_page(f, &set, "", "m-19", 5, "m-19,z", "");
+    expect_page(f, &set, "m", "", 1000, "m-10,m-11,m-12,m-13,m-14,m-15,m-16,m-17,m-18,m-19", "");
+    expect_page(f, &set, "", "m-2", 1000, "z", "");
     grant_set_free(&set);
 }
 
