@@ -55,14 +55,21 @@ served_fingerprint() {
 }
 fingerprint_of() { openssl x509 -noout -fingerprint -sha256 -in "$1" | cut -d= -f2; }
 
+# use_cert DIR CERT KEY SECTION... — DIR's config serves CERT and KEY (copied into DIR) on
+# the listeners of these sections (server, admin).
+use_cert() {
+    local dir=$1 cert=$2 key=$3 s
+    shift 3
+    cp "$cert" "$dir/cert.pem"; cp "$key" "$dir/key.pem"; chmod 600 "$dir/key.pem"
+    for s in "$@"; do
+        sed -i "s|^\[$s\]$|[$s]\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
+    done
+}
+
 start_tls_server() {
-    local dir
     new_server_dir
-    dir=$NEW_DIR
-    cp "$CERTS/a.pem" "$dir/cert.pem"; cp "$CERTS/a.key" "$dir/key.pem"; chmod 600 "$dir/key.pem"
-    sed -i "s|^\[server\]$|[server]\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
-    sed -i "s|^\[admin\]$|[admin]\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
-    smqd_start "$dir"
+    use_cert "$NEW_DIR" "$CERTS/a.pem" "$CERTS/a.key" server admin
+    smqd_start "$NEW_DIR"
 }
 
 t_https_with_curl() {
@@ -159,12 +166,9 @@ poll_parked() {
 # A server certificate signed by an intermediate CA: the file holds leaf + intermediate, and
 # a client that trusts only the root verifies the chain smqd serves.
 t_chain() {
-    local dir
     new_server_dir
-    dir=$NEW_DIR
-    cp "$CERTS/chain.pem" "$dir/cert.pem"; cp "$CERTS/leaf.key" "$dir/key.pem"; chmod 600 "$dir/key.pem"
-    sed -i "s|^\[server\]$|[server]\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
-    smqd_start "$dir" || return
+    use_cert "$NEW_DIR" "$CERTS/chain.pem" "$CERTS/leaf.key" server
+    smqd_start "$NEW_DIR" || return
     MNS_CACERT="$CERTS/root.pem" mns_request GET /queues
     assert_status "a client trusting only the root CA is served" 200
     assert_eq "the handshake carries the intermediate" 2 \
@@ -190,10 +194,9 @@ t_url_scheme() {
     assert_match "the error's HostId names https" "<HostId>https://$SMQD_ADDR</HostId>" "$RESP_BODY"
     smqd_stop
     new_server_dir
-    dir=$NEW_DIR
-    cp "$CERTS/a.pem" "$dir/cert.pem"; cp "$CERTS/a.key" "$dir/key.pem"; chmod 600 "$dir/key.pem"
-    sed -i "s|^\[server\]$|[server]\nurl_scheme = http\ntls_cert_file = $dir/cert.pem\ntls_key_file = $dir/key.pem|" "$dir/smqd.conf"
-    smqd_start "$dir" || return
+    use_cert "$NEW_DIR" "$CERTS/a.pem" "$CERTS/a.key" server
+    sed -i "s|^\[server\]$|[server]\nurl_scheme = http|" "$NEW_DIR/smqd.conf"
+    smqd_start "$NEW_DIR" || return
     MNS_CACERT="$CERTS/a.pem" mns_request PUT /queues/plainnamed
     assert_eq "url_scheme = http on a TLS listener: Location names http" \
         "http://$SMQD_ADDR/queues/plainnamed" "$(header_value Location)"
