@@ -95,13 +95,16 @@ static int check_content_md5(const struct api_request *req, struct smq_errinfo *
     return errors_set(ei, SMQ_E_INVALID_DIGEST, NULL);
 }
 
-/* A 403 naming the key, the class it lacks and where. */
+/* A 403 naming the key, the class it lacks and the queue (NULL: any), what
+ * the queue is to the request appended. */
 static int deny(const struct auth_key *key, unsigned cls, const char *queue, const char *what,
                 struct smq_errinfo *ei)
 {
-    return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant on %s%s%s%s.",
-                      key->id, grant_class_name(cls), queue != NULL ? "queue \"" : "any queue",
-                      queue != NULL ? queue : "", queue != NULL ? "\"" : "", what);
+    if (queue == NULL)
+        return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant "
+                          "on any queue.", key->id, grant_class_name(cls));
+    return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant on "
+                      "queue \"%s\"%s.", key->id, grant_class_name(cls), queue, what);
 }
 
 /*
