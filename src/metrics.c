@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/auth.h"
 #include "smqd/errors.h"
 
 /* The statuses smqd sends (docs/protocol-decisions.md); anything else is "other". */
@@ -80,11 +81,10 @@ static const struct histogram_shape flush_shape = {flush_bound_us, flush_bound_l
 
 /* Distinct (access key id, action) rows; more share DENIED_OTHER_KEY's. */
 #define DENIED_ROWS 256
-#define DENIED_KEY_MAX 128                 /* config.h's SMQ_KEY_ID_MAX */
 #define DENIED_OTHER_KEY "(other)"
 
 struct denied_row {
-    char key[DENIED_KEY_MAX + 1];
+    char key[SMQ_KEY_ID_MAX + 1];
     enum mns_action action;
     uint64_t n;
 };
@@ -187,7 +187,7 @@ static struct denied_row *denied_row(struct denied_table *t, const char *key, en
 {
     struct denied_row *r;
 
-    if (strlen(key) > DENIED_KEY_MAX)
+    if (strlen(key) > SMQ_KEY_ID_MAX)
         key = DENIED_OTHER_KEY;
     for (size_t i = 0; i < t->n; i++)
         if (t->rows[i].action == a && strcmp(t->rows[i].key, key) == 0)

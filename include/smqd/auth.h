@@ -30,6 +30,9 @@ struct auth_request {
     size_t n_headers;
 };
 
+/* The longest access key id a configuration may hold (config.h has the rule). */
+#define SMQ_KEY_ID_MAX 128
+
 struct auth_key {
     char *id;
     char *secret;

@@ -20,8 +20,7 @@ enum smq_url_scheme { SMQ_SCHEME_AUTO = 0, SMQ_SCHEME_HTTP = 1, SMQ_SCHEME_HTTPS
 
 /* What config_print writes instead of a secret. */
 #define SMQ_CONFIG_SECRET_MASK "********"
-/* Access key ids: 1..SMQ_KEY_ID_MAX characters of [A-Za-z0-9_.-]. */
-#define SMQ_KEY_ID_MAX 128
+/* Access key ids: 1..SMQ_KEY_ID_MAX (auth.h) characters of [A-Za-z0-9_.-]. */
 /* Secrets (and the admin tokens): 1..SMQ_KEY_SECRET_MAX printable ASCII
  * characters, no spaces.  192: the most a configuration line (at most 198
  * characters) can hold after the shortest prefix, "token=" or "key.X=", so
