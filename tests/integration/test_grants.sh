@@ -6,7 +6,8 @@
 # showing only what the key may list (paging included), batches refused whole, the
 # dead-letter target needing "send", V4 signatures under the same grants, denials in the log
 # and in /metrics with the key id (never the secret), SIGHUP changing the rights of a running
-# server, and `smqd -t` printing every key's rights.
+# server, `smqd -t` printing every key's rights, and the worked example of docs/operations.md
+# (its configuration read from the doc) against the doc's table of who may do what.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_grants.sh
 
@@ -414,6 +415,66 @@ t_config_test_prints_rights() {
     assert_match "naming it" 'unknown action "purge" \(known: manage, send, receive, list\)' "$out"
 }
 
+# The worked example of docs/operations.md ("Several teams on one smqd"), read from the doc
+# itself, against its table of who may do what: the doc cannot promise what smqd does not do.
+ex_secret() { echo "example-$1-s3cret"; }
+
+# ex_row DESC METHOD RESOURCE BODY WANT... — the request as orders, billing, monitor, then
+# platform (last: its right may change what the others see); WANT is "ok" (anything but 403)
+# or "403" (AccessDenied) for each, in that order.
+ex_row() {
+    local desc=$1 method=$2 resource=$3 body=$4 key i=0 got
+    local -a wants=("$5" "$6" "$7" "$8")
+    for key in orders billing monitor platform; do
+        MNS_AK=$key MNS_SK=$(ex_secret "$key") mns_request "$method" "$resource" "$body"
+        got=ok; [ "$RESP_STATUS" = 403 ] && got=403
+        if [ "$got" = 403 ]; then assert_match "$desc: $key's 403 is AccessDenied" \
+            '<Code>AccessDenied</Code>' "$RESP_BODY"; fi
+        assert_eq "$desc: $key" "${wants[$i]}" "$got"
+        i=$((i + 1))
+    done
+}
+
+ex_list() {   # KEY — the names KEY's ListQueue shows
+    MNS_AK=$1 MNS_SK=$(ex_secret "$1") list_names
+    echo "$NAMES"
+}
+
+t_worked_example() {
+    local dir example
+    example=$(awk '/^## Several teams on one smqd/ { f = 1 } f && /^```ini$/ { g = 1; next }
+                   g && /^```$/ { exit } g { print }' "$HERE/../../docs/operations.md")
+    assert_match "the doc has the example" '^\[auth\]' "$example"
+    new_server_dir
+    dir=$NEW_DIR
+    sed -i '/^\[auth\]$/,/^key\.secondKey/d' "$dir/smqd.conf"
+    printf '%s\n' "$example" | sed -E 's/<([a-z]+) secret>/example-\1-s3cret/' >>"$dir/smqd.conf"
+    smqd_start "$dir" || return
+    local q
+    for q in orders-inbox billing billing-dlq; do
+        MNS_AK=platform MNS_SK=$(ex_secret platform) mns_request PUT "/queues/$q" "$(queue_body)"
+        assert_status "platform creates $q" 201
+    done
+    ex_row "CreateQueue orders-eu" PUT /queues/orders-eu "$(queue_body)" ok 403 403 ok
+    ex_row "SendMessage to orders-inbox" POST /queues/orders-inbox/messages "$(message_body w)" \
+        ok ok 403 ok
+    ex_row "ReceiveMessage from orders-inbox" GET '/queues/orders-inbox/messages?waitseconds=0' "" \
+        ok 403 403 ok
+    ex_row "ReceiveMessage from billing" GET '/queues/billing/messages?waitseconds=0' "" \
+        403 ok 403 ok
+    ex_row "CreateQueue orders-eu with its DLQ billing-dlq" PUT /queues/orders-eu2 \
+        "$(dlq_body billing-dlq)" 403 403 403 ok
+    ex_row "SetQueueAttributes of billing with a DLQ policy" PUT '/queues/billing?metaoverride=true' \
+        "$(dlq_body billing-dlq)" 403 403 403 ok
+    assert_eq "ListQueue as orders" "orders-eu orders-eu2 orders-inbox" "$(ex_list orders)"
+    assert_eq "ListQueue as billing" "billing billing-dlq" "$(ex_list billing)"
+    assert_eq "ListQueue as monitor: every queue" "billing billing-dlq orders-eu orders-eu2 orders-inbox" \
+        "$(ex_list monitor)"
+    assert_eq "ListQueue as platform: every queue" "$(ex_list monitor)" "$(ex_list platform)"
+    ex_row "DeleteQueue billing" DELETE /queues/billing "" 403 403 403 ok
+    smqd_stop
+}
+
 start_granted || finish
 run_test setup_queues
 run_test t_allowed_within_grants
@@ -429,4 +490,5 @@ run_test t_denial_lines_capped
 run_test t_reload_changes_rights
 run_test t_config_test_prints_rights
 smqd_stop
+run_test t_worked_example
 finish
