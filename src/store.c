@@ -15,6 +15,8 @@ static const struct store_backend *backend_of(enum smq_store_backend b)
     switch (b) {
     case SMQ_STORE_SQLITE:
         return &store_sqlite_backend;
+    case SMQ_STORE_POSTGRESQL:
+        return NULL;
     }
     return NULL;
 }
@@ -92,6 +94,11 @@ int store_defer_fsync(struct smq_store *s)
 int store_flush(struct smq_store *s)
 {
     return s->be->flush(s);
+}
+
+int store_fence(struct smq_store *s, const char *holder_token, int64_t epoch)
+{
+    return s->be->fence != NULL ? s->be->fence(s, holder_token, epoch) : 0;
 }
 
 /* ---- metadata, queues, messages ---- */

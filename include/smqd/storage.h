@@ -17,7 +17,8 @@ enum smq_sync_mode {
 };
 
 enum smq_store_backend {
-    SMQ_STORE_SQLITE = 0    /* the embedded default: one file, WAL mode */
+    SMQ_STORE_SQLITE = 0,   /* the embedded default: one file, WAL mode */
+    SMQ_STORE_POSTGRESQL = 1    /* a shared PostgreSQL database (libpq) */
 };
 
 /* Where and how the store keeps its data (store_open). */
@@ -25,6 +26,11 @@ struct store_config {
     enum smq_store_backend backend;
     const char *path;       /* SQLite: the database file */
     enum smq_sync_mode sync;
+    const char *dsn;        /* PostgreSQL: a libpq conninfo string */
+    /* PostgreSQL: the application_name of every connection the store opens
+     * (NULL = "smqd"), so that a node taking the lease over can end a
+     * former holder's sessions by it (lease.h). */
+    const char *app_name;
 };
 
 /*

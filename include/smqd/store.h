@@ -130,6 +130,19 @@ int store_defer_fsync(struct smq_store *s);
  * on another thread than the owner's, at the same time. */
 int store_flush(struct smq_store *s);
 
+/* ---- ownership ---- */
+
+/*
+ * From now on every commit checks, inside its own transaction, that the
+ * lease (lease.h) is still held by holder_token with this epoch and has
+ * not expired; when it is not, the commit fails with
+ * SMQ_E_SERVICE_UNAVAILABLE and nothing of it is applied (the outcome is
+ * known: answer 503, never InternalError).  A backend whose database only
+ * one process can open (SQLite) has nothing to fence: 0.  Call before the
+ * first write.  0, or SMQ_E_NOMEM.
+ */
+int store_fence(struct smq_store *s, const char *holder_token, int64_t epoch);
+
 /* ---- metadata, queues, messages ---- */
 
 /* Small key/value metadata (e.g. the receipt-handle secret, id high-water marks). */

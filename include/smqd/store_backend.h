@@ -65,6 +65,9 @@ struct store_backend {
     int (*reclaim)(struct smq_store *s, unsigned max_pages, uint64_t *freed);
     int (*integrity_check)(struct smq_store *s, char *err, size_t err_size);
 
+    /* optional: a lease every commit is checked against (store_fence) */
+    int (*fence)(struct smq_store *s, const char *holder_token, int64_t epoch);
+
     /* optional: test seams */
     void (*fault_inject)(struct smq_store *s, unsigned after_n_writes, int fail_commit,
                          int as_full);
