@@ -16,7 +16,7 @@ static const struct store_backend *backend_of(enum smq_store_backend b)
     case SMQ_STORE_SQLITE:
         return &store_sqlite_backend;
     case SMQ_STORE_POSTGRESQL:
-        return NULL;
+        return &store_pg_backend;
     }
     return NULL;
 }

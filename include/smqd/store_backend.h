@@ -76,5 +76,6 @@ struct store_backend {
 
 /* The backends built in. */
 extern const struct store_backend store_sqlite_backend;
+extern const struct store_backend store_pg_backend;      /* pg_store.c */
 
 #endif
