@@ -1,7 +1,8 @@
 /*
  * engine_fixture.c — the shared fixture of the engine's unit tests
- * (engine_fixture.h): a store in a temporary directory, an engine on a fake
- * clock, and the helpers that build, run and check operations.
+ * (engine_fixture.h): a store in a temporary directory (or a PostgreSQL
+ * schema), an engine on a fake clock, and the helpers that build, run and
+ * check operations.
  */
 #include "engine_fixture.h"
 #include "scratch_dir.h"
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <libpq-fe.h>
 
 /* ---- setup and teardown -------------------------------------------------- */
 
@@ -45,11 +48,77 @@ void fx_reopen_engine(struct fx *f, int max_queues)
     assert_null(engine_check(f->e));       /* recovery rebuilt every structure */
 }
 
+/* The PostgreSQL the environment names, if any, in out; false if none. */
+static bool pg_dsn(char *out, size_t size)
+{
+    const char *dsn = getenv("SMQD_TEST_PG_DSN"), *dir = getenv("SMQD_TEST_PG_DIR");
+    char path[512];
+    FILE *fp;
+    bool ok = false;
+
+    if (dsn != NULL) {
+        snprintf(out, size, "%s", dsn);
+        return true;
+    }
+    if (dir == NULL)
+        return false;
+    snprintf(path, sizeof path, "%s/dsn", dir);
+    fp = fopen(path, "r");
+    if (fp != NULL) {
+        ok = fgets(out, (int)size, fp) != NULL;
+        fclose(fp);
+    }
+    out[strcspn(out, "\n")] = '\0';
+    return ok;
+}
+
+static int pg_exec(const char *dsn, const char *sql)
+{
+    PGconn *c = PQconnectdb(dsn);
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+
+    PQclear(r);
+    PQfinish(c);
+    return ok ? 0 : -1;
+}
+
+/* A schema of this test's own; the store's dsn searches it alone. */
+static int pg_store_setup(struct fx *f, const char *dsn)
+{
+    static int n;
+    char sql[128];
+
+    f->pg = true;
+    snprintf(f->pg_schema, sizeof f->pg_schema, "e_%ld_%d", (long)getpid(), ++n);
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", f->pg_schema);
+    if (pg_exec(dsn, sql) != 0)
+        return -1;
+    snprintf(f->path, sizeof f->path, "pg:%s options='-c search_path=%s "
+             "-c client_min_messages=warning'", dsn, f->pg_schema);
+    return 0;
+}
+
+static int open_store(struct fx *f)
+{
+    struct store_config cfg = {.path = f->path, .sync = SMQ_SYNC_NORMAL};
+    char err[512];
+
+    if (f->pg) {
+        cfg.backend = SMQ_STORE_POSTGRESQL;
+        cfg.dsn = f->path + 3;
+    }
+    if (store_open(&cfg, &f->store, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "store_open: %s\n", err);
+    return -1;
+}
+
 int fx_setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
     struct smq_engine_opts opts;
-    char err[256];
+    char err[256], dsn[1024];
 
     if (f == NULL)
         return -1;
@@ -61,8 +130,7 @@ int fx_setup(void **state)
     snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
     *state = f;
     clock_fake_init(&f->clock, FX_MONO0, FX_EPOCH0);
-    if (store_open(&(struct store_config){.path = f->path, .sync = SMQ_SYNC_NORMAL},
-                   &f->store, err, sizeof err) != 0)
+    if ((pg_dsn(dsn, sizeof dsn) && pg_store_setup(f, dsn) != 0) || open_store(f) != 0)
         return -1;
     opts = (struct smq_engine_opts){.clock = &f->clock.clock, .store = f->store,
                                     .max_queues = FX_MAX_QUEUES_DEFAULT};
@@ -70,10 +138,12 @@ int fx_setup(void **state)
 }
 
 /* Closes the engine (completing any parked op into the fixture), then
- * removes the directory and whatever SQLite left in it (-wal, -shm). */
+ * removes the directory and whatever SQLite left in it (-wal, -shm), or
+ * the test's PostgreSQL schema. */
 int fx_teardown(void **state)
 {
     struct fx *f = *state;
+    char sql[128];
 
     engine_close(f->e);
     for (size_t i = 0; i < FX_N_PARK; i++)
@@ -81,6 +151,10 @@ int fx_teardown(void **state)
     for (size_t i = 0; i < sizeof f->scratch / sizeof f->scratch[0]; i++)
         free(f->scratch[i]);
     store_close(f->store);
+    if (f->pg) {
+        snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", f->pg_schema);
+        pg_exec(f->path + 3, sql);
+    }
     scratch_dir_remove(f->dir);
     free(f);
     return 0;

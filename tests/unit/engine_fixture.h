@@ -10,7 +10,11 @@
  * in what order (f->done, f->n_done, fx_done_pos).  Time is a fake clock:
  * fx_tick advances it and runs the engine with no ops, which fires the due
  * timers.  The store is a real SQLite file in a mkdtemp directory
- * (SMQ_SYNC_NORMAL, for speed), removed in teardown.  What is on disk is
+ * (SMQ_SYNC_NORMAL, for speed), removed in teardown; or, when the
+ * environment names a PostgreSQL (SMQD_TEST_PG_DSN, or SMQD_TEST_PG_DIR/dsn:
+ * tests/CMakeLists.txt registers each engine test a second time so), a
+ * schema of its own in that database, dropped in teardown; f->pg is then
+ * true and f->path is "pg:DSN".  What is on disk is
  * checked through an independent read-only sqlite3 connection
  * (db_peek_int(f->path, sql)) or by restarting the engine on the same
  * store (fx_reopen_engine).  After every run through the fixture,
@@ -64,7 +68,9 @@
 
 struct fx {
     char dir[64];
-    char path[128];              /* the database file */
+    char path[1600];             /* the database file, or "pg:DSN" (f->pg) */
+    bool pg;                     /* the store is PostgreSQL: see the top */
+    char pg_schema[64];
     struct smq_fake_clock clock;
     struct smq_store *store;
     struct smq_engine *e;

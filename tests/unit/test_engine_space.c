@@ -34,7 +34,7 @@
 static void test_engine_space_storage_full_refuses_sends_keeps_deletes(void **state)
 {
     struct fx *f = *state;
-    char reserve[256];
+    char reserve[sizeof ((struct fx *)0)->path + 16];
     struct smq_msg_view a, b;
     struct stat st;
     struct smq_op create;
@@ -87,7 +87,7 @@ static void test_engine_space_storage_full_refuses_sends_keeps_deletes(void **st
 static void test_engine_space_storage_full_sends_wait_for_the_reserve(void **state)
 {
     struct fx *f = *state;
-    char reserve[256];
+    char reserve[sizeof ((struct fx *)0)->path + 16];
     struct smq_msg_view a, b;
     struct stat st;
 
@@ -124,7 +124,7 @@ static void test_engine_space_storage_full_sends_wait_for_the_reserve(void **sta
 static void test_engine_space_storage_full_unmakeable_reserve_does_not_block(void **state)
 {
     struct fx *f = *state;
-    char reserve[256];
+    char reserve[sizeof ((struct fx *)0)->path + 16];
 
     snprintf(reserve, sizeof reserve, "%s.reserve", f->path);
     assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
@@ -179,7 +179,7 @@ static void test_engine_space_storage_full_in_expired_rows_delete(void **state)
 static void test_engine_space_starts_full_without_reserve(void **state)
 {
     struct fx *f = *state;
-    char reserve[256];
+    char reserve[sizeof ((struct fx *)0)->path + 16];
     struct stat st;
 
     assert_int_equal(fx_create_queue(f, "q", NULL, 0, NULL), 0);
