@@ -1,0 +1,268 @@
+/*
+ * ctl_migrate.c — copies one smqd store into another through store.h
+ * (ctl_migrate.h): the engine's metadata and queues in one transaction,
+ * then the messages in transactions of MIGRATE_CHUNK rows, each chunk's
+ * bodies read from the source in one batched read.  Only the store
+ * contract is used, so the copy is the same for every pair of backends.
+ */
+#include "ctl_migrate.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smqd/buf.h"
+#include "smqd/engine_core.h"
+#include "smqd/errors.h"
+#include "smqd/store.h"
+
+/* Rows per destination transaction: big enough that a network commit is
+ * not the bottleneck, small enough that one chunk's bodies (at most
+ * 64 KiB each) stay a bounded amount of memory. */
+#define MIGRATE_CHUNK 256
+
+/* The metadata the engine keeps (engine_core.h): the receipt-handle secret
+ * and the marks below which ids were handed out. */
+static const char *const meta_keys[] = {META_KEYS, META_NEXT_SEQ, META_NEXT_QUEUE_ID};
+
+struct copy {
+    struct smq_store *src, *dst;
+    FILE *log;
+    struct ctl_migrate_counts n;
+    struct store_msg_rec rows[MIGRATE_CHUNK];
+    struct store_body_read reads[MIGRATE_CHUNK];
+    size_t used;
+    struct smq_buf bodies;
+    char *err;
+    size_t err_size;
+};
+
+static int fail(struct copy *c, int rc, const char *what)
+{
+    snprintf(c->err, c->err_size, "%s (%s)", what, errors_info(rc)->code);
+    return rc;
+}
+
+static int count_queue(void *arg, const struct store_queue_rec *q)
+{
+    (void)q;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+static int count_msg(void *arg, const struct store_msg_rec *m)
+{
+    (void)m;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+/* The destination must hold no smqd data: a copy over a live or earlier
+ * database would mix two id spaces and two handle secrets. */
+static int check_empty(struct copy *c)
+{
+    struct smq_buf val;
+    uint64_t queues = 0;
+    int found = 0, rc;
+
+    buf_init(&val);
+    rc = store_queue_load(c->dst, count_queue, &queues);
+    if (rc == 0)
+        rc = store_meta_get(c->dst, META_KEYS, &val, &found);
+    buf_free(&val);
+    if (rc != 0)
+        return fail(c, rc, "cannot read the destination");
+    if (queues > 0 || found) {
+        snprintf(c->err, c->err_size, "the destination already holds smqd data (%" PRIu64
+                 " queue(s)%s); copy only into an empty database", queues,
+                 found ? ", a receipt-handle secret" : "");
+        return SMQ_E_INVALID_ARGUMENT;
+    }
+    return 0;
+}
+
+static int copy_meta(struct copy *c)
+{
+    struct smq_buf val;
+    int rc = 0;
+
+    buf_init(&val);
+    for (size_t i = 0; rc == 0 && i < sizeof meta_keys / sizeof meta_keys[0]; i++) {
+        int found = 0;
+        buf_reset(&val);
+        rc = store_meta_get(c->src, meta_keys[i], &val, &found);
+        if (rc == 0 && found)
+            rc = store_meta_set(c->dst, meta_keys[i], val.data, val.len);
+    }
+    buf_free(&val);
+    return rc;
+}
+
+static int copy_queue(void *arg, const struct store_queue_rec *q)
+{
+    struct copy *c = arg;
+    int rc = store_queue_insert(c->dst, q);
+
+    c->n.queues += rc == 0;
+    return rc;
+}
+
+/* Metadata and queues: one transaction, so a failed start leaves nothing. */
+static int copy_head(struct copy *c)
+{
+    int rc = store_begin(c->dst);
+
+    if (rc == 0)
+        rc = copy_meta(c);
+    if (rc == 0)
+        rc = store_queue_load(c->src, copy_queue, c);
+    if (rc == 0)
+        rc = store_commit(c->dst);
+    if (rc != 0) {
+        store_rollback(c->dst);
+        return fail(c, rc, "copying the queues and the handle secret failed; nothing was written");
+    }
+    return 0;
+}
+
+/* Inserts the chunk's rows with the bodies read for them (c->bodies holds
+ * each body followed by its extensions, in order). */
+static int insert_chunk(struct copy *c)
+{
+    size_t off = 0;
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < c->used; i++) {
+        const struct store_body_read *r = &c->reads[i];
+        struct store_msg_content mc = {
+            .body = c->bodies.data + off, .body_len = r->len,
+            .md5 = r->md5.present ? r->md5.bytes : NULL,
+            .ext = r->ext_len > 0 ? c->bodies.data + off + r->len : NULL,
+            .ext_len = r->ext_len,
+        };
+        rc = store_msg_insert(c->dst, &c->rows[i], &mc);
+        off += r->len + r->ext_len;
+        c->n.body_bytes += r->len;
+    }
+    return rc;
+}
+
+static int flush_chunk(struct copy *c)
+{
+    int rc;
+
+    if (c->used == 0)
+        return 0;
+    for (size_t i = 0; i < c->used; i++)
+        c->reads[i] = (struct store_body_read){.queue_id = c->rows[i].queue_id,
+                                               .seq = c->rows[i].seq};
+    buf_reset(&c->bodies);
+    rc = store_msg_bodies(c->src, c->reads, c->used, &c->bodies);
+    if (rc == 0)
+        rc = store_begin(c->dst);
+    if (rc == 0)
+        rc = insert_chunk(c);
+    if (rc == 0)
+        rc = store_commit(c->dst);
+    if (rc != 0) {
+        store_rollback(c->dst);
+        return rc;
+    }
+    c->n.messages += c->used;
+    c->used = 0;
+    if (c->log != NULL && c->n.messages % (MIGRATE_CHUNK * 40) == 0)
+        fprintf(c->log, "migrate: %" PRIu64 " messages copied\n", c->n.messages);
+    return 0;
+}
+
+static int collect_msg(void *arg, const struct store_msg_rec *m)
+{
+    struct copy *c = arg;
+
+    c->rows[c->used++] = *m;
+    return c->used == MIGRATE_CHUNK ? flush_chunk(c) : 0;
+}
+
+static int copy_messages(struct copy *c)
+{
+    int rc = store_msg_load(c->src, collect_msg, c);
+
+    if (rc == 0)
+        rc = flush_chunk(c);
+    if (rc != 0) {
+        snprintf(c->err, c->err_size, "copying the messages failed after %" PRIu64 " of them "
+                 "(%s); the destination holds a partial copy: empty it and run the copy again",
+                 c->n.messages, errors_info(rc)->code);
+        return rc;
+    }
+    return 0;
+}
+
+/* Reads the destination back: what it holds must be what was copied. */
+static int verify(struct copy *c)
+{
+    uint64_t queues = 0, messages = 0;
+    int rc = store_queue_load(c->dst, count_queue, &queues);
+
+    if (rc == 0)
+        rc = store_msg_load(c->dst, count_msg, &messages);
+    if (rc != 0)
+        return fail(c, rc, "cannot read the copy back");
+    if (queues != c->n.queues || messages != c->n.messages) {
+        snprintf(c->err, c->err_size, "the copy holds %" PRIu64 " queue(s) and %" PRIu64
+                 " message(s), %" PRIu64 " and %" PRIu64 " were copied", queues, messages,
+                 c->n.queues, c->n.messages);
+        return SMQ_E_INTERNAL;
+    }
+    return 0;
+}
+
+static int open_both(struct copy *c, const struct store_config *from,
+                     const struct store_config *to)
+{
+    char why[512] = "";
+
+    if (store_open(from, &c->src, why, sizeof why) != 0) {
+        snprintf(c->err, c->err_size, "cannot open the source: %s", why);
+        return SMQ_E_INTERNAL;
+    }
+    if (store_open(to, &c->dst, why, sizeof why) != 0) {
+        snprintf(c->err, c->err_size, "cannot open the destination: %s", why);
+        return SMQ_E_INTERNAL;
+    }
+    return 0;
+}
+
+int ctl_migrate(const struct store_config *from, const struct store_config *to, FILE *log,
+                struct ctl_migrate_counts *out, char *err, size_t err_size)
+{
+    struct copy *c = calloc(1, sizeof *c);
+    int rc;
+
+    if (c == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return SMQ_E_NOMEM;
+    }
+    c->log = log;
+    c->err = err;
+    c->err_size = err_size;
+    buf_init(&c->bodies);
+    rc = open_both(c, from, to);
+    if (rc == 0)
+        rc = check_empty(c);
+    if (rc == 0)
+        rc = copy_head(c);
+    if (rc == 0)
+        rc = copy_messages(c);
+    if (rc == 0)
+        rc = verify(c);
+    if (rc == 0)
+        *out = c->n;
+    store_close(c->dst);
+    store_close(c->src);
+    buf_free(&c->bodies);
+    free(c);
+    return rc;
+}

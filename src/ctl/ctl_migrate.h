@@ -1,0 +1,36 @@
+/*
+ * ctl_migrate.h — smqctl's copy of one smqd store into another through the
+ * store contract (store.h), whatever the two backends: how an SQLite
+ * database moves into PostgreSQL (docs/operations.md, "Moving from SQLite
+ * to PostgreSQL").  smqd must not run on either while it copies: the
+ * SQLite store's lock refuses a second opener, and the destination must
+ * be empty.
+ */
+#ifndef SMQCTL_MIGRATE_H
+#define SMQCTL_MIGRATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "smqd/storage.h"
+
+struct ctl_migrate_counts {
+    uint64_t queues, messages, body_bytes;
+};
+
+/*
+ * Copies every queue, message (metadata, body, MD5, extensions, receive
+ * state, dead-letter origin) and the engine's metadata (the receipt-handle
+ * secret and the id marks, so MessageIds and receipt handles issued before
+ * stay valid) from `from` to `to`, in transactions of a bounded size, then
+ * reads the destination back and compares the counts.  Progress goes to
+ * log (NULL: none).  Refuses, writing nothing, when the destination already
+ * holds queues or a receipt-handle secret.  0 with *out filled, or an
+ * SMQ_E_* code with a reason in err (a half-made copy is reported as such:
+ * the operator empties the destination and runs it again).
+ */
+int ctl_migrate(const struct store_config *from, const struct store_config *to, FILE *log,
+                struct ctl_migrate_counts *out, char *err, size_t err_size);
+
+#endif
