@@ -14,6 +14,7 @@
 #include "smqd/crypto.h"
 #include "smqd/httpd.h"
 #include "smqd/log.h"
+#include "smqd/role.h"
 
 /*
  * libmicrohttpd's per-connection memory pool (request line, headers, read
@@ -198,6 +199,18 @@ static void note_denied(const struct mns_req *d, const struct smq_errinfo *ei)
              d->call.op.queue[0] ? d->call.op.queue : "-", errors_message(ei));
 }
 
+/* The active/standby gate: checked on every request against the lease's
+ * proven-until time, so a node that cannot prove its lease answers 503 even
+ * while its main thread is stuck. */
+static int gate(const struct mns_listener *l, struct smq_errinfo *ei)
+{
+    if (l->opts.role == NULL || role_serving(l->opts.role, clock_mono_us()))
+        return 0;
+    return errors_set(ei, SMQ_E_SERVICE_UNAVAILABLE,
+                      "This node is a standby (or lost its lease); "
+                      "retry against the active node.");
+}
+
 static void on_request(void *arg, struct httpd_req *r)
 {
     struct mns_listener *l = arg;
@@ -212,7 +225,8 @@ static void on_request(void *arg, struct httpd_req *r)
     api_call_init(&d->call);
     d->counted = true;
     metrics_request_started(l->opts.metrics);
-    if (httpd_req_problem(r, &ei) == 0 && api_prepare(&l->opts.api, &req, &d->call, &ei) == 0)
+    if (httpd_req_problem(r, &ei) == 0 && gate(l, &ei) == 0 &&
+        api_prepare(&l->opts.api, &req, &d->call, &ei) == 0)
         check_limits(d, &ei);
     if (ei.err == SMQ_E_ACCESS_DENIED && d->call.access_key_id != NULL)
         note_denied(d, &ei);

@@ -29,19 +29,28 @@ struct smq_syncer {
     uint64_t committed, flushed;     /* under lock */
     struct smq_op *held_head, **held_tail;
     bool failed;                     /* written under lock, atomically (syncer_failed) */
+    int fail_rc;                     /* the failed flush's code, under lock */
+    const char *fail_message;        /* InternalError text for an unknown outcome */
     bool busy;                       /* a round is answering or calling the hook */
     pthread_cond_t quiet;            /* a round ended (syncer_drain) */
     void (*on_idle)(void *arg);      /* under lock */
     void *on_idle_arg;
 };
 
-/* Answers ops (->next list) with InternalError: nothing they did is known
- * to be on disk. */
-static void answer_failed(struct smq_op *ops)
+/* Answers ops (->next list) with the failed flush's code: nothing they did
+ * is known to be stored.  Fenced (SMQ_E_SERVICE_UNAVAILABLE) means nothing
+ * was applied and another node owns the queues; anything else is
+ * InternalError, an unknown outcome the client retries. */
+static void answer_failed(const struct smq_syncer *s, struct smq_op *ops)
 {
-    for (struct smq_op *op = ops; op != NULL; op = op->next)
-        op_fail(op, SMQ_E_INTERNAL,
-                       "the disk failed to flush the write-ahead log; restart smqd");
+    for (struct smq_op *op = ops; op != NULL; op = op->next) {
+        if (s->fail_rc == SMQ_E_SERVICE_UNAVAILABLE)
+            op_fail(op, SMQ_E_SERVICE_UNAVAILABLE,
+                    "this node lost its lease before the commit; nothing was stored, "
+                    "retry against the active node");
+        else
+            op_fail(op, SMQ_E_INTERNAL, s->fail_message);
+    }
     op_answer(ops);
 }
 
@@ -78,6 +87,7 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
         SMQ_ERROR("storage: the flush of committed writes (fdatasync of the write-ahead log) "
                   "failed: %s; every request is now answered InternalError, restart smqd",
                   strerror(saved));
+        s->fail_rc = rc == SMQ_E_SERVICE_UNAVAILABLE ? rc : SMQ_E_INTERNAL;
         __atomic_store_n(&s->failed, true, __ATOMIC_RELEASE);
     }
     s->flushed = target;
@@ -110,7 +120,7 @@ static void run_round(struct smq_syncer *s)
     if (on_idle != NULL)
         on_idle(idle_arg);
     if (failed)
-        answer_failed(done);
+        answer_failed(s, done);
     else
         op_answer(done);
     pthread_mutex_lock(&s->thread.lock);
@@ -146,6 +156,10 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
     s->flush = opts->flush;
     s->flush_arg = opts->flush_arg;
     s->metrics = opts->metrics;
+    s->fail_rc = SMQ_E_INTERNAL;
+    s->fail_message = opts->unknown_outcome_message != NULL
+                          ? opts->unknown_outcome_message
+                          : "the disk failed to flush the write-ahead log; restart smqd";
     s->held_tail = &s->held_head;
     worker_init(&s->thread);
     pthread_cond_init(&s->quiet, NULL);
@@ -189,7 +203,7 @@ void syncer_release(struct smq_syncer *s, struct smq_op *ops)
     }
     pthread_mutex_unlock(&s->thread.lock);
     if (failed)
-        answer_failed(ops);
+        answer_failed(s, ops);
     else if (now)
         op_answer(ops);
 }

@@ -24,6 +24,7 @@
 #include "smqd/server.h"
 
 struct tls_creds;
+struct smq_role;
 
 struct mns_listener_opts {
     const char *host;            /* IPv4/IPv6 literal or "localhost" */
@@ -41,6 +42,10 @@ struct mns_listener_opts {
     struct smq_server *engine;
     struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
     struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
+    /* Borrowed; NULL = always serving (the SQLite path).  Otherwise every
+     * request that passes the framing checks is answered 503
+     * ServiceUnavailable, before auth, unless role_serving() holds. */
+    const struct smq_role *role;
 };
 
 struct mns_listener;

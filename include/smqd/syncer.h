@@ -33,6 +33,11 @@ struct syncer_opts {
     int (*flush)(void *arg);
     void *flush_arg;
     struct smq_metrics *metrics;   /* optional: each flush's duration and outcome */
+    /* Optional: the InternalError message for a flush whose outcome is
+     * unknown (NULL = the SQLite one about the write-ahead log).  A flush
+     * returning SMQ_E_SERVICE_UNAVAILABLE (fenced: nothing applied) is
+     * always answered 503 "lost the lease". */
+    const char *unknown_outcome_message;
 };
 
 /* Starts the thread.  0, or SMQ_E_INTERNAL with a reason in err. */

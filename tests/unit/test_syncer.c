@@ -196,6 +196,24 @@ static void test_failed_flush_answers_internal_error_for_good(void **state)
     assert_int_equal(f->ops[2]->result.err, SMQ_E_INTERNAL);
 }
 
+/* A fenced flush (the PostgreSQL backend's SMQ_E_SERVICE_UNAVAILABLE:
+ * nothing was applied) is answered 503, not InternalError, and stays so. */
+static void test_fenced_flush_answers_service_unavailable(void **state)
+{
+    struct fixture *f = *state;
+
+    set_flush_result(SMQ_E_SERVICE_UNAVAILABLE);
+    syncer_committed(f->s);
+    syncer_release(f->s, f->ops[0]);
+    allow_flushes(1);
+    assert_true(wait_for(&answers.n, 1));
+    assert_int_equal(f->ops[0]->result.err, SMQ_E_SERVICE_UNAVAILABLE);
+    assert_true(syncer_failed(f->s));
+    syncer_release(f->s, f->ops[1]);
+    assert_int_equal(answered_count(), 2);
+    assert_int_equal(f->ops[1]->result.err, SMQ_E_SERVICE_UNAVAILABLE);
+}
+
 static void *stop_thread(void *arg)
 {
     syncer_stop(arg);
@@ -315,6 +333,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_commit_during_a_flush_waits_for_the_next, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_order_is_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_flush_answers_service_unavailable, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_failed_flush_answers_internal_error_for_good, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stop_flushes_and_answers_what_is_held, setup,
