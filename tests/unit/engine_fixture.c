@@ -5,6 +5,7 @@
  * check operations.
  */
 #include "engine_fixture.h"
+#include "pg_scratch.h"
 #include "scratch_dir.h"
 
 #include <dirent.h>
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
 
 /* ---- setup and teardown -------------------------------------------------- */
 
@@ -48,54 +48,13 @@ void fx_reopen_engine(struct fx *f, int max_queues)
     assert_null(engine_check(f->e));       /* recovery rebuilt every structure */
 }
 
-/* The PostgreSQL the environment names, if any, in out; false if none. */
-static bool pg_dsn(char *out, size_t size)
+/* A schema of this test's own (pg_scratch.h); the store's dsn searches it alone. */
+static int pg_store_setup(struct fx *f)
 {
-    const char *dsn = getenv("SMQD_TEST_PG_DSN"), *dir = getenv("SMQD_TEST_PG_DIR");
-    char path[512];
-    FILE *fp;
-    bool ok = false;
-
-    if (dsn != NULL) {
-        snprintf(out, size, "%s", dsn);
-        return true;
-    }
-    if (dir == NULL)
-        return false;
-    snprintf(path, sizeof path, "%s/dsn", dir);
-    fp = fopen(path, "r");
-    if (fp != NULL) {
-        ok = fgets(out, (int)size, fp) != NULL;
-        fclose(fp);
-    }
-    out[strcspn(out, "\n")] = '\0';
-    return ok;
-}
-
-static int pg_exec(const char *dsn, const char *sql)
-{
-    PGconn *c = PQconnectdb(dsn);
-    PGresult *r = PQexec(c, sql);
-    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-
-    PQclear(r);
-    PQfinish(c);
-    return ok ? 0 : -1;
-}
-
-/* A schema of this test's own; the store's dsn searches it alone. */
-static int pg_store_setup(struct fx *f, const char *dsn)
-{
-    static int n;
-    char sql[128];
-
     f->pg = true;
-    snprintf(f->pg_schema, sizeof f->pg_schema, "e_%ld_%d", (long)getpid(), ++n);
-    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", f->pg_schema);
-    if (pg_exec(dsn, sql) != 0)
+    if (pg_scratch_create(&f->pg_scratch) != 0)
         return -1;
-    snprintf(f->path, sizeof f->path, "pg:%s options='-c search_path=%s "
-             "-c client_min_messages=warning'", dsn, f->pg_schema);
+    snprintf(f->path, sizeof f->path, "pg:%s", f->pg_scratch.dsn);
     return 0;
 }
 
@@ -118,7 +77,7 @@ int fx_setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
     struct smq_engine_opts opts;
-    char err[256], dsn[1024];
+    char err[256];
 
     if (f == NULL)
         return -1;
@@ -130,7 +89,7 @@ int fx_setup(void **state)
     snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
     *state = f;
     clock_fake_init(&f->clock, FX_MONO0, FX_EPOCH0);
-    if ((pg_dsn(dsn, sizeof dsn) && pg_store_setup(f, dsn) != 0) || open_store(f) != 0)
+    if ((pg_scratch_available() && pg_store_setup(f) != 0) || open_store(f) != 0)
         return -1;
     opts = (struct smq_engine_opts){.clock = &f->clock.clock, .store = f->store,
                                     .max_queues = FX_MAX_QUEUES_DEFAULT};
@@ -143,7 +102,6 @@ int fx_setup(void **state)
 int fx_teardown(void **state)
 {
     struct fx *f = *state;
-    char sql[128];
 
     engine_close(f->e);
     for (size_t i = 0; i < FX_N_PARK; i++)
@@ -151,10 +109,7 @@ int fx_teardown(void **state)
     for (size_t i = 0; i < sizeof f->scratch / sizeof f->scratch[0]; i++)
         free(f->scratch[i]);
     store_close(f->store);
-    if (f->pg) {
-        snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", f->pg_schema);
-        pg_exec(f->path + 3, sql);
-    }
+    pg_scratch_drop(&f->pg_scratch);
     scratch_dir_remove(f->dir);
     free(f);
     return 0;

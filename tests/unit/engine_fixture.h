@@ -45,6 +45,7 @@
 #include <sqlite3.h>
 
 #include "db_peek.h"
+#include "pg_scratch.h"
 
 #include "smqd/clock.h"
 #include "smqd/engine.h"
@@ -68,9 +69,9 @@
 
 struct fx {
     char dir[64];
-    char path[1600];             /* the database file, or "pg:DSN" (f->pg) */
+    char path[2500];             /* the database file, or "pg:DSN" (f->pg) */
     bool pg;                     /* the store is PostgreSQL: see the top */
-    char pg_schema[64];
+    struct pg_scratch pg_scratch;  /* the schema, when f->pg */
     struct smq_fake_clock clock;
     struct smq_store *store;
     struct smq_engine *e;

@@ -3,8 +3,8 @@
  * in the database the test run was given, and a dsn that works in it.
  *
  * The database is named by SMQD_TEST_PG_DSN (a libpq conninfo string) or by
- * the file SMQD_TEST_PG_DSN_FILE holds it in (what tests/pg/pg-server.sh
- * writes, for ctest, which learns the port only when the server starts).
+ * the file SMQD_TEST_PG_DIR/dsn that tests/pg/pg-server.sh writes (ctest's
+ * fixture "pg": the port is known only once the server started).
  * Each scratch gets a schema s_<pid>_<n>; the dsn sets search_path to it, so
  * the store creates its tables there and the cases cannot see each other.
  */
@@ -28,7 +28,8 @@ struct pg_scratch {
 /* The base dsn of the run in out ("" when none was given). */
 static inline void pg_scratch_base(char *out, size_t size)
 {
-    const char *dsn = getenv("SMQD_TEST_PG_DSN"), *file = getenv("SMQD_TEST_PG_DSN_FILE");
+    const char *dsn = getenv("SMQD_TEST_PG_DSN"), *dir = getenv("SMQD_TEST_PG_DIR");
+    char file[512];
     FILE *f;
 
     out[0] = '\0';
@@ -36,7 +37,10 @@ static inline void pg_scratch_base(char *out, size_t size)
         snprintf(out, size, "%s", dsn);
         return;
     }
-    if (file == NULL || file[0] == '\0' || (f = fopen(file, "r")) == NULL)
+    if (dir == NULL || dir[0] == '\0')
+        return;
+    snprintf(file, sizeof file, "%s/dsn", dir);
+    if ((f = fopen(file, "r")) == NULL)
         return;
     if (fgets(out, (int)size, f) == NULL)
         out[0] = '\0';
@@ -87,7 +91,8 @@ static inline int pg_scratch_create(struct pg_scratch *p)
              p->schema);
     if (pg_scratch_exec(sql) != 0)
         return -1;
-    snprintf(p->dsn, sizeof p->dsn, "%s options='-c search_path=%s'", base, p->schema);
+    snprintf(p->dsn, sizeof p->dsn, "%s options='-c search_path=%s -c client_min_messages=warning'",
+             base, p->schema);
     p->made = true;
     return 0;
 }

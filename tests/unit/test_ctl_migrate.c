@@ -311,6 +311,6 @@ int main(void)
     if (pg_scratch_available())
         failed += cmocka_run_group_tests_name("migrate_to_postgresql", pg_tests, NULL, NULL);
     else
-        printf("migrate_to_postgresql: skipped, SMQD_TEST_PG_DSN is not set\n");
+        printf("migrate_to_postgresql: skipped: no PostgreSQL (SMQD_TEST_PG_DSN / SMQD_TEST_PG_DIR)\n");
     return failed;
 }

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "pg_scratch.h"
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
@@ -774,9 +775,6 @@ static void test_pg_fence_takeover_fences_deferred_flush(void **state)
 
 int main(void)
 {
-    const char *dsn = getenv("SMQD_TEST_PG_DSN"), *dir = getenv("SMQD_TEST_PG_DIR");
-    char path[512];
-    FILE *fp;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_pg_open_reopen_keeps_data, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_pg_refuses_newer_schema, schema_setup, teardown),
@@ -809,20 +807,10 @@ int main(void)
                                         store_setup, teardown),
     };
 
-    if (dsn == NULL && dir != NULL) {
-        snprintf(path, sizeof path, "%s/dsn", dir);
-        fp = fopen(path, "r");
-        if (fp != NULL && fgets(base_dsn, sizeof base_dsn, fp) != NULL)
-            dsn = base_dsn;
-        if (fp != NULL)
-            fclose(fp);
-    }
-    if (dsn == NULL) {
+    pg_scratch_base(base_dsn, sizeof base_dsn);
+    if (base_dsn[0] == '\0') {
         fprintf(stderr, "test_store_pg: no PostgreSQL (SMQD_TEST_PG_DSN / SMQD_TEST_PG_DIR)\n");
         return 77;
     }
-    if (dsn != base_dsn)
-        snprintf(base_dsn, sizeof base_dsn, "%s", dsn);
-    base_dsn[strcspn(base_dsn, "\n")] = '\0';
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
