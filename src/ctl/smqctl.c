@@ -16,6 +16,7 @@
 #include "ctl_db.h"
 #include "ctl_http.h"
 #include "ctl_json.h"
+#include "ctl_migrate.h"
 #include "ctl_print.h"
 #include "smqd/config.h"
 #include "smqd/errors.h"
@@ -35,6 +36,7 @@ struct ctl {
     const char *token;               /* -T, $SMQD_ADMIN_TOKEN or [admin] token */
     const char *config_path;         /* -c */
     const char *db_path;             /* --db */
+    const char *dsn;                 /* --dsn: migrate's destination */
     bool json, yes;
     const char *purge_type;          /* normal, dlq, both */
     const char *rate, *max;          /* redrive */
@@ -61,6 +63,8 @@ static void usage(FILE *out)
         "  health | ready | metrics      the probes and the Prometheus text\n"
         "  backup DEST [--db PATH]       consistent online copy of the database\n"
         "  check [--db PATH]             PRAGMA integrity_check of the live database\n"
+        "  migrate --dsn DSN [--db PATH] copy a stopped smqd's SQLite database into an\n"
+        "                                empty PostgreSQL database (libpq conninfo DSN)\n"
         "options:\n"
         "  -a URL     admin listener (default: [admin] listen of -c, else %s)\n"
         "  -T TOKEN   admin token (default: $%s, else [admin] token of -c)\n"
@@ -468,6 +472,29 @@ static int cmd_backup(struct ctl *c, char **args, int n)
     return EXIT_OK;
 }
 
+static int cmd_migrate(struct ctl *c, int n)
+{
+    struct store_config from = {.backend = SMQ_STORE_SQLITE};
+    struct store_config to = {.backend = SMQ_STORE_POSTGRESQL, .dsn = c->dsn,
+                              .app_name = "smqctl-migrate"};
+    struct ctl_migrate_counts counts;
+    char err[1024] = "";
+
+    if (n != 0 || c->dsn == NULL)
+        return usage(stderr), EXIT_USAGE;
+    if ((from.path = resolve_db(c)) == NULL)
+        return EXIT_USAGE;
+    if (ctl_migrate(&from, &to, stderr, &counts, err, sizeof err) != 0) {
+        fprintf(stderr, "smqctl: migrate: %s\n", err);
+        return EXIT_FAILED;
+    }
+    printf("copied %llu queue(s) and %llu message(s) (%llu body bytes) from %s into "
+           "PostgreSQL; the counts read back match\n", (unsigned long long)counts.queues,
+           (unsigned long long)counts.messages, (unsigned long long)counts.body_bytes,
+           from.path);
+    return EXIT_OK;
+}
+
 static int cmd_check(struct ctl *c, int n)
 {
     const char *db;
@@ -487,10 +514,11 @@ static int cmd_check(struct ctl *c, int n)
 
 static int parse_cli(int argc, char **argv, struct ctl *c)
 {
-    enum { OPT_DB = 256, OPT_JSON, OPT_DLQ, OPT_BOTH, OPT_YES, OPT_RATE, OPT_MAX };
+    enum { OPT_DB = 256, OPT_DSN, OPT_JSON, OPT_DLQ, OPT_BOTH, OPT_YES, OPT_RATE, OPT_MAX };
     static const struct option longopts[] = {
         {"addr", required_argument, NULL, 'a'}, {"token", required_argument, NULL, 'T'},
         {"config", required_argument, NULL, 'c'}, {"db", required_argument, NULL, OPT_DB},
+        {"dsn", required_argument, NULL, OPT_DSN},
         {"json", no_argument, NULL, OPT_JSON}, {"dlq", no_argument, NULL, OPT_DLQ},
         {"both", no_argument, NULL, OPT_BOTH}, {"yes", no_argument, NULL, OPT_YES},
         {"rate", required_argument, NULL, OPT_RATE}, {"max", required_argument, NULL, OPT_MAX},
@@ -505,6 +533,7 @@ static int parse_cli(int argc, char **argv, struct ctl *c)
         case 'T': c->token = optarg; break;
         case 'c': c->config_path = optarg; break;
         case OPT_DB: c->db_path = optarg; break;
+        case OPT_DSN: c->dsn = optarg; break;
         case OPT_JSON: c->json = true; break;
         case OPT_DLQ: c->purge_type = "dlq"; break;
         case OPT_BOTH: c->purge_type = "both"; break;
@@ -520,11 +549,12 @@ static int parse_cli(int argc, char **argv, struct ctl *c)
 
 static int run_command(struct ctl *c, const char *cmd, char **args, int n)
 {
-    static const char *const local[] = {"backup", "check", NULL};
-
-    for (size_t i = 0; local[i] != NULL; i++)
-        if (strcmp(cmd, local[i]) == 0)
-            return strcmp(cmd, "backup") == 0 ? cmd_backup(c, args, n) : cmd_check(c, n);
+    if (strcmp(cmd, "backup") == 0)
+        return cmd_backup(c, args, n);
+    if (strcmp(cmd, "check") == 0)
+        return cmd_check(c, n);
+    if (strcmp(cmd, "migrate") == 0)
+        return cmd_migrate(c, n);
     if (resolve_target(c) != 0)
         return EXIT_USAGE;
     if (strcmp(cmd, "list") == 0 && n == 0)

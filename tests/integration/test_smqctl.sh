@@ -286,6 +286,44 @@ t_token() {
     smqd_stop
 }
 
+# The stopped server's SQLite database moves into an empty PostgreSQL (tests/pg/pg-server.sh,
+# stopped by PID here and bounded by its own watchdog): every queue and message arrives with
+# the receipt-handle secret, and a second copy into the now-used database is refused.
+t_migrate_into_postgresql() {
+    # Not under SUITE_TMP: the server runs as the postgres user, which cannot enter it.
+    local db="$SMQD_DIR/smqd.db" pg dsn msgs queues
+    pg=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it-pg.XXXXXX")
+    msgs=$(sqlite3 "$db" 'SELECT count(*) FROM msg')
+    queues=$(sqlite3 "$db" 'SELECT count(*) FROM queue')
+    assert_range "the stopped server left messages to copy" 1 100000 "$msgs"
+    tests_pg_start "$pg" || return
+    dsn=$(cat "$pg/dsn")
+    "$SMQCTL_BIN" migrate --db "$db" --dsn "$dsn" >"$SUITE_TMP/mig.out" 2>"$SUITE_TMP/mig.err"
+    assert_eq "smqctl migrate exits 0" 0 "$?"
+    assert_match "and says what it copied" "copied $queues queue\\(s\\) and $msgs message\\(s\\)" \
+        "$(cat "$SUITE_TMP/mig.out")"
+    assert_eq "PostgreSQL holds every message" "$msgs" "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_msg')"
+    assert_eq "and every body" "$msgs" "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_body')"
+    assert_eq "and every queue" "$queues" "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_queue')"
+    assert_eq "the receipt-handle secret is the same, so handles stay valid" \
+        "$(sqlite3 "$db" "SELECT lower(hex(value)) FROM meta WHERE key = 'handle_keys'")" \
+        "$(psql "$dsn" -tAc "SELECT encode(value, 'hex') FROM smq_meta WHERE key = 'handle_keys'")"
+    "$SMQCTL_BIN" migrate --db "$db" --dsn "$dsn" >/dev/null 2>"$SUITE_TMP/mig.err"
+    assert_eq "a second copy into the used database is refused (exit 2)" 2 "$?"
+    assert_match "naming why" "already holds smqd data" "$(cat "$SUITE_TMP/mig.err")"
+    "$SMQCTL_BIN" migrate --db "$db" >/dev/null 2>&1
+    assert_eq "migrate without --dsn is a usage error" 1 "$?"
+    bash "$HERE/../pg/pg-server.sh" stop "$pg"
+    rm -rf "$pg"
+}
+
+tests_pg_start() {
+    if ! bash "$HERE/../pg/pg-server.sh" start "$1" 120 >/dev/null 2>"$SUITE_TMP/pg.err"; then
+        not_ok "start a PostgreSQL for the copy" "$(cat "$SUITE_TMP/pg.err")"
+        return 1
+    fi
+}
+
 run_test t_usage_and_errors
 if smqd_start; then
     run_test t_read_commands
@@ -296,6 +334,7 @@ if smqd_start; then
     run_test t_check
     run_test t_config_address
     smqd_stop
+    run_test t_migrate_into_postgresql
 fi
 run_test t_token
 finish
