@@ -35,13 +35,25 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON
 
 echo "== valgrind (unit tests of build/)"
+# The PostgreSQL backend's own tests get a throw-away server of their own (the engine tests
+# run here on SQLite; ctest above ran them on PostgreSQL too).
+pg_dir=$root/build/pg-valgrind
+tests/pg/pg-server.sh stop "$pg_dir" >/dev/null 2>&1 || true
+rm -rf "$pg_dir"
+tests/pg/pg-server.sh start "$pg_dir" 900 >/dev/null
+trap 'tests/pg/pg-server.sh stop "$pg_dir"' EXIT
 for t in build/tests/test_*; do
   [ -x "$t" ] || continue
-  (cd build/tests && valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
+  pg_env=()
+  case $(basename "$t") in test_store_pg|test_ctl_migrate) pg_env=(SMQD_TEST_PG_DIR="$pg_dir") ;; esac
+  (cd build/tests && env "${pg_env[@]}" valgrind -q --leak-check=full \
+      --errors-for-leak-kinds=definite,indirect,possible \
       --error-exitcode=99 "./$(basename "$t")" >/dev/null) \
     || { echo "valgrind: $(basename "$t") has memory errors or leaks"; exit 1; }
   echo "valgrind: $(basename "$t") clean"
 done
+tests/pg/pg-server.sh stop "$pg_dir"
+trap - EXIT
 echo "== ThreadSanitizer (the unit tests that start threads)"
 threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper test_xml test_httpd
           test_worker test_crypto test_server)

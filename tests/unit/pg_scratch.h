@@ -67,6 +67,7 @@ static inline int pg_scratch_exec(const char *sql)
     pg_scratch_base(base, sizeof base);
     c = PQconnectdb(base);
     if (PQstatus(c) == CONNECTION_OK) {
+        PQclear(PQexec(c, "SET client_min_messages = warning"));  /* no "drop cascades" lists */
         r = PQexec(c, sql);
         rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -1;
     }
