@@ -137,8 +137,12 @@ static int write_one(struct pg_store *s, const struct pg_write *w, int not_exist
 {
     int implicit, rc = pg_store_implicit_begin(s, &implicit);
 
-    if (rc == 0)
+    if (rc == 0) {
         rc = pg_store_write(s, w);
+    } else {                      /* pg_store_write would have owned these */
+        free(w->owned);
+        free(w->body);
+    }
     return pg_store_implicit_end(s, implicit, rc, not_exist_rc);
 }
 

@@ -30,7 +30,9 @@ static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)
 }
 
 /*
- * connect_timeout comes first so that the dsn may override it, and
+ * connect_timeout and the keepalives (a server that vanished mid-commit is
+ * noticed within about 10 s instead of TCP's minutes) come first so that
+ * the dsn may override them, and
  * application_name last so that it may not: a takeover finds a former
  * holder's sessions by it (docs/architecture.md).  synchronous_commit is
  * set per session because a COMMIT that returned is our durability.
@@ -38,8 +40,10 @@ static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)
 static int connect_one(const struct store_config *cfg, PGconn **out, char *err,
                        size_t err_size)
 {
-    const char *keys[] = {"connect_timeout", "dbname", "application_name", NULL};
-    const char *vals[] = {"5", cfg->dsn != NULL ? cfg->dsn : "",
+    const char *keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
+                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                          "dbname", "application_name", NULL};
+    const char *vals[] = {"5", "1", "5", "2", "3", "10000", cfg->dsn != NULL ? cfg->dsn : "",
                           cfg->app_name != NULL ? cfg->app_name : "smqd", NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     PGresult *r;
@@ -118,8 +122,11 @@ static void pg_close(struct smq_store *base)
 static int pg_fence(struct smq_store *base, const char *holder_token, int64_t epoch)
 {
     struct pg_store *s = pg_of(base);
-    char *tok = strdup(holder_token);
+    char *tok;
 
+    if (strlen(holder_token) >= PG_FENCE_TOKEN_MAX)
+        return SMQ_E_INVALID_ARGUMENT;
+    tok = strdup(holder_token);
     if (tok == NULL)
         return SMQ_E_NOMEM;
     pthread_mutex_lock(&s->lock);

@@ -117,16 +117,18 @@ static int send_write(PGconn *conn, const struct pg_write *w)
 /* BEGIN, the fence (if set), every write, COMMIT; *count of them queued. */
 static int send_all(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *count)
 {
-    char epoch[24];
-    const char *fence[2] = {NULL, epoch};
-    int ok = PQsendQueryParams(conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+    char epoch[24], token[PG_FENCE_TOKEN_MAX];
+    const char *fence[2] = {token, epoch};
+    int ok = PQsendQueryParams(conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0), fenced;
 
     *count = ok;
+    /* Copied under the lock: the engine thread may replace the token. */
     pthread_mutex_lock(&s->lock);
-    fence[0] = s->fence_token;
+    fenced = s->fence_token != NULL;
+    snprintf(token, sizeof token, "%s", fenced ? s->fence_token : "");
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->fence_epoch);
     pthread_mutex_unlock(&s->lock);
-    if (ok && fence[0] != NULL) {
+    if (ok && fenced) {
         ok = PQsendQueryPrepared(conn, pg_rows_name(PS_FENCE), 2, fence, NULL, NULL, 0);
         *count += ok;
     }
@@ -162,7 +164,8 @@ static int collect(PGconn *conn, int count, char *state, char *msg, size_t msg_s
             snprintf(state, 6, "%s", code != NULL ? code : "");
             snprintf(msg, msg_size, "%s", PQresultErrorMessage(r));
         }
-        failed |= st == PGRES_FATAL_ERROR || st == PGRES_PIPELINE_ABORTED;
+        /* Anything but a result or the sync (a bad response, say) fails it. */
+        failed |= st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_PIPELINE_SYNC;
         PQclear(r);
         if (st != PGRES_PIPELINE_SYNC)
             PQclear(PQgetResult(conn));     /* each query's results end with NULL */
@@ -170,22 +173,31 @@ static int collect(PGconn *conn, int count, char *state, char *msg, size_t msg_s
     return failed;
 }
 
+static void set_broken(struct pg_store *s, int rc);
+
 int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *zero_rows,
                   int quiet_zero)
 {
     char state[6] = "", msg[512] = "";
-    int count = 0, failed = 1, rc;
+    int count = 0, failed = 1, rc, dirty = 1;
 
     *zero_rows = 0;
-    if (PQenterPipelineMode(conn) == 1) {
-        if (send_all(s, conn, sets, &count))
+    if (PQpipelineStatus(conn) == PQ_PIPELINE_OFF && PQenterPipelineMode(conn) == 1) {
+        if (send_all(s, conn, sets, &count)) {
             failed = collect(conn, count, state, msg, sizeof msg);
-        else
+            dirty = 0;
+        } else {
             snprintf(msg, sizeof msg, "%s", PQerrorMessage(conn));
-        PQexitPipelineMode(conn);
+        }
+        /* Results left unread (a send that failed part-way) keep the
+         * connection in its pipeline: the next transaction would follow
+         * them, so the store must not send on it again. */
+        dirty |= PQexitPipelineMode(conn) != 1;
     } else {
         snprintf(msg, sizeof msg, "%s", PQerrorMessage(conn));
     }
+    if (dirty)
+        set_broken(s, SMQ_E_INTERNAL);
     if (PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) != PQTRANS_IDLE)
         PQclear(PQexec(conn, "ROLLBACK"));
     if (!failed)

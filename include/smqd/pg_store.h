@@ -42,6 +42,7 @@ enum pg_stmt {
 };
 
 #define PG_MAX_PARAMS 13
+#define PG_FENCE_TOKEN_MAX 64  /* an application_name: below PostgreSQL's NAMEDATALEN */
 #define PG_TEXT_ROOM 640       /* every text parameter of one write, packed */
 
 /* A body (with its extensions and MD5) this store wrote or read. */

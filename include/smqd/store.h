@@ -139,7 +139,8 @@ int store_flush(struct smq_store *s);
  * SMQ_E_SERVICE_UNAVAILABLE and nothing of it is applied (the outcome is
  * known: answer 503, never InternalError).  A backend whose database only
  * one process can open (SQLite) has nothing to fence: 0.  Call before the
- * first write.  0, or SMQ_E_NOMEM.
+ * first write.  0, SMQ_E_INVALID_ARGUMENT (a token of 64 characters or
+ * more: it must fit an application_name), or SMQ_E_NOMEM.
  */
 int store_fence(struct smq_store *s, const char *holder_token, int64_t epoch);
 

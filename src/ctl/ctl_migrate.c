@@ -7,11 +7,13 @@
  */
 #include "ctl_migrate.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "smqd/buf.h"
 #include "smqd/engine_core.h"
@@ -223,7 +225,15 @@ static int open_both(struct copy *c, const struct store_config *from,
                      const struct store_config *to)
 {
     char why[512] = "";
+    struct stat st;
 
+    /* Opening a missing SQLite file would create an empty database and
+     * "copy" it: a mistyped path must not look like a successful move. */
+    if (from->backend == SMQ_STORE_SQLITE && stat(from->path, &st) != 0) {
+        snprintf(c->err, c->err_size, "cannot open the source: %s: %s", from->path,
+                 strerror(errno));
+        return SMQ_E_INVALID_ARGUMENT;
+    }
     if (store_open(from, &c->src, why, sizeof why) != 0) {
         snprintf(c->err, c->err_size, "cannot open the source: %s", why);
         return SMQ_E_INTERNAL;

@@ -288,6 +288,18 @@ static void test_migrate_refuses_a_source_in_use(void **state)
     store_close(running);
 }
 
+static void test_migrate_refuses_a_missing_source(void **state)
+{
+    struct fixture *f = *state;
+    struct ctl_migrate_counts n = {0};
+    char err[512] = "";
+
+    assert_int_equal(ctl_migrate(&f->src, &f->dst, NULL, &n, err, sizeof err),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "No such file"));
+    assert_int_equal(access(f->src_path, F_OK), -1);     /* not created by the attempt */
+}
+
 int main(void)
 {
     const struct CMUnitTest sqlite_tests[] = {
@@ -297,6 +309,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_many_messages_cross_chunks, setup_sqlite,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refuses_a_source_in_use, setup_sqlite,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refuses_a_missing_source, setup_sqlite,
                                         teardown),
     };
     const struct CMUnitTest pg_tests[] = {

@@ -730,6 +730,20 @@ static void hold_lease(struct fixture *f, const char *tok, int epoch)
     peek_exec(f, sql);
 }
 
+/* The token names the holder's sessions (application_name): one that
+ * PostgreSQL would cut is refused rather than silently never matching. */
+static void test_pg_fence_token_must_fit(void **state)
+{
+    struct fixture *f = *state;
+    char token[65];
+
+    memset(token, 'a', 64);
+    token[64] = '\0';
+    assert_int_equal(store_fence(f->s, token, 1), SMQ_E_INVALID_ARGUMENT);
+    token[63] = '\0';
+    assert_int_equal(store_fence(f->s, token, 1), 0);
+}
+
 static void test_pg_fence_wrong_epoch_applies_nothing(void **state)
 {
     struct fixture *f = *state;
@@ -801,6 +815,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_deferred_commit_waits_for_flush, store_setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_pg_fence_token_must_fit, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_pg_fence_wrong_epoch_applies_nothing, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_fence_takeover_fences_deferred_flush,
