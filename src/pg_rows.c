@@ -243,6 +243,22 @@ static int name_ok(const struct store_queue_rec *q)
            strnlen(q->dlq_target, sizeof q->dlq_target) <= STORE_QUEUE_NAME_MAX;
 }
 
+/* The columns an update rewrites, in the order both statements take them
+ * after their leading id (and name, create_s for the insert). */
+static void w_queue_settings(struct pg_write *w, const struct store_queue_rec *q)
+{
+    w_i64(w, q->modify_s);
+    w_i64(w, q->delay_s);
+    w_i64(w, q->max_msg_size);
+    w_i64(w, q->retention_s);
+    w_i64(w, q->visibility_s);
+    w_i64(w, q->polling_wait_s);
+    w_i64(w, q->logging);
+    w_i64(w, q->dlq_enabled);
+    w_text(w, q->dlq_target);
+    w_i64(w, q->dlq_max_receive);
+}
+
 int pg_rows_queue_insert(struct smq_store *base, const struct store_queue_rec *q)
 {
     struct pg_write w;
@@ -253,16 +269,7 @@ int pg_rows_queue_insert(struct smq_store *base, const struct store_queue_rec *q
     w_i64(&w, q->id);
     w_text(&w, q->name);
     w_i64(&w, q->create_s);
-    w_i64(&w, q->modify_s);
-    w_i64(&w, q->delay_s);
-    w_i64(&w, q->max_msg_size);
-    w_i64(&w, q->retention_s);
-    w_i64(&w, q->visibility_s);
-    w_i64(&w, q->polling_wait_s);
-    w_i64(&w, q->logging);
-    w_i64(&w, q->dlq_enabled);
-    w_text(&w, q->dlq_target);
-    w_i64(&w, q->dlq_max_receive);
+    w_queue_settings(&w, q);
     return write_one(pg_of(base), &w, 0);
 }
 
@@ -276,16 +283,7 @@ int pg_rows_queue_update(struct smq_store *base, const struct store_queue_rec *q
         return SMQ_E_INVALID_ARGUMENT;
     w_init(&w, PS_QUEUE_UPDATE);
     w_i64(&w, q->id);
-    w_i64(&w, q->modify_s);
-    w_i64(&w, q->delay_s);
-    w_i64(&w, q->max_msg_size);
-    w_i64(&w, q->retention_s);
-    w_i64(&w, q->visibility_s);
-    w_i64(&w, q->polling_wait_s);
-    w_i64(&w, q->logging);
-    w_i64(&w, q->dlq_enabled);
-    w_text(&w, q->dlq_target);
-    w_i64(&w, q->dlq_max_receive);
+    w_queue_settings(&w, q);
     return write_one(pg_of(base), &w, SMQ_E_QUEUE_NOT_EXIST);
 }
 
