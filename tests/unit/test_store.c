@@ -28,6 +28,7 @@
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
+#include "store_lists.h"
 #include "scratch_dir.h"
 
 struct fixture {
@@ -156,63 +157,13 @@ static void insert_msg(struct smq_store *s, int64_t queue_id, uint64_t seq)
     assert_int_equal(put_msg(s, &m, body, (size_t)n, NULL), 0);
 }
 
-/* ---- collectors for the loaders --------------------------------------- */
-
-struct queue_list {
-    struct store_queue_rec q[16];
-    int n;
-};
-
-static int collect_queue(void *arg, const struct store_queue_rec *q)
-{
-    struct queue_list *l = arg;
-
-    if (l->n >= 16)
-        return -1;
-    l->q[l->n++] = *q;
-    return 0;
-}
-
-struct msg_list {
-    struct store_msg_rec m[64];
-    int n;
-};
-
-static int collect_msg(void *arg, const struct store_msg_rec *m)
-{
-    struct msg_list *l = arg;
-
-    if (l->n >= 64)
-        return -1;
-    l->m[l->n++] = *m;
-    return 0;
-}
-
-/* Field by field: the struct has padding that loaders need not clear. */
-static void assert_msg_equal(const struct store_msg_rec *a, const struct store_msg_rec *b)
-{
-    assert_int_equal(a->queue_id, b->queue_id);
-    assert_true(a->seq == b->seq);
-    assert_int_equal(a->priority, b->priority);
-    assert_int_equal(a->enqueue_ms, b->enqueue_ms);
-    assert_int_equal(a->first_dequeue_ms, b->first_dequeue_ms);
-    assert_int_equal(a->visible_ms, b->visible_ms);
-    assert_int_equal(a->expire_ms, b->expire_ms);
-    assert_int_equal(a->dequeue_count, b->dequeue_count);
-    assert_int_equal(a->handle_gen, b->handle_gen);
-}
+/* ---- collectors for the loaders (and store_lists.h) ------------------ */
 
 static int count_msg(void *arg, const struct store_msg_rec *m)
 {
     (void)m;
     ++*(long *)arg;
     return 0;
-}
-
-static int stop_at_second(void *arg, const struct store_msg_rec *m)
-{
-    (void)m;
-    return ++*(int *)arg == 2 ? 42 : 0;
 }
 
 /* ---- independent views of the database -------------------------------- */
@@ -281,7 +232,6 @@ static void snapshot(struct smq_store *s, struct smq_buf *out)
     buf_printf(out, " found=%d\n", found);
     assert_false(buf_failed(out));
 }
-
 
 /* Reads a whole small file; returns its length (or -1 if absent). */
 static long read_file(const char *path, char *out, size_t out_size)

@@ -29,6 +29,7 @@
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
+#include "store_lists.h"
 
 static char base_dsn[1024];
 
@@ -181,50 +182,6 @@ static int body_of(struct smq_store *s, uint64_t seq, struct smq_buf *out)
     struct store_body_read r = {.queue_id = 0, .seq = seq};
 
     return store_msg_bodies(s, &r, 1, out);
-}
-
-struct queue_list {
-    struct store_queue_rec q[16];
-    int n;
-};
-
-static int collect_queue(void *arg, const struct store_queue_rec *q)
-{
-    struct queue_list *l = arg;
-
-    if (l->n >= 16)
-        return -1;
-    l->q[l->n++] = *q;
-    return 0;
-}
-
-struct msg_list {
-    struct store_msg_rec m[64];
-    int n;
-};
-
-static int collect_msg(void *arg, const struct store_msg_rec *m)
-{
-    struct msg_list *l = arg;
-
-    if (l->n >= 64)
-        return -1;
-    l->m[l->n++] = *m;
-    return 0;
-}
-
-static void assert_msg_equal(const struct store_msg_rec *a, const struct store_msg_rec *b)
-{
-    assert_int_equal(a->queue_id, b->queue_id);
-    assert_true(a->seq == b->seq);
-    assert_int_equal(a->priority, b->priority);
-    assert_int_equal(a->enqueue_ms, b->enqueue_ms);
-    assert_int_equal(a->first_dequeue_ms, b->first_dequeue_ms);
-    assert_int_equal(a->visible_ms, b->visible_ms);
-    assert_int_equal(a->expire_ms, b->expire_ms);
-    assert_int_equal(a->dequeue_count, b->dequeue_count);
-    assert_int_equal(a->handle_gen, b->handle_gen);
-    assert_int_equal(a->src_queue_id, b->src_queue_id);
 }
 
 /* ---- open and refusals ------------------------------------------------ */
@@ -479,12 +436,6 @@ static int count_and_peek(void *arg, const struct store_msg_rec *m)
     found = store_meta_get(a[1], "k", &v, &found) == 0 && found;
     buf_free(&v);
     return found ? 0 : -2;
-}
-
-static int stop_at_second(void *arg, const struct store_msg_rec *m)
-{
-    (void)m;
-    return ++*(int *)arg == 2 ? 42 : 0;
 }
 
 static void test_pg_bulk_and_paged_load(void **state)
