@@ -83,7 +83,8 @@ static int fail_value(struct load *ld, const struct setting *s, const char *name
     char allowed[160];
 
     config_table_describe(s, allowed, sizeof(allowed));
-    if (s->type == OPT_SECRET || s->type == OPT_KEY_PAIR || s->type == OPT_TOKEN)
+    if (s->type == OPT_SECRET || s->type == OPT_KEY_PAIR || s->type == OPT_TOKEN
+        || s->type == OPT_DSN)
         return fail(ld, ld->lineno, "[%s] %s: %s (allowed: %s)", s->section, name, why, allowed);
     return fail(ld, ld->lineno, "[%s] %s = \"%s\": %s (allowed: %s)", s->section, name, value,
                 why, allowed);
@@ -549,6 +550,41 @@ static int check_read_token(struct load *ld)
     return why == NULL ? 0 : fail(ld, ld->seen[row - config_settings], "%s", why);
 }
 
+/* The line that set [section] key, 0 if the file did not. */
+static int seen_line(const struct load *ld, const char *section, const char *key)
+{
+    return ld->seen[config_table_find(section, key) - config_settings];
+}
+
+/* backend = postgresql needs where (dsn) and who (node_id), and has no use
+ * for the SQLite file's keys; backend = sqlite has none for the cluster's. */
+static int check_backend(struct load *ld)
+{
+    static const char *const sqlite_only[] = {"path", "sync", "reserve_mb"};
+    const struct smq_config *c = ld->cfg;
+
+    if (c->storage_backend == SMQ_STORE_SQLITE) {   /* the sample spells both empty */
+        if (c->storage_dsn[0] != '\0')
+            return fail(ld, seen_line(ld, "storage", "dsn"), "[storage] dsn needs [storage] "
+                        "backend = postgresql");
+        if (c->cluster_node_id[0] != '\0')
+            return fail(ld, seen_line(ld, "cluster", "node_id"), "[cluster] node_id needs "
+                        "[storage] backend = postgresql");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof sqlite_only / sizeof sqlite_only[0]; i++)
+        if (seen_line(ld, "storage", sqlite_only[i]) != 0)
+            return fail(ld, seen_line(ld, "storage", sqlite_only[i]), "[storage] %s is "
+                        "SQLite-only: remove it with backend = postgresql", sqlite_only[i]);
+    if (c->storage_dsn[0] == '\0')
+        return fail(ld, seen_line(ld, "storage", "backend"), "[storage] backend = postgresql "
+                    "needs [storage] dsn (a libpq connection string)");
+    if (c->cluster_node_id[0] == '\0')
+        return fail(ld, seen_line(ld, "storage", "backend"), "[storage] backend = postgresql "
+                    "needs [cluster] node_id (a name unique to this node)");
+    return 0;
+}
+
 /* A certificate without its key (or the reverse) is a half-made change. */
 static int check_tls_pair(struct load *ld, const char *section, const char *cert,
                           const char *key)
@@ -600,7 +636,7 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
     if (finish_parse(&ld, ini_parse_stream(read_line, &ld, on_pair, &ld)) != 0
         || assemble_keys(&ld) != 0 || attach_grants(&ld) != 0 || check_queue_decls(&ld) != 0
         || check_listeners(&ld) != 0 || check_admin_exposure(&ld) != 0
-        || check_read_token(&ld) != 0 || check_tls(&ld) != 0) {
+        || check_read_token(&ld) != 0 || check_tls(&ld) != 0 || check_backend(&ld) != 0) {
         if (ld.err_line > 0)
             set_err(err, err_size, "%s:%d: %s", path, ld.err_line, ld.msg);
         else

@@ -43,9 +43,77 @@ static void print_field(const struct smq_config *cfg, const struct setting *s, F
         fprintf(out, field[0] ? "%s = " SMQ_CONFIG_SECRET_MASK "\n" : "# %s = (not set)\n",
                 s->key);
         return;
+    case OPT_DSN: {
+        char masked[sizeof cfg->storage_dsn + sizeof SMQ_CONFIG_SECRET_MASK];
+        config_mask_dsn(field, masked, sizeof masked);
+        fprintf(out, "%s =%s%s\n", s->key, masked[0] ? " " : "", masked);
+        return;
+    }
+    case OPT_NODE_ID:
+        fprintf(out, "%s =%s%s\n", s->key, field[0] ? " " : "", field);
+        return;
     default:
         return;
     }
+}
+
+/* One value of a key = value conninfo (quoted or not): its length at v. */
+static size_t conninfo_value_len(const char *v)
+{
+    size_t n = 0;
+
+    if (v[0] != '\'')
+        return strcspn(v, " \t\n");
+    for (n = 1; v[n] != '\0' && v[n] != '\''; n++)
+        if (v[n] == '\\' && v[n + 1] != '\0')
+            n++;
+    return v[n] == '\'' ? n + 1 : n;
+}
+
+/* postgresql://user:PASSWORD@host/...: the password between ':' and '@'. */
+static void mask_uri(const char *dsn, char *out, size_t size)
+{
+    const char *user = strstr(dsn, "://") + 3;
+    size_t auth = strcspn(user, "@/?"), colon = strcspn(user, ":@/?");
+
+    if (user[auth] != '@' || colon >= auth) {
+        snprintf(out, size, "%s", dsn);
+        return;
+    }
+    snprintf(out, size, "%.*s" SMQ_CONFIG_SECRET_MASK "%s", (int)(user - dsn + colon + 1), dsn,
+             user + auth);
+}
+
+void config_mask_dsn(const char *dsn, char *out, size_t size)
+{
+    size_t used = 0;
+    const char *p = dsn;
+
+    if (strncmp(dsn, "postgresql://", 13) == 0 || strncmp(dsn, "postgres://", 11) == 0) {
+        mask_uri(dsn, out, size);
+        return;
+    }
+    out[0] = '\0';
+    while (*p != '\0' && used < size) {
+        size_t key = strcspn(p, "= \t\n"), sp = key, vlen;
+        while (p[sp] == ' ' || p[sp] == '\t')
+            sp++;
+        if (p[sp] != '=') {             /* not key = value: copy one character */
+            out[used++] = *p++;
+            continue;
+        }
+        sp++;
+        while (p[sp] == ' ' || p[sp] == '\t')
+            sp++;
+        vlen = conninfo_value_len(p + sp);
+        used += (size_t)snprintf(out + used, size - used, "%.*s%.*s", (int)sp, p,
+                                 key == 8 && strncmp(p, "password", 8) == 0
+                                     ? (int)sizeof SMQ_CONFIG_SECRET_MASK - 1 : (int)vlen,
+                                 key == 8 && strncmp(p, "password", 8) == 0
+                                     ? SMQ_CONFIG_SECRET_MASK : p + sp);
+        p += sp + vlen;
+    }
+    out[used < size ? used : size - 1] = '\0';
 }
 
 /* "# doc (1..64, default 2)": what `smqd -t` shows instead of a man page. */

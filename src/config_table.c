@@ -18,6 +18,8 @@
 #include "smqd/strnum.h"
 
 static const char *const sync_names[] = {"full", "normal", NULL};
+/* Indexed by enum smq_store_backend. */
+static const char *const backend_names[] = {"sqlite", "postgresql", NULL};
 static const char *const scheme_names[] = {"auto", "http", "https", NULL};
 /* Same spellings as log_level_parse(); test_config_level_names_match_log
  * keeps the two in step. */
@@ -25,10 +27,12 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", NULL
 
 /* Enum fields are written through an int pointer. */
 _Static_assert(sizeof(enum smq_sync_mode) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum smq_store_backend) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum smq_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum smq_url_scheme) == sizeof(int), "enum size");
 
 #define FIELD(f) offsetof(struct smq_config, f)
+#define NODE_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 #define FIELD_LEN(f) ((long long)sizeof(((struct smq_config *)0)->f) - 1)
 #define NO_FIELD 0
 
@@ -51,6 +55,14 @@ const struct setting config_settings[] = {
      "full: acknowledged writes survive power loss; normal: only an smqd crash"},
     {"storage", "reserve_mb", OPT_INT, "16", 0, 4096, NULL, FIELD(reserve_mb),
      "MiB kept in PATH.reserve (at most a quarter of its volume), freed when the disk fills"},
+    {"storage", "backend", OPT_ENUM, "sqlite", 0, 0, backend_names, FIELD(storage_backend),
+     "sqlite: one local file; postgresql: a shared PostgreSQL database (needs dsn, [cluster])"},
+    {"storage", "dsn", OPT_DSN, "", 0, FIELD_LEN(storage_dsn), NULL, FIELD(storage_dsn),
+     "backend = postgresql: libpq conninfo, e.g. host=pg1,pg2 dbname=smqd user=smqd"},
+    {"cluster", "node_id", OPT_NODE_ID, "", 0, FIELD_LEN(cluster_node_id), NULL,
+     FIELD(cluster_node_id), "this node's name, unique among the nodes of one database"},
+    {"cluster", "lease_ttl_s", OPT_INT, "5", 2, 30, NULL, FIELD(cluster_lease_ttl_s),
+     "seconds a node's lease lasts unrenewed: a standby takes over after about this long"},
     {"auth", "access_key_id", OPT_KEY_ID, NULL, 1, SMQ_KEY_ID_MAX, NULL, NO_FIELD,
      "first access key id (required unless a key.<ID> line exists)"},
     {"auth", "access_key_secret", OPT_SECRET, NULL, 1, SMQ_KEY_SECRET_MAX, NULL, NO_FIELD,
@@ -341,6 +353,18 @@ const char *config_table_parse(struct smq_config *cfg, const struct setting *s, 
         if (why == NULL)
             memcpy(field, v, strlen(v) + 1);   /* length checked by check_secret */
         return why;
+    case OPT_DSN:
+        if (strlen(v) > (size_t)s->max)
+            return "too long";
+        memcpy(field, v, strlen(v) + 1);
+        return NULL;
+    case OPT_NODE_ID:
+        why = strlen(v) > (size_t)s->max ? "too long"
+              : strspn(v, NODE_ID_CHARS) != strlen(v) ? "a character other than A-Z a-z 0-9 _ . -"
+              : NULL;
+        if (why == NULL)
+            memcpy(field, v, strlen(v) + 1);
+        return why;
     default:
         return "not a plain setting";
     }
@@ -383,6 +407,12 @@ void config_table_describe(const struct setting *s, char *buf, size_t size)
     case OPT_TOKEN:
         snprintf(buf, size, "1..%d printable ASCII characters without spaces",
                  SMQ_KEY_SECRET_MAX);
+        return;
+    case OPT_DSN:
+        snprintf(buf, size, "a libpq connection string of up to %lld characters", s->max);
+        return;
+    case OPT_NODE_ID:
+        snprintf(buf, size, "up to %lld characters of A-Z a-z 0-9 _ . -", s->max);
         return;
     }
 }

@@ -96,8 +96,10 @@ int exposure_check(const struct smq_config *cfg, const char *config_path, uid_t 
     struct run r = {.report = report, .arg = arg};
 
     check_config_file(&r, config_path);
-    check_database(&r, cfg->storage_path);
-    check_volume(&r, cfg);
+    if (cfg->storage_backend == SMQ_STORE_SQLITE) {     /* PostgreSQL: no local file */
+        check_database(&r, cfg->storage_path);
+        check_volume(&r, cfg);
+    }
     if (euid == 0)
         say(&r, false, "running as root: any flaw in smqd would be one of the whole host; run "
             "it as its own user (conf/smqd.service does)");

@@ -55,6 +55,11 @@ struct smq_config {
     char storage_path[4096];      /* SQLite file; default ./smqd.db */
     enum smq_sync_mode sync;      /* default full */
     int reserve_mb;               /* space held back for deletes when the disk fills; default 16 */
+    enum smq_store_backend storage_backend;   /* default sqlite */
+    char storage_dsn[2048];       /* backend = postgresql: a libpq conninfo string */
+    /* [cluster] (backend = postgresql only) */
+    char cluster_node_id[64];     /* unique per node */
+    int cluster_lease_ttl_s;      /* default 5 */
     /* [auth] */
     struct auth_keyring keys;     /* access_key_id/access_key_secret + key.<ID> = <SECRET> */
     int max_clock_skew_s;         /* default 900 */
@@ -113,6 +118,9 @@ int config_load(const char *path, struct smq_config *cfg, char *err, size_t err_
  * With no keys (defaults) the auth lines are printed commented out.
  */
 void config_print(const struct smq_config *cfg, FILE *out);
+/* dsn (a libpq conninfo string or a postgresql:// URI) with its password
+ * replaced by SMQ_CONFIG_SECRET_MASK, in out (cut to size). */
+void config_mask_dsn(const char *dsn, char *out, size_t size);
 
 /* Frees what config_load allocated (the key ring).  Safe on defaults and
  * when called twice. */

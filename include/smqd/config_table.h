@@ -15,7 +15,7 @@
 #include "smqd/config.h"
 #include "smqd/grant.h"
 
-#define CONFIG_KNOWN_SECTIONS "server, storage, auth, limits, log, admin"
+#define CONFIG_KNOWN_SECTIONS "server, storage, cluster, auth, limits, log, admin"
 #define CONFIG_MAX_SETTINGS 64
 
 enum opt_type {
@@ -28,7 +28,9 @@ enum opt_type {
     OPT_SECRET,     /* [auth] access_key_secret: collected, not a field */
     OPT_KEY_PAIR,   /* [auth] key.<ID> = <SECRET>, any number of them */
     OPT_ADMIN_LISTEN, /* [admin] listen: HOST:PORT into admin_host + admin_port, or off */
-    OPT_TOKEN       /* [admin] token, read_token: a secret kept in a char array; empty = none */
+    OPT_TOKEN,      /* [admin] token, read_token: a secret kept in a char array; empty = none */
+    OPT_DSN,        /* a libpq conninfo string in a char array; printed with its password masked */
+    OPT_NODE_ID     /* a name of 1..max characters of A-Z a-z 0-9 _ . - in a char array */
 };
 
 struct setting {

@@ -197,6 +197,25 @@ t_config_errors() {
     assert_eq "-t on a good file exits 0" 0 "$?"
     assert_match "-t prints the effective settings, secrets masked" 'access_key_secret = \*\*\*\*\*\*\*\*' \
         "$(cat "$SUITE_TMP/t.out")"
+    # backend = postgresql: -t checks the settings without reaching the database.
+    printf '[auth]\naccess_key_id = id1\naccess_key_secret = s3cret-one\n[storage]\nbackend = postgresql\n%s\n[cluster]\nnode_id = a\n' \
+        'dsn = host=127.0.0.1,127.0.0.2 port=5432 dbname=smqd user=smqd password=hunter2' >"$dir/pg.conf"
+    chmod 0600 "$dir/pg.conf"
+    timeout 10 "$SMQD_BIN" -t -c "$dir/pg.conf" >"$SUITE_TMP/t.out" 2>"$out"
+    assert_eq "-t accepts a PostgreSQL configuration" 0 "$?"
+    assert_match "and prints its dsn with the password masked" \
+        'dsn = host=127.0.0.1,127.0.0.2 port=5432 dbname=smqd user=smqd password=\*\*\*\*\*\*\*\*' \
+        "$(cat "$SUITE_TMP/t.out")"
+    assert_no_match "never the password itself" hunter2 "$(cat "$SUITE_TMP/t.out" "$out")"
+    sed -i '/^node_id/d' "$dir/pg.conf"
+    timeout 10 "$SMQD_BIN" -t -c "$dir/pg.conf" >/dev/null 2>"$out"
+    assert_eq "without [cluster] node_id it is refused (exit 1)" 1 "$?"
+    assert_match "saying what is missing" "needs \[cluster\] node_id" "$(cat "$out")"
+    printf '[cluster]\nnode_id = a\npath = x\n' >>"$dir/pg.conf"
+    sed -i 's/^path = x$//; s/^backend = postgresql$/backend = postgresql\npath = .\/smqd.db/' "$dir/pg.conf"
+    timeout 10 "$SMQD_BIN" -t -c "$dir/pg.conf" >/dev/null 2>"$out"
+    assert_eq "a SQLite-only key with it is refused (exit 1)" 1 "$?"
+    assert_match "naming the key" "\[storage\] path is SQLite-only" "$(cat "$out")"
 }
 
 # A signed GET /queues as raw bytes, for requests written straight to a socket.

@@ -205,7 +205,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 25);   /* every row but the three key rows and the [admin] tokens */
+    assert_int_equal(checked, 29);   /* every row but the three key rows and the [admin] tokens */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -418,7 +418,7 @@ static void test_config_unknown_key_and_section(void **state)
          "[server] unknown key \"port\" (known: listen, threads, tls_cert_file, tls_key_file, "
          "url_scheme)"},
         {"[server]\nthreads = 2\n\n[store]\npath = x\n", 4,
-         "unknown section [store] (known: server, storage, auth, limits, log, admin, queue.<NAME>, "
+         "unknown section [store] (known: server, storage, cluster, auth, limits, log, admin, queue.<NAME>, "
          "grant.<ACCESS_KEY_ID>)"},
         /* A header with nothing under it is still checked. */
         {"[bogus]\n", 1, "unknown section [bogus]"},
@@ -1008,6 +1008,82 @@ static void test_config_grant_errors(void **state)
     run_bad_cases(*state, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
+/* backend = postgresql: what it needs, what it refuses, what sqlite refuses. */
+static void test_config_postgresql_backend(void **state)
+{
+    struct fixture *f = *state;
+    const char *pg = AUTH_OK "[storage]\nbackend = postgresql\n"
+                     "dsn = host=pg1,pg2 port=5432 dbname=smqd user=smqd "
+                     "target_session_attrs=read-write\n[cluster]\nnode_id = node-a.1\n";
+
+    expect_ok(f, pg);
+    assert_int_equal(f->cfg.storage_backend, SMQ_STORE_POSTGRESQL);
+    assert_string_equal(f->cfg.storage_dsn, "host=pg1,pg2 port=5432 dbname=smqd user=smqd "
+                                            "target_session_attrs=read-write");
+    assert_string_equal(f->cfg.cluster_node_id, "node-a.1");
+    assert_int_equal(f->cfg.cluster_lease_ttl_s, 5);
+    expect_ok(f, AUTH_OK "[storage]\nbackend = postgresql\ndsn = dbname=smqd\n"
+                 "[cluster]\nnode_id = b\nlease_ttl_s = 2\n");
+    assert_int_equal(f->cfg.cluster_lease_ttl_s, 2);
+    expect_error(f, AUTH_OK "[storage]\nbackend = postgresql\n[cluster]\nnode_id = a\n", 5,
+                 "[storage] backend = postgresql needs [storage] dsn");
+    expect_error(f, AUTH_OK "[storage]\nbackend = postgresql\ndsn = dbname=smqd\n", 5,
+                 "needs [cluster] node_id");
+    expect_error(f, AUTH_OK "[storage]\nbackend = postgresql\ndsn = dbname=smqd\n"
+                 "path = ./x.db\n[cluster]\nnode_id = a\n", 7,
+                 "[storage] path is SQLite-only: remove it with backend = postgresql");
+    expect_error(f, AUTH_OK "[storage]\nsync = full\nbackend = postgresql\ndsn = dbname=smqd\n"
+                 "[cluster]\nnode_id = a\n", 5, "[storage] sync is SQLite-only");
+    expect_error(f, AUTH_OK "[storage]\nbackend = postgresql\nreserve_mb = 0\n"
+                 "dsn = dbname=smqd\n[cluster]\nnode_id = a\n", 6,
+                 "[storage] reserve_mb is SQLite-only");
+    expect_error(f, AUTH_OK "[storage]\ndsn = dbname=smqd\n", 5,
+                 "[storage] dsn needs [storage] backend = postgresql");
+    expect_error(f, AUTH_OK "[cluster]\nnode_id = a\n", 5,
+                 "[cluster] node_id needs [storage] backend = postgresql");
+    expect_error(f, AUTH_OK "[storage]\nbackend = postgresql\ndsn = dbname=smqd\n"
+                 "[cluster]\nnode_id = a b\n", 8, "a character other than");
+    expect_error(f, AUTH_OK "[storage]\nbackend = postgresql\ndsn = dbname=smqd\n"
+                 "[cluster]\nnode_id = a\nlease_ttl_s = 31\n", 9, "2..30");
+    expect_error(f, AUTH_OK "[storage]\nbackend = mysql\n", 5, "sqlite, postgresql");
+}
+
+/* A refused dsn is not echoed: it may hold a password. */
+static void test_config_dsn_error_hides_value(void **state)
+{
+    struct fixture *f = *state;
+    char text[4096];
+
+    snprintf(text, sizeof text, AUTH_OK "[storage]\nbackend = postgresql\n"
+             "dsn = password=hunter2 %03000d\n", 0);
+    assert_int_equal(load_text(f, text), SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->err, "too long"));
+    assert_null(strstr(f->err, "hunter2"));
+}
+
+static void expect_masked(const char *dsn, const char *want)
+{
+    char out[512];
+
+    config_mask_dsn(dsn, out, sizeof out);
+    if (strcmp(out, want) != 0)
+        fail_msg("mask of \"%s\": got \"%s\", want \"%s\"", dsn, out, want);
+}
+
+static void test_config_dsn_password_masked(void **state)
+{
+    (void)state;
+    expect_masked("host=pg1 password=hunter2 user=smqd",
+                  "host=pg1 password=" SMQ_CONFIG_SECRET_MASK " user=smqd");
+    expect_masked("password = 'a b\\' c' dbname=x",
+                  "password = " SMQ_CONFIG_SECRET_MASK " dbname=x");
+    expect_masked("host=pg1 dbname=smqd", "host=pg1 dbname=smqd");
+    expect_masked("postgresql://smqd:hunter2@pg1:5432/smqd",
+                  "postgresql://smqd:" SMQ_CONFIG_SECRET_MASK "@pg1:5432/smqd");
+    expect_masked("postgres://smqd@pg1/smqd", "postgres://smqd@pg1/smqd");
+    expect_masked("", "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1047,6 +1123,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_grants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_grant_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_grant_long_list_prints_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_postgresql_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_dsn_error_hides_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_dsn_password_masked, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
