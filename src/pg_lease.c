@@ -78,8 +78,9 @@ uint64_t lease_connects(const struct smq_lease *l)
 
 static int fail(char *err, size_t err_size, const char *what, PGconn *conn)
 {
-    snprintf(err, err_size, "PostgreSQL: %s: %s", what,
-             conn != NULL ? PQerrorMessage(conn) : "no connection");
+    const char *why = conn != NULL ? PQerrorMessage(conn) : "";
+
+    snprintf(err, err_size, "PostgreSQL: %s%s%s", what, why[0] != '\0' ? ": " : "", why);
     err[strcspn(err, "\n")] = '\0';
     return SMQ_E_INTERNAL;
 }
