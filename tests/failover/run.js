@@ -98,6 +98,9 @@ async function startPg(st) {
     // after a kill -9 of the primary loses no acknowledged write.
     pgcheck.psql(base, "ALTER SYSTEM SET synchronous_standby_names = 'smqd_sb'");
     pgcheck.psql(base, 'SELECT pg_reload_conf()');
+    await waitFor(async () => pgcheck.psql(base,
+      "SELECT 1 FROM pg_stat_replication WHERE application_name = 'smqd_sb' AND sync_state = 'sync'").length > 0,
+    20000, 'the standby did not become synchronous within 20 s');
   }
   st.checkDsn = `host=${st.pg.map(() => '127.0.0.1').join(',')} port=${st.pg.map((p) => p.port).join(',')} ` +
     'dbname=smqd user=smqd target_session_attrs=read-write connect_timeout=5';
