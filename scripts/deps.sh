@@ -11,7 +11,7 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
             libsqlite3-dev libpq-dev libinih-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
             scdoc)
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
-           postgresql-15
+           postgresql-15 haproxy
            clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
 test_pkgs+=(prometheus)   # promtool: conf/monitoring/ rules (tests/packaging/test_monitoring.sh)
 # The Debian package's build (scripts/build-deb.sh, and the test that runs it).
