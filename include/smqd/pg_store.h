@@ -91,6 +91,7 @@ struct pg_store {
     struct smq_store base;             /* first: the store's handle is this */
     PGconn *conn;                      /* the engine thread's */
     PGconn *flush_conn;                /* store_flush's (the syncer thread) */
+    int last_host;                     /* the dsn's host that answered (pg_conn.h) */
     int in_txn, deferred;
     struct pg_wset txn;                /* the open transaction's writes */
     size_t *marks;                     /* savepoints: indexes into txn */
