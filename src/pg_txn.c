@@ -226,6 +226,7 @@ static void set_broken(struct pg_store *s, int rc)
     pthread_mutex_lock(&s->lock);
     if (s->broken == 0)
         s->broken = rc;
+    pthread_cond_broadcast(&s->flushed);     /* a commit waiting for the flush */
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -243,19 +244,69 @@ int pg_txn_begin(struct smq_store *base)
     return 0;
 }
 
-/* Hands the open transaction's writes to the flush, oldest first. */
+/* What a write set holds in memory until its flush ends: its writes and
+ * the bodies they pinned (a meta value copy is small beside them). */
+static size_t wset_bytes(const struct pg_wset *ws)
+{
+    size_t bytes = sizeof *ws + ws->cap * sizeof *ws->w;
+
+    for (size_t i = 0; i < ws->n; i++) {
+        if (ws->w[i].body != NULL)
+            bytes += sizeof *ws->w[i].body + ws->w[i].body->len + ws->w[i].body->ext_len;
+    }
+    return bytes;
+}
+
+/*
+ * Waits until the write sets queued before this commit and not yet
+ * flushed hold at most the cap (all: nothing at all), or the store broke
+ * (its code then).
+ * Every one of them was already handed to the flush thread (syncer.h: the
+ * engine calls syncer_committed after each commit that returned), so the
+ * flush that takes them is coming; this commit's own set is not counted,
+ * or a set larger than the cap would wait for a flush nobody asked for.
+ */
+static int wait_flushed(struct pg_store *s, int all)
+{
+    int announced = 0, rc;
+
+    pthread_mutex_lock(&s->lock);
+    while (s->broken == 0 && s->pending_bytes > (all ? 0 : s->queue_cap)) {
+        if (!announced && s->seams != NULL && s->seams->on_commit_wait != NULL) {
+            struct pg_test_seams *t = s->seams;
+            pthread_mutex_unlock(&s->lock);
+            t->on_commit_wait(t->arg);
+            pthread_mutex_lock(&s->lock);
+            announced = 1;
+            continue;                    /* the flush may have ended meanwhile */
+        }
+        pthread_cond_wait(&s->flushed, &s->lock);
+    }
+    rc = s->broken;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* Hands the open transaction's writes to the flush, oldest first, once
+ * the queue is below its cap (PG_QUEUE_CAP_BYTES): back-pressure on the
+ * engine thread when PostgreSQL is slower than it. */
 static int queue_txn(struct pg_store *s)
 {
-    struct pg_wset *ws = malloc(sizeof *ws);
+    struct pg_wset *ws;
+    int rc = wait_flushed(s, 0);
 
-    if (ws == NULL)
+    if (rc != 0)
+        return rc;
+    if ((ws = malloc(sizeof *ws)) == NULL)
         return SMQ_E_NOMEM;
     *ws = s->txn;
     ws->next = NULL;
+    ws->bytes = wset_bytes(ws);
     memset(&s->txn, 0, sizeof s->txn);
     pthread_mutex_lock(&s->lock);
     *s->queued_tail = ws;
     s->queued_tail = &ws->next;
+    s->pending_bytes += ws->bytes;
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -398,11 +449,15 @@ int pg_txn_flush(struct smq_store *base)
         return rc;
     rc = pg_store_send(s, s->flush_conn, sets, &zero_rows, 0);
     pthread_mutex_lock(&s->lock);
-    for (struct pg_wset *ws = sets; rc == 0 && ws != NULL; ws = ws->next)
-        pg_bodies_committed(&s->bodies, ws);
+    for (struct pg_wset *ws = sets; ws != NULL; ws = ws->next) {
+        if (rc == 0)
+            pg_bodies_committed(&s->bodies, ws);
+        s->pending_bytes -= ws->bytes;
+    }
     if (rc != 0 && s->broken == 0)
         s->broken = rc;
     s->inflight = NULL;
+    pthread_cond_broadcast(&s->flushed);
     pthread_mutex_unlock(&s->lock);
     for (; sets != NULL; sets = next) {
         next = sets->next;

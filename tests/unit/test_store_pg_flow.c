@@ -1,0 +1,259 @@
+/*
+ * test_store_pg_flow.c — unit tests of the PostgreSQL backend (pg_*.c)
+ * where the engine thread and the flush thread meet, against a real
+ * throw-away PostgreSQL 15 (the ctest fixture "pg", as test_store_pg.c):
+ * the cap on write sets queued for the flush (a commit waits, and learns
+ * of a broken store), a full database disk (SQLSTATE 53100) as a known
+ * outcome that leaves the store usable and as a fatal deferred flush that
+ * says so, writes outside a transaction after store_defer_fsync (sent at
+ * once, in order, their failures reported), and a body read racing the
+ * flush's eviction from the body cache.
+ *
+ * Interleavings are forced through the store's test seams (pg_store.h):
+ * a hook says when a commit starts to wait, another runs between a body
+ * read's choice of what to SELECT and its use of memory.  The second
+ * thread is the test's "engine"; waits for it are bounded (10 s) and fail
+ * the test.  The 53100 is real: a trigger raises it inside PostgreSQL
+ * (PostgreSQL's own disk is not filled; see the cases).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "pg_scratch.h"
+#include "smqd/buf.h"
+#include "smqd/errors.h"
+#include "smqd/log.h"
+#include "smqd/pg_store.h"
+#include "smqd/store.h"
+
+struct fixture {
+    struct pg_scratch scratch;
+    PGconn *peek;                      /* an independent view of the schema */
+    struct smq_store *s;
+    struct pg_test_seams seams;
+    pthread_mutex_t lock;              /* guards the counters below */
+    pthread_cond_t cond;
+    int waits, done, body_hook_calls;
+    int rc;                            /* the second thread's result */
+    int (*job)(struct fixture *f);     /* what the second thread runs */
+    pthread_t thread;
+};
+
+/* ---- fixture ---------------------------------------------------------- */
+
+static void on_commit_wait(void *arg)
+{
+    struct fixture *f = arg;
+
+    pthread_mutex_lock(&f->lock);
+    f->waits++;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    struct store_config cfg = {.backend = SMQ_STORE_POSTGRESQL, .app_name = "smqd-test"};
+    char err[512];
+
+    *state = f;
+    if (f == NULL || pg_scratch_create(&f->scratch) != 0)
+        return -1;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cond, NULL);
+    f->peek = PQconnectdb(f->scratch.dsn);
+    cfg.dsn = f->scratch.dsn;
+    if (PQstatus(f->peek) != CONNECTION_OK || store_open(&cfg, &f->s, err, sizeof err) != 0) {
+        fprintf(stderr, "setup: %s %s\n", PQerrorMessage(f->peek), err);
+        return -1;
+    }
+    f->seams = (struct pg_test_seams){.queue_cap = PG_QUEUE_CAP_BYTES,
+                                      .body_budget = PG_BODY_CACHE_BYTES,
+                                      .on_commit_wait = on_commit_wait, .arg = f};
+    pg_store_test_seams(f->s, &f->seams);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    store_close(f->s);
+    PQfinish(f->peek);
+    pg_scratch_drop(&f->scratch);
+    pthread_cond_destroy(&f->cond);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+    return 0;
+}
+
+static void peek_exec(struct fixture *f, const char *sql)
+{
+    PGresult *r = PQexec(f->peek, sql);
+
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(f->peek));
+    PQclear(r);
+}
+
+static long long peek_int(struct fixture *f, const char *sql)
+{
+    PGresult *r = PQexec(f->peek, sql);
+    long long v = -1;
+
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    else
+        fail_msg("%s: %s", sql, PQerrorMessage(f->peek));
+    PQclear(r);
+    return v;
+}
+
+/* ---- the second thread ------------------------------------------------ */
+
+static void *run_job(void *arg)
+{
+    struct fixture *f = arg;
+    int rc = f->job(f);
+
+    pthread_mutex_lock(&f->lock);
+    f->rc = rc;
+    f->done = 1;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    return NULL;
+}
+
+static void start_job(struct fixture *f, int (*job)(struct fixture *f))
+{
+    f->job = job;
+    assert_int_equal(pthread_create(&f->thread, NULL, run_job, f), 0);
+}
+
+/* Waits (at most 10 s) until the job waits for the flush or has ended;
+ * returns whether it waits (and has not ended). */
+static bool job_waits(struct fixture *f)
+{
+    struct timespec deadline;
+    bool waits;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    pthread_mutex_lock(&f->lock);
+    while (f->waits == 0 && !f->done &&
+           pthread_cond_timedwait(&f->cond, &f->lock, &deadline) == 0) {
+    }
+    waits = f->waits > 0 && !f->done;
+    pthread_mutex_unlock(&f->lock);
+    return waits;
+}
+
+static int join_job(struct fixture *f)
+{
+    assert_int_equal(pthread_join(f->thread, NULL), 0);
+    return f->rc;
+}
+
+/* ---- records ---------------------------------------------------------- */
+
+static int put_msg(struct smq_store *s, uint64_t seq)
+{
+    struct store_msg_rec m = {.queue_id = 1, .seq = seq, .priority = 8,
+                              .enqueue_ms = 1700000000000, .visible_ms = 1700000000000,
+                              .expire_ms = 1700000345600};
+    char body[16];
+    int n = snprintf(body, sizeof body, "body %04llu", (unsigned long long)seq);
+
+    return store_msg_insert(s, &m, &(struct store_msg_content){body, (size_t)n, NULL, NULL, 0});
+}
+
+static int commit_msg(struct smq_store *s, uint64_t seq)
+{
+    int rc = store_begin(s);
+
+    rc = rc == 0 ? put_msg(s, seq) : rc;
+    rc = rc == 0 ? store_commit(s) : rc;
+    if (rc != 0)
+        store_rollback(s);
+    return rc;
+}
+
+/* ---- the queue's cap -------------------------------------------------- */
+
+static int commit_second(struct fixture *f)
+{
+    return commit_msg(f->s, 2);
+}
+
+/* Over the cap, a deferred commit waits on its thread until the flush has
+ * taken what was queued before it, then queues its own and returns. */
+static void test_pg_commit_waits_while_the_queue_is_over_its_cap(void **state)
+{
+    struct fixture *f = *state;
+
+    f->seams.queue_cap = 1;                    /* any queued set is over it */
+    pg_store_test_seams(f->s, &f->seams);
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(commit_msg(f->s, 1), 0);  /* nothing queued before it: no wait */
+    start_job(f, commit_second);
+    assert_true(job_waits(f));
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 0);
+    assert_int_equal(store_flush(f->s), 0);    /* takes seq 1 and lets the commit go */
+    assert_int_equal(join_job(f), 0);
+    assert_int_equal(f->waits, 1);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 1);
+    assert_int_equal(store_flush(f->s), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 2);
+}
+
+/* A commit waiting for a flush that fails returns the store's broken code
+ * (here fenced: another node took the lease), its writes never sent. */
+static void test_pg_commit_waiting_for_a_failed_flush_returns_its_code(void **state)
+{
+    struct fixture *f = *state;
+
+    f->seams.queue_cap = 1;
+    pg_store_test_seams(f->s, &f->seams);
+    peek_exec(f, "UPDATE smq_lease SET holder_token = 'smqd/a/1', epoch = 1, "
+                 "expires_at = now() + interval '1 hour' WHERE id = 1");
+    assert_int_equal(store_fence(f->s, "smqd/a/1", 1), 0);
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(commit_msg(f->s, 1), 0);
+    start_job(f, commit_second);
+    assert_true(job_waits(f));
+    peek_exec(f, "UPDATE smq_lease SET holder_token = 'smqd/b/2', epoch = 2 WHERE id = 1");
+    assert_int_equal(store_flush(f->s), SMQ_E_SERVICE_UNAVAILABLE);
+    assert_int_equal(join_job(f), SMQ_E_SERVICE_UNAVAILABLE);
+    assert_int_equal(store_flush(f->s), SMQ_E_SERVICE_UNAVAILABLE);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_pg_commit_waits_while_the_queue_is_over_its_cap,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pg_commit_waiting_for_a_failed_flush_returns_its_code, setup, teardown),
+    };
+
+    if (!pg_scratch_available()) {
+        fprintf(stderr, "test_store_pg_flow: no PostgreSQL (SMQD_TEST_PG_DSN / "
+                        "SMQD_TEST_PG_DIR)\n");
+        return 77;
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
