@@ -341,8 +341,18 @@ static int commit_txn(struct pg_store *s, int implicit, int *zero_rows)
         s->fault_commit = 0;
         return pg_store_fail("commit", "I/O error (injected)");
     }
-    if (s->txn.n > 0)
-        rc = s->deferred ? queue_txn(s) : send_txn(s, implicit, zero_rows);
+    /* A write outside begin/commit is sent at once even after
+     * store_defer_fsync: queued, its failure (a missing row, a full disk)
+     * would reach no caller and break the store at the flush, and nobody
+     * would hold an answer for that flush (only the engine's commits call
+     * syncer_committed).  It follows the queued sets, so it waits for them
+     * to be flushed first (such writes are rare: admin tools). */
+    if (s->txn.n > 0 && s->deferred && !implicit)
+        rc = queue_txn(s);
+    else if (s->txn.n > 0)
+        rc = s->deferred ? wait_flushed(s, 1) : 0;
+    if (rc == 0 && s->txn.n > 0 && (!s->deferred || implicit))
+        rc = send_txn(s, implicit, zero_rows);
     if (rc == 0)
         s->in_txn = 0;
     return rc;

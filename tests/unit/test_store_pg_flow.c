@@ -241,6 +241,60 @@ static void test_pg_commit_waiting_for_a_failed_flush_returns_its_code(void **st
     assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 0);
 }
 
+/* ---- writes outside a transaction after store_defer_fsync ------------- */
+
+static struct store_queue_rec make_queue(int64_t id, const char *name)
+{
+    struct store_queue_rec q = {.id = id, .create_s = 1700000000, .modify_s = 1700000000,
+                                .max_msg_size = 65536, .retention_s = 345600,
+                                .visibility_s = 30};
+
+    snprintf(q.name, sizeof q.name, "%s", name);
+    return q;
+}
+
+static void test_pg_implicit_write_after_defer_reports_its_failure(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec ghost = make_queue(9, "ghost"), q = make_queue(1, "q");
+
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(store_queue_update(f->s, &ghost), SMQ_E_QUEUE_NOT_EXIST);
+    assert_int_equal(store_flush(f->s), 0);                    /* nothing broken */
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_queue"), 1);   /* sent at once */
+    assert_int_equal(store_flush(f->s), 0);
+    assert_int_equal(commit_msg(f->s, 1), 0);
+    assert_int_equal(store_flush(f->s), 0);
+}
+
+static int update_queue(struct fixture *f)
+{
+    struct store_queue_rec q = make_queue(1, "q");
+
+    q.delay_s = 77;
+    return store_queue_update(f->s, &q);
+}
+
+/* Sent at once, but after what was committed before it: it waits for the
+ * flush of the queued sets (here the insert it updates). */
+static void test_pg_implicit_write_after_defer_follows_the_queued_sets(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "q");
+
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    assert_int_equal(store_commit(f->s), 0);                   /* queued */
+    start_job(f, update_queue);
+    assert_true(job_waits(f));
+    assert_int_equal(store_flush(f->s), 0);
+    assert_int_equal(join_job(f), 0);
+    assert_int_equal(peek_int(f, "SELECT delay_s FROM smq_queue WHERE id = 1"), 77);
+    assert_int_equal(store_flush(f->s), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +302,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_pg_commit_waiting_for_a_failed_flush_returns_its_code, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_implicit_write_after_defer_reports_its_failure,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pg_implicit_write_after_defer_follows_the_queued_sets, setup, teardown),
     };
 
     if (!pg_scratch_available()) {
