@@ -21,7 +21,7 @@
 
 int pg_store_fail(const char *what, const char *msg)
 {
-    char line[512];
+    char line[700];              /* room for log_failure's cause before the message */
 
     snprintf(line, sizeof line, "%s", msg != NULL ? msg : "");
     line[strcspn(line, "\n")] = '\0';
@@ -175,6 +175,39 @@ static int collect(PGconn *conn, int count, char *state, char *msg, size_t msg_s
 
 static void set_broken(struct pg_store *s, int rc);
 
+/* What a failed transaction's SQLSTATE means to the caller: fenced
+ * (nothing applied), the disk of the database full (disk_full, 53100:
+ * the engine then refuses only what grows data, as for SQLite's
+ * SQLITE_FULL), or anything else.  The rest of class 53 (out of memory,
+ * too many connections, a configuration limit) is not a full disk, and
+ * freeing space would not help it. */
+static int failure_rc(const char *state)
+{
+    if (strcmp(state, "SMQF1") == 0)
+        return SMQ_E_SERVICE_UNAVAILABLE;
+    if (strcmp(state, "53100") == 0)
+        return SMQ_E_STORAGE_FULL;
+    return SMQ_E_INTERNAL;
+}
+
+/* The one log line of a failed transaction, naming a cause an operator
+ * acts on (class 53: the database server's resources) before the
+ * server's own words. */
+static void log_failure(const char *state, const char *msg)
+{
+    char line[640];
+
+    if (msg[0] == '\0')
+        msg = "the server ended the connection";
+    if (strcmp(state, "53100") == 0)
+        snprintf(line, sizeof line, "PostgreSQL is out of disk space (53100): %s", msg);
+    else if (strncmp(state, "53", 2) == 0)
+        snprintf(line, sizeof line, "PostgreSQL is out of resources (%s): %s", state, msg);
+    else
+        snprintf(line, sizeof line, "%s", msg);
+    pg_store_fail("commit", line);
+}
+
 int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *zero_rows,
                   int quiet_zero)
 {
@@ -203,9 +236,9 @@ int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *z
     if (!failed)
         return 0;
     *zero_rows = strcmp(state, "SMQE1") == 0;
-    rc = strcmp(state, "SMQF1") == 0 ? SMQ_E_SERVICE_UNAVAILABLE : SMQ_E_INTERNAL;
+    rc = failure_rc(state);
     if (!(*zero_rows && quiet_zero))
-        pg_store_fail("commit", msg[0] ? msg : "the server ended the connection");
+        log_failure(state, msg);
     return rc;
 }
 
@@ -221,11 +254,13 @@ static int broken(struct pg_store *s)
     return rc;
 }
 
+/* A full disk is a known outcome only where the caller learns it at once;
+ * as the state of a broken store it is an unknown one (store.h). */
 static void set_broken(struct pg_store *s, int rc)
 {
     pthread_mutex_lock(&s->lock);
     if (s->broken == 0)
-        s->broken = rc;
+        s->broken = rc == SMQ_E_STORAGE_FULL ? SMQ_E_INTERNAL : rc;
     pthread_cond_broadcast(&s->flushed);     /* a commit waiting for the flush */
     pthread_mutex_unlock(&s->lock);
 }
@@ -318,8 +353,11 @@ static int send_txn(struct pg_store *s, int implicit, int *zero_rows)
 
     if (rc != 0) {
         /* An implicit one's outcome is known (rolled back) unless the
-         * connection went; a group commit's failure breaks the store. */
-        if (!implicit || PQstatus(s->conn) != CONNECTION_OK)
+         * connection went, and so is a full disk's (the server refused it
+         * and rolled it back; the engine reloads its memory, as after
+         * SQLITE_FULL); any other group commit failure breaks the store. */
+        int known = implicit || rc == SMQ_E_STORAGE_FULL;
+        if (!known || PQstatus(s->conn) != CONNECTION_OK)
             set_broken(s, rc);
         return rc;
     }
@@ -458,6 +496,10 @@ int pg_txn_flush(struct smq_store *base)
     if (sets == NULL)
         return rc;
     rc = pg_store_send(s, s->flush_conn, sets, &zero_rows, 0);
+    /* The engine's memory moved on after these commits: whatever the
+     * cause (a full disk too), the store is broken and the outcome of what
+     * was held is unknown (store.h). */
+    rc = rc == SMQ_E_STORAGE_FULL ? SMQ_E_INTERNAL : rc;
     pthread_mutex_lock(&s->lock);
     for (struct pg_wset *ws = sets; ws != NULL; ws = ws->next) {
         if (rc == 0)

@@ -241,6 +241,73 @@ static void test_pg_commit_waiting_for_a_failed_flush_returns_its_code(void **st
     assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 0);
 }
 
+/* ---- a full database disk (SQLSTATE 53100) ----------------------------
+ * A trigger raises disk_full where PostgreSQL would when it cannot extend
+ * a file: the same error reply, through the same path.  Filling a real
+ * file system under the server needs a mount this test cannot make. */
+
+static void make_disk_full(struct fixture *f)
+{
+    peek_exec(f, "CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                 "RAISE EXCEPTION 'could not extend file: No space left on device' "
+                 "USING ERRCODE = 'disk_full'; END $$; CREATE TRIGGER full_disk BEFORE INSERT "
+                 "ON smq_body FOR EACH ROW EXECUTE FUNCTION full_disk()");
+}
+
+static void test_pg_full_disk_commit_is_known_and_leaves_the_store_usable(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_buf b;
+
+    make_disk_full(f);
+    assert_int_equal(commit_msg(f->s, 1), SMQ_E_STORAGE_FULL);
+    assert_int_equal(put_msg(f->s, 2), SMQ_E_STORAGE_FULL);      /* implicit */
+    assert_int_equal(store_meta_set(f->s, "k", "v", 1), 0);     /* no body: still works */
+    peek_exec(f, "DROP TRIGGER full_disk ON smq_body");          /* space freed */
+    assert_int_equal(commit_msg(f->s, 3), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 1);
+    buf_init(&b);
+    assert_int_equal(store_msg_bodies(f->s, &(struct store_body_read){.seq = 1}, 1, &b),
+                     SMQ_E_MESSAGE_NOT_EXIST);                   /* rolled back, bodies too */
+    buf_free(&b);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    char *text = calloc(1, 65536);
+
+    assert_non_null(fp);
+    assert_non_null(text);
+    text[fread(text, 1, 65535, fp)] = '\0';
+    fclose(fp);
+    return text;
+}
+
+/* A deferred flush's failure stays fatal (InternalError: the engine's
+ * memory moved on), but the log says why. */
+static void test_pg_full_disk_flush_is_fatal_and_names_the_cause(void **state)
+{
+    struct fixture *f = *state;
+    char dir[] = "/tmp/test_store_pg_flow.XXXXXX", path[128], *text;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/smqd.log", dir);
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(commit_msg(f->s, 1), 0);
+    make_disk_full(f);
+    assert_int_equal(log_open(path), 0);
+    assert_int_equal(store_flush(f->s), SMQ_E_INTERNAL);
+    log_close();
+    assert_int_equal(store_begin(f->s), SMQ_E_INTERNAL);        /* broken */
+    text = read_file(path);
+    if (strstr(text, "PostgreSQL is out of disk space (53100)") == NULL)
+        fail_msg("log lacks the cause: %s", text);
+    free(text);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* ---- writes outside a transaction after store_defer_fsync ------------- */
 
 static struct store_queue_rec make_queue(int64_t id, const char *name)
@@ -302,6 +369,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_pg_commit_waiting_for_a_failed_flush_returns_its_code, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pg_full_disk_commit_is_known_and_leaves_the_store_usable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_full_disk_flush_is_fatal_and_names_the_cause,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_pg_implicit_write_after_defer_reports_its_failure,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
