@@ -135,6 +135,9 @@ struct pg_test_seams {
     size_t body_budget;                /* replaces PG_BODY_CACHE_BYTES */
     /* A commit is about to wait for the flush (the committing thread). */
     void (*on_commit_wait)(void *arg);
+    /* pg_body_read has decided which bodies to SELECT and not yet used
+     * what it found in memory (the engine thread). */
+    void (*on_body_misses)(void *arg);
     void *arg;
 };
 /* Installs t (kept by pointer: it must outlive the store); NULL removes

@@ -362,6 +362,46 @@ static void test_pg_implicit_write_after_defer_follows_the_queued_sets(void **st
     assert_int_equal(store_flush(f->s), 0);
 }
 
+/* ---- a body read racing the cache's eviction -------------------------- */
+
+/* Between the read's choice of SELECT and its copy, a flush commits a new
+ * body that evicts the oldest cached one; the first time it also queues
+ * one more body, so that a second try would meet the same race again. */
+static void flush_between(void *arg)
+{
+    struct fixture *f = arg;
+
+    f->body_hook_calls++;
+    assert_int_equal(store_flush(f->s), 0);
+    if (f->body_hook_calls == 1)
+        assert_int_equal(commit_msg(f->s, 4), 0);
+}
+
+static void test_pg_body_read_survives_eviction_by_the_flush(void **state)
+{
+    struct fixture *f = *state;
+    struct store_body_read r[2] = {{.seq = 1}, {.seq = 2}};
+    struct smq_buf out;
+
+    f->seams.body_budget = 2 * strlen("body 0001");            /* two bodies */
+    pg_store_test_seams(f->s, &f->seams);
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(commit_msg(f->s, 1), 0);
+    assert_int_equal(commit_msg(f->s, 2), 0);
+    assert_int_equal(store_flush(f->s), 0);                    /* 1 and 2 cached */
+    assert_int_equal(commit_msg(f->s, 3), 0);                  /* queued */
+    f->seams.on_body_misses = flush_between;
+    buf_init(&out);
+    assert_int_equal(store_msg_bodies(f->s, r, 2, &out), 0);
+    assert_int_equal(out.len, 18);
+    assert_memory_equal(out.data, "body 0001body 0002", 18);
+    assert_int_equal(r[0].len, 9);
+    assert_int_equal(r[1].len, 9);
+    f->seams.on_body_misses = NULL;
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_body"), 3);
+    buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +417,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_pg_implicit_write_after_defer_follows_the_queued_sets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_body_read_survives_eviction_by_the_flush,
+                                        setup, teardown),
     };
 
     if (!pg_scratch_available()) {
