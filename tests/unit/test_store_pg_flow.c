@@ -63,10 +63,12 @@ static void on_commit_wait(void *arg)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* An application_name of its own: test_store_pg counts the sessions of
+ * its own, and ctest runs both against one server at once. */
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    struct store_config cfg = {.backend = SMQ_STORE_POSTGRESQL, .app_name = "smqd-test"};
+    struct store_config cfg = {.backend = SMQ_STORE_POSTGRESQL, .app_name = "smqd-test-flow"};
     char err[512];
 
     *state = f;
