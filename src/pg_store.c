@@ -19,9 +19,6 @@
 #include "smqd/errors.h"
 #include "smqd/pg_conn.h"
 
-/* Committed bodies kept for receives, by bytes (pg_body.c). */
-#define PG_BODY_CACHE_BYTES (64u << 20)
-
 static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)
 {
     snprintf(err, err_size, "PostgreSQL: %s: %s", what,
@@ -65,6 +62,8 @@ static struct pg_store *store_new(void)
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->flushed, NULL);
+    s->queue_cap = PG_QUEUE_CAP_BYTES;
     s->queued_tail = &s->queued;
     s->fault_writes_left = STORE_FAULT_OFF;
     s->fault_load_left = STORE_FAULT_OFF;
@@ -77,6 +76,7 @@ static void store_free(struct pg_store *s)
     pg_bodies_free(&s->bodies);
     PQfinish(s->conn);             /* NULL is a harmless no-op */
     PQfinish(s->flush_conn);
+    pthread_cond_destroy(&s->flushed);
     pthread_mutex_destroy(&s->lock);
     free(s->fence_token);
     free(s);
@@ -137,6 +137,19 @@ static void pg_fault_inject(struct smq_store *base, unsigned after_n_writes, int
     s->fault_full = as_full;
     if (!as_full)                /* the full-disk variant leaves a commit fault as it is */
         s->fault_commit = fail_commit;
+}
+
+void pg_store_test_seams(struct smq_store *base, struct pg_test_seams *t)
+{
+    struct pg_store *s = pg_of(base);
+
+    pthread_mutex_lock(&s->lock);
+    s->seams = t;
+    if (t != NULL) {
+        s->queue_cap = t->queue_cap;
+        s->bodies.budget = t->body_budget;
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void pg_fault_inject_load(struct smq_store *base, unsigned after_n_rows)
