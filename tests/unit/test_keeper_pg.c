@@ -49,7 +49,7 @@ static struct smq_keeper *start(struct fixture *f, const char *node, struct smq_
 {
     char token[64];
     struct lease_opts lo = {.dsn = f->db.dsn, .node_id = node, .token = token, .ttl_ms = 3000};
-    struct keeper_opts ko = {.role = role, .seek_ms = 20, .renew_ms = 50};
+    struct keeper_opts ko = {.role = role, .seek_ms = 20, .renew_ms = 50, .give_up_ms = 5000};
     struct smq_keeper *k = NULL;
 
     snprintf(token, sizeof token, "smqd-test-keeper/%.30s/%.8s", f->db.schema, node);
