@@ -35,8 +35,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON
 
 echo "== valgrind (unit tests of build/)"
-# The PostgreSQL backend's own tests get a throw-away server of their own (the engine tests
-# run here on SQLite; ctest above ran them on PostgreSQL too).
+# The PostgreSQL backend's own tests get a throw-away server of their own, for valgrind and
+# then ThreadSanitizer (the engine tests run here on SQLite; ctest above ran them on
+# PostgreSQL too).
 pg_dir=$root/build/pg-valgrind
 tests/pg/pg-server.sh stop "$pg_dir" >/dev/null 2>&1 || true
 rm -rf "$pg_dir"
@@ -52,19 +53,20 @@ for t in build/tests/test_*; do
     || { echo "valgrind: $(basename "$t") has memory errors or leaks"; exit 1; }
   echo "valgrind: $(basename "$t") clean"
 done
-tests/pg/pg-server.sh stop "$pg_dir"
-trap - EXIT
 echo "== ThreadSanitizer (the unit tests that start threads)"
 threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper test_xml test_httpd
-          test_worker test_crypto test_server)
+          test_worker test_crypto test_server test_keeper_pg test_store_pg_flow)
 cmake -S "$root" -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanitize=thread" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"
 for t in "${threaded[@]}"; do
-  (cd build-tsan/tests && TSAN_OPTIONS=halt_on_error=1:exitcode=66 "./$t" >"$t.tsan.log" 2>&1) \
+  (cd build-tsan/tests && SMQD_TEST_PG_DIR="$pg_dir" TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+     "./$t" >"$t.tsan.log" 2>&1) \
     || { echo "tsan: $t has a data race or failed:"; tail -n 60 "build-tsan/tests/$t.tsan.log"; exit 1; }
   echo "tsan: $t clean"
 done
+tests/pg/pg-server.sh stop "$pg_dir"
+trap - EXIT
 echo "== fuzz (clang, ASan+UBSan, 5 s per target)"
 tests/fuzz/run.sh 5
 echo "== all tests passed"
