@@ -15,8 +15,9 @@
 #include "smqd/store.h"
 
 /* The keeper's rhythm: a standby asks twice a second (a takeover comes at
- * most this long after the expiry), an active renews every second, so a
- * lease of 5 s survives three lost renewals. */
+ * most this long after the expiry), an active renews every second (or five
+ * times per lease when it is shorter), so a lease survives three lost
+ * renewals. */
 #define SEEK_MS 500
 #define RENEW_MS 1000
 /* A node that gave the lease up after a failed commit lets the standbys
@@ -59,8 +60,11 @@ int cluster_start_keeper(struct cluster *c)
 {
     struct lease_opts lo = {.dsn = c->cfg->storage_dsn, .node_id = c->cfg->cluster_node_id,
                             .token = c->token, .ttl_ms = c->cfg->cluster_lease_ttl_s * 1000};
-    struct keeper_opts ko = {.role = &c->role, .seek_ms = SEEK_MS, .renew_ms = RENEW_MS,
-                            .give_up_ms = GIVE_UP_MS};
+    /* A short lease is renewed more often: five chances in one lease. */
+    int renew_ms = c->cfg->cluster_lease_ttl_s * 1000 / 5;
+    struct keeper_opts ko = {.role = &c->role, .seek_ms = SEEK_MS,
+                             .renew_ms = renew_ms < RENEW_MS ? renew_ms : RENEW_MS,
+                             .give_up_ms = GIVE_UP_MS};
 
     if (lease_new(&lo, &ko.lease) != 0 || keeper_start(&ko, &c->keeper) != 0) {
         SMQ_ERROR("cluster: cannot start the lease keeper");
@@ -91,10 +95,12 @@ static int activate(struct cluster *c, const struct lease_grant *g)
     keys = engine_keys(c->node->engine);
     mns_listener_attach(c->http, c->node->server, keys);
     admin_attach_server(c->admin, c->node->server, keys);
-    role_activate(&c->role, g->epoch, g->takeovers, g->proven_until_us);
-    admin_set_state(c->admin, ADMIN_READY);
     c->serving = true;
     c->epoch = g->epoch;
+    /* Lost during the load: the next tick stops the node again. */
+    if (!keeper_activate_role(c->keeper, g))
+        return SMQD_EXIT_OK;
+    admin_set_state(c->admin, ADMIN_READY);
     __atomic_add_fetch(&c->activations, 1, __ATOMIC_RELAXED);
     SMQ_WARN("active: serving at lease epoch %lld (the queues loaded in %.2f s)",
              (long long)g->epoch, (double)(clock_mono_us() - start_us) / 1e6);

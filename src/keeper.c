@@ -198,6 +198,18 @@ enum keeper_state keeper_state(struct smq_keeper *k, struct lease_grant *g)
     return st;
 }
 
+bool keeper_activate_role(struct smq_keeper *k, const struct lease_grant *g)
+{
+    bool held;
+
+    pthread_mutex_lock(&k->w.lock);
+    held = k->state == KEEPER_HELD && k->grant.epoch == g->epoch;
+    if (held)
+        role_activate(k->role, k->grant.epoch, k->grant.takeovers, k->grant.proven_until_us);
+    pthread_mutex_unlock(&k->w.lock);
+    return held;
+}
+
 void keeper_seek(struct smq_keeper *k, bool release)
 {
     pthread_mutex_lock(&k->w.lock);

@@ -231,7 +231,8 @@ static int gate(struct mns_req *d, struct smq_errinfo *ei)
                       "retry against the active node.");
 }
 
-/* on_done: the request no longer uses the engine or the keys. */
+/* The request no longer uses the engine or the keys: once its answer is
+ * rendered (on_resume), or at the latest when it is done (on_done). */
 static void release_engine(struct mns_req *d)
 {
     struct mns_listener *l = d->l;
@@ -268,6 +269,7 @@ static void on_request(void *arg, struct httpd_req *r)
         note_denied(d, &ei);
     if (ei.err != 0) {
         respond_error(d, &req, &ei);
+        release_engine(d);
         return;
     }
     d->call.op.done = on_op_done;
@@ -294,6 +296,9 @@ static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
     else if (resp.status == 404)
         d->error_code = "MessageNotExist";      /* BatchDelete partial failure */
     respond(d, &resp);
+    /* Rendered: the keys and the engine are no longer needed, so a node
+     * that stops serving need not wait for a slow client to read this. */
+    release_engine(d);
 }
 
 static void log_request(const struct mns_req *d, uint64_t latency_us)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "smqd/clock.h"
 #include "smqd/errors.h"
 
 #define MAX_HOSTS 16
@@ -37,6 +38,8 @@ static int split(char *list, char **out)
 struct conninfo {
     const char *keys[MAX_KEYS + 1], *vals[MAX_KEYS + 1];
     int n;                      /* entries before the per-host ones */
+    int timeout_at;             /* index of connect_timeout; -1 when the dsn set it */
+    char timeout[16];
     char *hosts, *addrs, *ports;   /* copies, split below */
     char *host[MAX_HOSTS], *addr[MAX_HOSTS], *port[MAX_HOSTS];
     int nhost, naddr, nport;
@@ -60,7 +63,10 @@ static int parse(PQconninfoOption *opts, struct conninfo *ci)
 {
     for (size_t i = 0; i < sizeof default_keys / sizeof default_keys[0]; i++)
         add(ci, default_keys[i], default_vals[i]);
+    ci->timeout_at = 0;                 /* default_keys[0] */
     for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL && o->val[0] != '\0')
+            ci->timeout_at = -1;
         if (o->val == NULL || o->val[0] == '\0' || strcmp(o->keyword, "application_name") == 0)
             continue;
         if (strcmp(o->keyword, "host") == 0)
@@ -76,6 +82,19 @@ static int parse(PQconninfoOption *opts, struct conninfo *ci)
     ci->naddr = split(ci->addrs, ci->addr);
     ci->nport = split(ci->ports, ci->port);
     return ci->nhost > ci->naddr ? ci->nhost : ci->naddr;
+}
+
+/* Our connect_timeout, cut to what is left before the deadline. */
+static void fit_timeout(struct conninfo *ci, uint64_t deadline_us)
+{
+    uint64_t now = clock_mono_us(), left_s;
+
+    if (deadline_us == 0 || ci->timeout_at < 0)
+        return;
+    left_s = deadline_us > now ? (deadline_us - now + 999999) / 1000000 : 1;
+    snprintf(ci->timeout, sizeof ci->timeout, "%llu",
+             (unsigned long long)(left_s < 3 ? left_s : 3));
+    ci->vals[ci->timeout_at] = ci->timeout;
 }
 
 /* Host i of the list alone: its host, hostaddr and port. */
@@ -117,8 +136,8 @@ static void note(char *err, size_t err_size, PGconn *conn)
     err[used] = '\0';
 }
 
-int pg_conn_open(const char *dsn, const char *app_name, int *last_host, PGconn **out,
-                 char *err, size_t err_size)
+int pg_conn_open(const char *dsn, const char *app_name, uint64_t deadline_us, int *last_host,
+                 PGconn **out, char *err, size_t err_size)
 {
     char *perr = NULL;
     PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
@@ -137,7 +156,12 @@ int pg_conn_open(const char *dsn, const char *app_name, int *last_host, PGconn *
     n = parse(opts, &ci);
     for (int k = 0; k < (n > 0 ? n : 1) && rc != 0; k++) {
         int i = n > 0 ? (*last_host + k) % n : 0;
-        PGconn *conn = connect_host(&ci, i, app_name);
+        PGconn *conn;
+
+        if (k > 0 && deadline_us != 0 && clock_mono_us() >= deadline_us)
+            break;
+        fit_timeout(&ci, deadline_us);
+        conn = connect_host(&ci, i, app_name);
 
         if (conn != NULL && PQstatus(conn) == CONNECTION_OK) {
             *out = conn;

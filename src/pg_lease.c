@@ -103,7 +103,7 @@ static void drop(struct smq_lease *l)
 
 /* Its application_name is not the holder token: a takeover ends the
  * former holder's store sessions, and this one would only be made again. */
-static int connect_lease(struct smq_lease *l, char *err, size_t err_size)
+static int connect_lease(struct smq_lease *l, uint64_t deadline_us, char *err, size_t err_size)
 {
     char why[1024];
     PGresult *r;
@@ -113,12 +113,14 @@ static int connect_lease(struct smq_lease *l, char *err, size_t err_size)
         return 0;
     drop(l);
     l->connects++;
-    if (pg_conn_open(l->dsn, l->app_name, &l->last_host, &l->conn, why, sizeof why) != 0) {
+    if (pg_conn_open(l->dsn, l->app_name, deadline_us, &l->last_host, &l->conn, why,
+                     sizeof why) != 0) {
         snprintf(err, err_size, "PostgreSQL: cannot connect: %s", why);
         return SMQ_E_INTERNAL;
     }
-    /* A renewal the server acknowledged must survive its failover. */
-    r = PQexec(l->conn, "SET synchronous_commit = on");
+    /* A renewal the server acknowledged must survive its failover; a take
+     * waits at most 2 s for the row (a stuck session holding it). */
+    r = PQexec(l->conn, "SET synchronous_commit = on; SET lock_timeout = '2s'");
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         rc = fail(err, err_size, "cannot set synchronous_commit", l->conn);
     PQclear(r);
@@ -156,15 +158,23 @@ static PGresult *run(struct smq_lease *l, const char *sql, int n, const char *co
 {
     PGresult *r = NULL, *next;
 
-    if (connect_lease(l, err, err_size) != 0)
+    if (connect_lease(l, deadline_us, err, err_size) != 0)
         return NULL;
-    if (PQsendQueryParams(l->conn, sql, n, NULL, vals, NULL, NULL, 0) == 0 ||
-        await_result(l->conn, deadline_us) != 0) {
-        fail(err, err_size, "no answer in time", l->conn);
+    if (PQsendQueryParams(l->conn, sql, n, NULL, vals, NULL, NULL, 0) == 0) {
+        fail(err, err_size, "cannot send", l->conn);
         drop(l);
         return NULL;
     }
-    while ((next = PQgetResult(l->conn)) != NULL) {
+    /* Every result, each awaited with the deadline: PQgetResult blocks. */
+    for (;;) {
+        if (await_result(l->conn, deadline_us) != 0) {
+            fail(err, err_size, "no answer in time", NULL);
+            PQclear(r);
+            drop(l);
+            return NULL;
+        }
+        if ((next = PQgetResult(l->conn)) == NULL)
+            break;
         PQclear(r);
         r = next;
     }
@@ -237,12 +247,24 @@ static const char SQL_TERMINATE[] =
     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
     " WHERE application_name = $1 AND pid <> pg_backend_pid()";
 
-/* A change of holder counts as a takeover; our own new epoch does not. */
+/*
+ * The take, one statement in autocommit, so that the server finishes it
+ * whatever happens to this client after sending it (a take spread over a
+ * transaction of several round trips would leave the row locked by a
+ * frozen standby).  The CTE's FOR UPDATE waits for every fenced commit in
+ * flight (they hold FOR KEY SHARE; the UPDATE alone would not wait), and
+ * the condition is checked on the row as it is once locked.  A change of
+ * holder counts as a takeover; our own new epoch does not.
+ */
 static const char SQL_TAKE[] =
-    "UPDATE smq_lease SET holder_node = $1, holder_token = $2, epoch = epoch + 1,"
+    "WITH cur AS (SELECT holder_token, expires_at > clock_timestamp() AS live"
+    " FROM smq_lease WHERE id = 1 FOR UPDATE)"
+    " UPDATE smq_lease l SET holder_node = $1, holder_token = $2, epoch = l.epoch + 1,"
     " expires_at = clock_timestamp() + $3::int * interval '1 millisecond',"
-    " takeovers = takeovers + (holder_token IS NOT NULL AND holder_token <> $2)::int"
-    " WHERE id = 1 RETURNING epoch, takeovers";
+    " takeovers = l.takeovers + (cur.holder_token IS NOT NULL AND cur.holder_token <> $2)::int"
+    " FROM cur WHERE l.id = 1"
+    " AND (NOT cur.live OR cur.holder_token IS NULL OR cur.holder_token = $2)"
+    " RETURNING l.epoch, l.takeovers";
 
 static const char SQL_RENEW[] =
     "UPDATE smq_lease SET expires_at = clock_timestamp() + $3::int * interval '1 millisecond'"
@@ -260,27 +282,23 @@ static uint64_t proof_from(const struct smq_lease *l, uint64_t sent_us)
     return ttl_us > LEASE_MARGIN_US ? sent_us + ttl_us - LEASE_MARGIN_US : sent_us;
 }
 
-/* Inside the take's transaction, with the row locked: write the new epoch. */
-static int take_locked(struct smq_lease *l, uint64_t deadline_us, struct lease_grant *g,
-                       char *err, size_t err_size)
+/* 0 taken, SMQ_E_SERVICE_UNAVAILABLE (another node was quicker: no row
+ * matched), or SMQ_E_INTERNAL. */
+static int take_now(struct smq_lease *l, uint64_t deadline_us, struct lease_grant *g,
+                    char *err, size_t err_size)
 {
     const char *vals[] = {l->node_id, l->token, l->ttl_ms};
     uint64_t sent_us = clock_mono_us();
     PGresult *r = run(l, SQL_TAKE, 3, vals, deadline_us, err, err_size);
-    int rc = SMQ_E_INTERNAL;
+    int rc = r == NULL ? SMQ_E_INTERNAL : PQntuples(r) == 1 ? 0 : SMQ_E_SERVICE_UNAVAILABLE;
 
-    if (r != NULL && PQntuples(r) == 1) {
+    if (rc == 0) {
         g->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         g->takeovers = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        rc = 0;
-    }
-    PQclear(r);
-    if (rc == 0)
-        rc = run_command(l, "COMMIT", 0, NULL, deadline_us, err, err_size);
-    if (rc == 0) {
         g->proven_until_us = proof_from(l, sent_us);
         snprintf(g->holder, sizeof g->holder, "%s", l->node_id);
     }
+    PQclear(r);
     return rc;
 }
 
@@ -292,32 +310,22 @@ int lease_take(struct smq_lease *l, uint64_t deadline_us, struct lease_grant *g,
     char ignored[256];
     int rc = look(l, SQL_LOOK, deadline_us, &row, err, err_size);
 
-    if (rc == 0 && held_by_other(l, &row)) {
+    if (rc != 0)
+        return rc;
+    if (held_by_other(l, &row)) {
         snprintf(g->holder, sizeof g->holder, "%s", row.holder);
         return SMQ_E_SERVICE_UNAVAILABLE;
     }
-    if (rc == 0 && row.token[0] != '\0') {
+    if (row.token[0] != '\0') {
         /* Best effort: without the right to end them, lock_timeout bounds
          * the wait for a stuck session instead. */
         former[0] = row.token;
         (void)run_command(l, SQL_TERMINATE, 1, former, deadline_us, ignored, sizeof ignored);
     }
-    if (rc == 0)
-        rc = run_command(l, "BEGIN", 0, NULL, deadline_us, err, err_size);
-    if (rc == 0)
-        rc = run_command(l, "SET LOCAL lock_timeout = '2s'", 0, NULL, deadline_us, err, err_size);
-    if (rc == 0)
-        rc = look(l, "SELECT coalesce(holder_token, ''), coalesce(holder_node, ''),"
-                     " expires_at > clock_timestamp() FROM smq_lease WHERE id = 1 FOR UPDATE",
-                  deadline_us, &row, err, err_size);
-    if (rc == 0 && held_by_other(l, &row)) {
-        snprintf(g->holder, sizeof g->holder, "%s", row.holder);
-        rc = SMQ_E_SERVICE_UNAVAILABLE;         /* another standby was quicker */
-    }
-    if (rc == 0)
-        rc = take_locked(l, deadline_us, g, err, err_size);
-    if (rc != 0 && l->conn != NULL && PQtransactionStatus(l->conn) != PQTRANS_IDLE)
-        (void)run_command(l, "ROLLBACK", 0, NULL, deadline_us, ignored, sizeof ignored);
+    rc = take_now(l, deadline_us, g, err, err_size);
+    if (rc == SMQ_E_SERVICE_UNAVAILABLE && look(l, SQL_LOOK, deadline_us, &row, ignored,
+                                                sizeof ignored) == 0)
+        snprintf(g->holder, sizeof g->holder, "%s", row.holder);   /* who was quicker */
     return rc;
 }
 

@@ -36,8 +36,8 @@ static int connect_one(const struct store_config *cfg, struct pg_store *s, PGcon
     PGresult *r;
 
     if (pg_conn_open(cfg->dsn != NULL ? cfg->dsn : "",
-                     cfg->app_name != NULL ? cfg->app_name : "smqd", &s->last_host, out, why,
-                     sizeof why) != 0) {
+                     cfg->app_name != NULL ? cfg->app_name : "smqd", 0, &s->last_host, out,
+                     why, sizeof why) != 0) {
         snprintf(err, err_size, "PostgreSQL: cannot connect: %s", why);
         return SMQ_E_INTERNAL;
     }

@@ -85,8 +85,13 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
     metrics_wal_flush(s->metrics, clock_mono_us() - start_us, rc != 0);
     pthread_mutex_lock(&s->thread.lock);
     if (rc != 0 && !s->failed) {
-        SMQ_ERROR("storage: the flush of committed writes (%s) failed: %s; every request is "
-                  "now answered InternalError, restart smqd", s->flush_what, strerror(saved));
+        /* errno says something only for a file (SQLite's fdatasync); the
+         * PostgreSQL backend has logged its own reason already. */
+        SMQ_ERROR("storage: the flush of committed writes (%s) failed%s%s; every request is "
+                  "now answered %s until the store is opened again (a restart; a node on "
+                  "PostgreSQL stops serving and does it by itself)", s->flush_what,
+                  saved != 0 ? ": " : "", saved != 0 ? strerror(saved) : "",
+                  rc == SMQ_E_SERVICE_UNAVAILABLE ? "ServiceUnavailable" : "InternalError");
         s->fail_rc = rc == SMQ_E_SERVICE_UNAVAILABLE ? rc : SMQ_E_INTERNAL;
         __atomic_store_n(&s->failed, true, __ATOMIC_RELEASE);
     }

@@ -47,6 +47,10 @@ struct smq_keeper;
 int keeper_start(const struct keeper_opts *o, struct smq_keeper **out);
 /* The state; with KEEPER_HELD, *g is the grant (epoch, proof). */
 enum keeper_state keeper_state(struct smq_keeper *k, struct lease_grant *g);
+/* Makes the role ACTIVE at g's epoch, with the latest proof — only if the
+ * lease is still held at that epoch (checked under the keeper's lock, so
+ * a loss in between cannot be overtaken).  true when it did. */
+bool keeper_activate_role(struct smq_keeper *k, const struct lease_grant *g);
 /* Seek the lease again (after KEEPER_LOST, or to give up a held one); with
  * release, a held lease is first expired in the database so that another
  * node need not wait for it. */

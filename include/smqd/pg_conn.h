@@ -13,6 +13,7 @@
 #define SMQD_PG_CONN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <libpq-fe.h>
 
@@ -22,10 +23,12 @@
  * which the dsn may override, and application_name, which it may not (a
  * takeover finds a former holder's sessions by it).  *last_host is the
  * index of the host to try first, and is set to the one that answered.
+ * With deadline_us (monotonic; 0 = none) no host is tried after it and
+ * connect_timeout is cut to what is left (libpq's floor is 2 s).
  * 0 with *out connected, or SMQ_E_INTERNAL with every host's reason in err
  * (*out NULL).
  */
-int pg_conn_open(const char *dsn, const char *app_name, int *last_host, PGconn **out,
-                 char *err, size_t err_size);
+int pg_conn_open(const char *dsn, const char *app_name, uint64_t deadline_us, int *last_host,
+                 PGconn **out, char *err, size_t err_size);
 
 #endif

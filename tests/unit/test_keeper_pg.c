@@ -4,7 +4,8 @@
  * keepers exactly one holds the lease and proves it through the role, a
  * stopped keeper releases it to the other, a lease taken away in the
  * database demotes the role at once and is sought again only when asked,
- * and a keeper told to give the lease up releases it.
+ * a node cannot be made active on a grant that was lost meanwhile, and a
+ * keeper told to give the lease up releases it.
  *
  * The keepers run with intervals of tens of milliseconds; the tests wait
  * for states with a bound (they never assert how long anything took).
@@ -120,7 +121,7 @@ static void test_one_of_two_holds_and_proves_it(void **state)
     f->b = start(f, "b", &f->role_b);
     pause_ms(200);                          /* b has asked several times by now */
     assert_int_equal(keeper_state(f->b, NULL), KEEPER_SEEKING);
-    role_activate(&f->role_a, g.epoch, g.takeovers, g.proven_until_us);
+    assert_true(keeper_activate_role(f->a, &g));
     pause_ms(200);                          /* a has renewed several times */
     assert_true(role_serving(&f->role_a, clock_mono_us()));
     assert_true(keeper_state(f->a, &g) == KEEPER_HELD && g.proven_until_us > clock_mono_us());
@@ -153,6 +154,10 @@ static void test_lease_taken_away_demotes_and_waits_to_be_asked(void **state)
                  "epoch = 99, expires_at = clock_timestamp() + interval '1 hour'");
     wait_state(f->a, KEEPER_LOST);
     assert_false(role_serving(&f->role_a, clock_mono_us()));
+    assert_int_equal(role_state(&f->role_a), SMQ_ROLE_STANDBY);
+    /* A node that finished loading only now must not become active on
+     * the grant it started from (its proof may still be in the future). */
+    assert_false(keeper_activate_role(f->a, &g));
     assert_int_equal(role_state(&f->role_a), SMQ_ROLE_STANDBY);
     pause_ms(100);
     assert_int_equal(keeper_state(f->a, NULL), KEEPER_LOST);     /* until asked */

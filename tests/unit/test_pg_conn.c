@@ -91,12 +91,12 @@ static void test_closing_host_is_passed_over_and_the_good_one_kept(void **state)
     closer_start(&c);
     snprintf(dsn, sizeof dsn, "host=127.0.0.1,127.0.0.1 port=%d,%d dbname=smqd user=smqd "
              "sslmode=disable target_session_attrs=read-write", c.port, real_port());
-    assert_int_equal(pg_conn_open(dsn, "smqd-test-conn", &last, &conn, err, sizeof err), 0);
+    assert_int_equal(pg_conn_open(dsn, "smqd-test-conn", 0, &last, &conn, err, sizeof err), 0);
     assert_int_equal(last, 1);
     assert_string_equal(PQparameterStatus(conn, "application_name"), "smqd-test-conn");
     PQfinish(conn);
     /* The host that answered is asked first: the closer sees nobody. */
-    assert_int_equal(pg_conn_open(dsn, "smqd-test-conn", &last, &conn, err, sizeof err), 0);
+    assert_int_equal(pg_conn_open(dsn, "smqd-test-conn", 0, &last, &conn, err, sizeof err), 0);
     assert_int_equal(last, 1);
     PQfinish(conn);
     closer_stop(&c);
@@ -122,13 +122,13 @@ static void test_dsn_overrides_defaults_but_not_application_name(void **state)
 
     (void)state;
     snprintf(dsn, sizeof dsn, "host=127.0.0.1 port=%d dbname=smqd user=smqd", real_port());
-    assert_int_equal(pg_conn_open(dsn, "ours", &last, &conn, err, sizeof err), 0);
+    assert_int_equal(pg_conn_open(dsn, "ours", 0, &last, &conn, err, sizeof err), 0);
     assert_string_equal(option_of(conn, "tcp_user_timeout", val, sizeof val), "10000");
     assert_string_equal(option_of(conn, "keepalives", val, sizeof val), "1");
     PQfinish(conn);
     snprintf(dsn, sizeof dsn, "host=127.0.0.1 port=%d dbname=smqd user=smqd "
              "application_name=theirs tcp_user_timeout=1234", real_port());
-    assert_int_equal(pg_conn_open(dsn, "ours", &last, &conn, err, sizeof err), 0);
+    assert_int_equal(pg_conn_open(dsn, "ours", 0, &last, &conn, err, sizeof err), 0);
     assert_string_equal(PQparameterStatus(conn, "application_name"), "ours");
     assert_string_equal(option_of(conn, "tcp_user_timeout", val, sizeof val), "1234");
     PQfinish(conn);
@@ -145,7 +145,7 @@ static void test_every_hosts_reason_is_reported(void **state)
     closer_start(&c);
     snprintf(dsn, sizeof dsn, "host=127.0.0.1,127.0.0.1 port=%d,1 dbname=smqd user=smqd "
              "sslmode=disable connect_timeout=2", c.port);
-    assert_int_not_equal(pg_conn_open(dsn, "x", &last, &conn, err, sizeof err), 0);
+    assert_int_not_equal(pg_conn_open(dsn, "x", 0, &last, &conn, err, sizeof err), 0);
     assert_null(conn);
     assert_non_null(strstr(err, "closed the connection"));
     assert_non_null(strstr(err, "port 1 failed"));
@@ -160,7 +160,7 @@ static void test_bad_dsn_is_refused(void **state)
     int last = 0;
 
     (void)state;
-    assert_int_not_equal(pg_conn_open("host=x nonsense_key=1", "x", &last, &conn, err,
+    assert_int_not_equal(pg_conn_open("host=x nonsense_key=1", "x", 0, &last, &conn, err,
                                       sizeof err), 0);
     assert_null(conn);
     assert_non_null(strstr(err, "not a libpq connection string"));
