@@ -12,7 +12,7 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
             libsqlite3-dev libpq-dev libinih-dev libcurl4-openssl-dev libsystemd-dev libgnutls28-dev
             scdoc)
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
-           postgresql-15
+           postgresql-15 haproxy
            clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
 # The failover recipe (tests/recipe/run.sh): a pg_auto_failover formation and HAProxy.
 test_pkgs+=(pg-auto-failover-cli postgresql-15-auto-failover haproxy)

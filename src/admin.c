@@ -31,6 +31,7 @@
 #include "smqd/crypto.h"
 #include "smqd/httpd.h"
 #include "smqd/log.h"
+#include "smqd/role.h"
 
 #define ADMIN_MAX_CONNECTIONS 64
 #define ADMIN_IDLE_TIMEOUT_S 10
@@ -57,6 +58,7 @@ struct smq_admin {
     void *extra_arg;
     int64_t start_ms;
     int state;                       /* enum admin_state; atomic */
+    const struct smq_role *role;     /* NULL: serving is not gated by a lease */
     pthread_mutex_t lock;            /* guards server, keys, in_flight, both auths, wal_path */
     pthread_cond_t idle;             /* in_flight dropped to 0 */
     struct smq_server *server;
@@ -87,9 +89,15 @@ void admin_set_state(struct smq_admin *a, enum admin_state state)
         __atomic_store_n(&a->state, (int)state, __ATOMIC_RELEASE);
 }
 
+/* READY only while the node serves: a node on PostgreSQL that cannot
+ * prove its lease is a standby whatever its main thread last set. */
 static enum admin_state get_state(struct smq_admin *a)
 {
-    return (enum admin_state)__atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
+    enum admin_state st = (enum admin_state)__atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
+
+    if (st == ADMIN_READY && a->role != NULL && !role_serving(a->role, clock_mono_us()))
+        return ADMIN_STANDBY;
+    return st;
 }
 
 void admin_attach_server(struct smq_admin *a, struct smq_server *s, const struct handle_keys *keys)
@@ -612,6 +620,7 @@ static int copy_opts(struct smq_admin *a, const struct admin_opts *opts)
         return SMQ_E_NOMEM;
     a->extra_metrics = opts->extra_metrics;
     a->extra_arg = opts->extra_arg;
+    a->role = opts->role;
     return 0;
 }
 

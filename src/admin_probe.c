@@ -32,6 +32,9 @@ bool admin_probe_ready_early(enum admin_state state, struct admin_reply *r)
     case ADMIN_DRAINING:
         reply_text(r, 503, "draining\n");
         return true;
+    case ADMIN_STANDBY:
+        reply_text(r, 503, "standby\n");
+        return true;
     case ADMIN_READY:
         break;
     }
@@ -47,7 +50,8 @@ void admin_probe_ready(enum admin_state state, const struct smq_op *stats,
     if (stats != NULL && stats->result.err == 0 && state == ADMIN_READY)
         reply_text(r, 200, "ready\n");
     else
-        reply_text(r, 503, state == ADMIN_DRAINING ? "draining\n" : "broken\n");
+        reply_text(r, 503, state == ADMIN_DRAINING ? "draining\n"
+                           : state == ADMIN_STANDBY ? "standby\n" : "broken\n");
 }
 
 void admin_probe_metrics(const struct admin_probe_facts *facts, const struct smq_op *stats,

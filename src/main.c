@@ -25,28 +25,20 @@
 
 #include "smqd/admin.h"
 #include "smqd/api.h"
+#include "smqd/cluster.h"
 #include "smqd/clock.h"
 #include "smqd/config.h"
-#include "smqd/declare.h"
 #include "smqd/exposure.h"
 #include "smqd/engine.h"
 #include "smqd/mns_listener.h"
+#include "smqd/node.h"
 #include "smqd/log.h"
 #include "smqd/metrics.h"
 #include "smqd/ratelimit.h"
-#include "smqd/server.h"
 #include "smqd/store.h"
-#include "smqd/syncer.h"
 #include "smqd/tls.h"
 #include "smqd/xml.h"
 
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_USAGE = 1,        /* bad command line or configuration */
-    EXIT_STORE = 2,        /* the database cannot be opened or loaded */
-    EXIT_LISTEN = 3,       /* the listen address cannot be bound */
-    EXIT_RUNTIME = 4       /* a thread could not be started */
-};
 
 struct cli {
     const char *config_path;
@@ -85,10 +77,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
             break;
         case 'V':
             printf("smqd %s\n", SMQD_VERSION);
-            exit(EXIT_OK);
+            exit(SMQD_EXIT_OK);
         case 'h':
             usage(stdout);
-            exit(EXIT_OK);
+            exit(SMQD_EXIT_OK);
         default:
             usage(stderr);
             return SMQ_E_INVALID_ARGUMENT;
@@ -238,29 +230,6 @@ static void free_reloads(struct reloads *r)
     free(r->cfgs);
 }
 
-static void wait_for_stop(const sigset_t *set, const char *path, struct auth_keyring_slot *slot,
-                          struct smq_admin *admin, const struct tls_parts *tls,
-                          struct reloads *r)
-{
-    for (;;) {
-        int sig = 0;
-        if (sigwait(set, &sig) != 0)
-            continue;
-        if (sig == SIGHUP) {
-            /* systemctl reload waits for the READY=1 that ends this. */
-            /* systemd >= 253 (Type=notify-reload semantics) wants the
-             * monotonic time with RELOADING=1; older versions ignore it. */
-            notify_systemd("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
-                           (unsigned long long)clock_mono_us(), path);
-            reload_config(path, slot, admin, tls, r);
-            notify_systemd("READY=1\nSTATUS=serving");
-            continue;
-        }
-        SMQ_INFO("received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        return;
-    }
-}
-
 /* Each connection (a parked long poll included) is a descriptor: lift the
  * soft limit to the hard one so max_connections is not capped at 1024. */
 static void raise_fd_limit(int max_connections)
@@ -279,13 +248,11 @@ struct daemon_parts {
     struct tls_parts tls;
     struct smq_admin *admin;      /* NULL when [admin] listen = off */
     struct auth_keyring_slot keys;
-    struct smq_store *store;
-    struct smq_syncer *syncer;           /* NULL with sync = normal */
-    struct smq_engine *engine;
-    struct smq_server *server;
+    struct node_parts node;              /* store, engine, syncer, engine thread */
     struct mns_listener *http;
     struct smq_metrics *metrics;         /* borrowed by the MNS and admin listeners */
     struct smq_ratelimit *ratelimit;     /* borrowed by the MNS listener */
+    struct cluster *cluster;             /* NULL on SQLite */
 };
 
 /* The request counters and rate limits, before any listener uses them;
@@ -305,110 +272,30 @@ static int start_metrics_and_limits(const struct smq_config *cfg, struct daemon_
     p->metrics = metrics_new();
     if (p->metrics == NULL || ratelimit_new(&ropts, &p->ratelimit) != 0) {
         SMQ_ERROR("out of memory for the request counters and limits");
-        return EXIT_RUNTIME;
+        return SMQD_EXIT_RUNTIME;
     }
     if (cfg->queue_qps > 0 || cfg->access_key_qps > 0)
         SMQ_INFO("request limits: %d/s per queue (burst %d), %d/s per access key (burst %d); "
                  "0 = none", cfg->queue_qps, cfg->queue_burst ? cfg->queue_burst : cfg->queue_qps,
                  cfg->access_key_qps,
                  cfg->access_key_burst ? cfg->access_key_burst : cfg->access_key_qps);
-    return EXIT_OK;
+    return SMQD_EXIT_OK;
 }
 
-/*
- * With sync = full, the fsync of each commit moves to the syncer, which
- * holds the answers back until it has returned (so an acknowledged write is
- * still on disk; see syncer.h).  Started after declare_queues, which needs
- * its ops answered at once.
- */
-static int flush_store(void *store)
+/* SQLite: the node serves from the start, lent to the admin listener. */
+static int start_local_node(const struct smq_config *cfg, struct daemon_parts *p)
 {
-    return store_flush(store);
-}
-
-static int start_syncer(const struct smq_config *cfg, struct daemon_parts *p)
-{
-    char err[512] = "";
-    struct syncer_opts sopts = {.flush = flush_store, .flush_arg = p->store,
-                                .metrics = p->metrics};
-
-    if (cfg->sync != SMQ_SYNC_FULL)
-        return EXIT_OK;
-    if (store_defer_fsync(p->store) != 0)
-        return EXIT_STORE;
-    if (syncer_start(&sopts, &p->syncer, err, sizeof err) != 0) {
-        SMQ_ERROR("storage: %s", err);
-        return EXIT_STORE;
-    }
-    engine_set_syncer(p->engine, p->syncer);
-    return EXIT_OK;
-}
-
-/* Opens the store and its disk reserve; *reserve_missing tells the engine
- * to start in its storage-full mode. */
-static int start_store(const struct smq_config *cfg, struct daemon_parts *p,
-                       bool *reserve_missing)
-{
-    struct store_config scfg = {.backend = SMQ_STORE_SQLITE, .path = cfg->storage_path,
-                                .sync = cfg->sync};
-    char err[512] = "";
+    struct node_opts o = {.cfg = cfg, .metrics = p->metrics};
     int code;
 
     /* Opening may wait for a lock and recovery may take a while: say so. */
     notify_systemd("STATUS=loading the queues from %s", cfg->storage_path);
-    if (store_open(&scfg, &p->store, err, sizeof err) != 0) {
-        SMQ_ERROR("storage: %s: %s", cfg->storage_path, err);
-        return EXIT_STORE;
-    }
-    admin_set_wal_path(p->admin, store_wal_path(p->store));   /* for smqd_wal_bytes */
-    /* Without room for the reserve smqd still starts, in its storage-full
-     * mode: receives and deletes work, sends wait until the reserve can be
-     * allocated (otherwise they would take the last space deletes need). */
-    code = store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20);
-    *reserve_missing = code == SMQ_E_STORAGE_FULL;
-    if (code == SMQ_E_STORAGE_FULL)
-        SMQ_WARN("storage: no room for the %.1f MiB disk reserve next to %s; new messages "
-                 "are refused until there is",
-                 (double)store_reserve_bytes(p->store) / (1 << 20), cfg->storage_path);
-    else if (code != 0)
-        SMQ_WARN("storage: running without the disk reserve next to %s", cfg->storage_path);
-    return EXIT_OK;
-}
-
-/* Recovers the engine from the store and applies the declared queues. */
-static int start_engine(const struct smq_config *cfg, struct daemon_parts *p,
-                        bool reserve_missing)
-{
-    struct smq_engine_opts eopts = {.clock = clock_system(), .store = p->store,
-                                    .max_queues = cfg->max_queues,
-                                    .reserve_margin = store_reserve_bytes(p->store),
-                                    .reserve_missing = reserve_missing};
-    char err[512] = "";
-    int code;
-
-    if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
-        SMQ_ERROR("recovery: %s", err);
-        return EXIT_STORE;
-    }
-    code = declare_queues(p->engine, cfg->queues, cfg->n_queues, err, sizeof err);
-    if (code != 0) {
-        SMQ_ERROR("config: %s", err);
-        return code == SMQ_E_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_STORE;
-    }
-    return EXIT_OK;
-}
-
-/* The engine thread, with the syncer's flushes waking it. */
-static int start_server(struct daemon_parts *p)
-{
-    if (server_start(p->engine, &p->server) != 0)
-        return EXIT_RUNTIME;
-    if (p->syncer != NULL) {
-        syncer_set_idle_hook(p->syncer, server_wake, p->server);
-        server_wake(p->server);         /* a flush may have ended before the hook was set */
-    }
-    admin_attach_server(p->admin, p->server, engine_keys(p->engine));
-    return EXIT_OK;
+    code = node_start(&o, &p->node);
+    if (p->node.store != NULL)
+        admin_set_wal_path(p->admin, store_wal_path(p->node.store));   /* for smqd_wal_bytes */
+    if (code == SMQD_EXIT_OK)
+        admin_attach_server(p->admin, p->node.server, engine_keys(p->node.engine));
+    return code;
 }
 
 static const char *url_scheme(const struct smq_config *cfg)
@@ -418,6 +305,8 @@ static const char *url_scheme(const struct smq_config *cfg)
     return cfg->url_scheme == SMQ_SCHEME_HTTPS ? "https" : "http";
 }
 
+/* On PostgreSQL the listener starts detached and gated by the role; the
+ * cluster lends it the engine while the node is active. */
 static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts *p)
 {
     struct mns_listener_opts o = {
@@ -428,35 +317,82 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
         .idle_timeout_s = cfg->idle_timeout_s,
         .request_timeout_s = cfg->request_timeout_s,
         .max_body_bytes = (size_t)cfg->max_body_bytes, .log_requests = cfg->log_requests,
-        .api = {.keys = &p->keys, .handle_keys = engine_keys(p->engine),
+        .api = {.keys = &p->keys,
+                .handle_keys = p->node.engine != NULL ? engine_keys(p->node.engine) : NULL,
                 .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000},
-        .engine = p->server, .metrics = p->metrics, .ratelimit = p->ratelimit};
+        .engine = p->node.server, .metrics = p->metrics, .ratelimit = p->ratelimit,
+        .role = p->cluster != NULL ? &p->cluster->role : NULL};
     char err[512] = "";
 
     p->keys.current = (struct auth_keyring *)&cfg->keys;
     if (mns_listener_start(&o, &p->http, err, sizeof err) != 0) {
         SMQ_ERROR("listen: %s", err);
-        return EXIT_LISTEN;
+        return SMQD_EXIT_LISTEN;
     }
-    return EXIT_OK;
+    if (p->cluster != NULL)
+        p->cluster->http = p->http;
+    return SMQD_EXIT_OK;
 }
 
-/* Store, engine, syncer, engine thread, then the MNS listener: each needs
- * the ones before it. */
+/* SQLite: the node, then the MNS listener (which needs its engine thread).
+ * PostgreSQL: a check that the database is usable, the listener, then the
+ * keeper that will make the node active. */
 static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 {
-    bool reserve_missing = false;
-    int code = start_store(cfg, p, &reserve_missing);
+    int code;
 
-    if (code == EXIT_OK)
-        code = start_engine(cfg, p, reserve_missing);
-    if (code == EXIT_OK)
-        code = start_syncer(cfg, p);
-    if (code == EXIT_OK)
-        code = start_server(p);
-    if (code == EXIT_OK)
+    if (p->cluster == NULL) {
+        code = start_local_node(cfg, p);
+        return code == SMQD_EXIT_OK ? start_mns_listener(cfg, p) : code;
+    }
+    notify_systemd("STATUS=checking the PostgreSQL database");
+    code = cluster_check_store(p->cluster);
+    if (code == SMQD_EXIT_OK)
         code = start_mns_listener(cfg, p);
+    if (code == SMQD_EXIT_OK)
+        code = cluster_start_keeper(p->cluster);
     return code;
+}
+
+/* The next signal; on PostgreSQL, every CLUSTER_TICK_MS without one the
+ * cluster looks at the lease (0 is returned then). */
+static int next_signal(const sigset_t *set, struct cluster *cluster, int *code)
+{
+    struct timespec tick = {0, CLUSTER_TICK_MS * 1000000L};
+    int sig;
+
+    if (cluster == NULL)
+        return sigwait(set, &sig) == 0 ? sig : 0;
+    sig = sigtimedwait(set, NULL, &tick);
+    if (sig <= 0)
+        *code = cluster_tick(cluster);
+    return sig > 0 ? sig : 0;
+}
+
+/* Until SIGTERM or SIGINT (SMQD_EXIT_OK), or a cluster tick that says the
+ * process must stop (its exit code). */
+static int wait_for_stop(const sigset_t *set, const char *path, struct daemon_parts *p,
+                         struct reloads *r)
+{
+    for (;;) {
+        int code = SMQD_EXIT_OK;
+        int sig = next_signal(set, p->cluster, &code);
+
+        if (code != SMQD_EXIT_OK)
+            return code;
+        if (sig == SIGHUP) {
+            /* systemctl reload waits for the READY=1 that ends this. */
+            /* systemd >= 253 (Type=notify-reload semantics) wants the
+             * monotonic time with RELOADING=1; older versions ignore it. */
+            notify_systemd("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+                           (unsigned long long)clock_mono_us(), path);
+            reload_config(path, &p->keys, p->admin, &p->tls, r);
+            notify_systemd("READY=1\nSTATUS=serving");
+        } else if (sig == SIGTERM || sig == SIGINT) {
+            SMQ_INFO("received %s, stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            return SMQD_EXIT_OK;
+        }
+    }
 }
 
 /* Stops in reverse order: no new connections, the engine finishes what it
@@ -481,11 +417,7 @@ static void stop_parts(struct daemon_parts *p)
      * parked long polls with MessageNotExist, and refuses what comes later
      * with ServiceUnavailable; then the last responses are flushed. */
     mns_listener_quiesce(p->http);
-    server_stop(p->server);
-    /* The syncer answers on its own thread and its hook wakes the server:
-     * both must be over before either is freed (unbounded on purpose: an
-     * answer must not reach a freed connection, however slow the disk). */
-    syncer_drain(p->syncer);
+    node_quiesce(&p->node);
     if (p->http != NULL)
         wait_requests_done(p->http);
     mns_listener_stop(p->http);
@@ -493,12 +425,7 @@ static void stop_parts(struct daemon_parts *p)
      * still submit, and server_submit must find the (stopped) server to
      * answer ServiceUnavailable.  The same holds for admin requests. */
     admin_detach_server(p->admin);
-    server_free(p->server);
-    engine_close(p->engine);
-    if (p->syncer != NULL && syncer_failed(p->syncer))
-        store_no_checkpoint_on_close(p->store);
-    syncer_stop(p->syncer);             /* flushes what the engine's last run committed */
-    store_close(p->store);
+    node_close(&p->node);
 }
 
 /*
@@ -507,10 +434,16 @@ static void stop_parts(struct daemon_parts *p)
  * Its log line must not say "listening on": scripts wait for that line to
  * learn the MNS address.
  */
-/* The admin listener's /metrics appends the MNS listener's families. */
+/* The admin listener's /metrics appends the MNS listener's families, and
+ * on PostgreSQL the cluster's. */
 static int render_http_metrics(void *arg, struct smq_buf *out)
 {
-    return metrics_render(arg, out);
+    struct daemon_parts *p = arg;
+    int rc = metrics_render(p->metrics, out);
+
+    if (rc == 0 && p->cluster != NULL)
+        rc = cluster_render_metrics(p->cluster, out);
+    return rc;
 }
 
 /* The certificates, before either listener needs them: a bad file stops
@@ -523,15 +456,15 @@ static int start_tls(const struct smq_config *cfg, struct daemon_parts *p)
         && tls_creds_load(cfg->tls_cert_file, cfg->tls_key_file, &p->tls.mns, err,
                           sizeof err) != 0) {
         SMQ_ERROR("[server] %s", err);
-        return EXIT_USAGE;
+        return SMQD_EXIT_USAGE;
     }
     if (cfg->admin_enabled && cfg->admin_tls_cert_file[0] != '\0'
         && tls_creds_load(cfg->admin_tls_cert_file, cfg->admin_tls_key_file, &p->tls.admin, err,
                           sizeof err) != 0) {
         SMQ_ERROR("[admin] %s", err);
-        return EXIT_USAGE;
+        return SMQD_EXIT_USAGE;
     }
-    return EXIT_OK;
+    return SMQD_EXIT_OK;
 }
 
 static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
@@ -541,7 +474,7 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     bool v6 = strchr(cfg->admin_host, ':') != NULL;
 
     if (!cfg->admin_enabled)
-        return EXIT_OK;
+        return SMQD_EXIT_OK;
     opts.host = cfg->admin_host;
     opts.port = cfg->admin_port;
     opts.token = cfg->admin_token;
@@ -549,10 +482,11 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     opts.tls = p->tls.admin;
     opts.db_path = cfg->storage_path;
     opts.extra_metrics = render_http_metrics;
-    opts.extra_arg = p->metrics;
+    opts.extra_arg = p;
+    opts.role = p->cluster != NULL ? &p->cluster->role : NULL;
     if (admin_start(&opts, &p->admin, err, sizeof err) != 0) {
         SMQ_ERROR("listen: %s", err);
-        return EXIT_LISTEN;
+        return SMQD_EXIT_LISTEN;
     }
     SMQ_INFO("admin listener bound to %s://%s%s%s:%u%s", p->tls.admin != NULL ? "https" : "http",
              v6 ? "[" : "", cfg->admin_host,
@@ -560,24 +494,36 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
              !cfg->admin_token[0] ? ""
              : cfg->admin_read_token[0] ? " (token required; read-only token set)"
                                         : " (token required)");
-    return EXIT_OK;
+    return SMQD_EXIT_OK;
 }
 
+/* Scripts wait for "listening on" to learn the MNS address, on either
+ * backend; a node on PostgreSQL is a standby until it holds the lease. */
 static void announce_ready(const struct smq_config *cfg, const struct daemon_parts *p)
 {
     bool v6 = strchr(cfg->listen_host, ':') != NULL;
+    unsigned port = (unsigned)mns_listener_port(p->http);
+    char storage[160];
 
-    SMQ_INFO("smqd %s listening on %s://%s%s%s:%u (storage %s, sync=%s)", SMQD_VERSION,
-             p->tls.mns != NULL ? "https" : "http", v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", (unsigned)mns_listener_port(p->http),
-             cfg->storage_path, cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
-    admin_set_state(p->admin, ADMIN_READY);
-    notify_systemd("READY=1\nSTATUS=serving on port %u", (unsigned)mns_listener_port(p->http));
+    if (p->cluster != NULL)
+        snprintf(storage, sizeof storage, "storage PostgreSQL, node %s, standby until it holds "
+                 "the lease", cfg->cluster_node_id);
+    else
+        snprintf(storage, sizeof storage, "storage %.100s, sync=%s", cfg->storage_path,
+                 cfg->sync == SMQ_SYNC_FULL ? "full" : "normal");
+    SMQ_INFO("smqd %s listening on %s://%s%s%s:%u (%s)", SMQD_VERSION,
+             p->tls.mns != NULL ? "https" : "http", v6 ? "[" : "", cfg->listen_host,
+             v6 ? "]" : "", port, storage);
+    admin_set_state(p->admin, p->cluster != NULL ? ADMIN_STANDBY : ADMIN_READY);
+    notify_systemd("READY=1\nSTATUS=%s on port %u",
+                   p->cluster != NULL ? "standby or active" : "serving", port);
 }
 
 static int run(const char *path, const struct smq_config *cfg)
 {
     struct daemon_parts parts = {0};
     struct reloads reloads = {NULL, 0};
+    struct cluster cluster;
     sigset_t set;
     int code;
 
@@ -585,28 +531,40 @@ static int run(const char *path, const struct smq_config *cfg)
     raise_fd_limit(cfg->max_connections);
     xml_global_init();
     code = start_metrics_and_limits(cfg, &parts);
-    if (code == EXIT_OK)
-        code = start_tls(cfg, &parts);
-    if (code == EXIT_OK)
-        code = start_admin(cfg, &parts);
-    if (code == EXIT_OK)
-        code = start_parts(cfg, &parts);
-    if (code == EXIT_OK) {
-        announce_ready(cfg, &parts);
-        wait_for_stop(&set, path, &parts.keys, parts.admin, &parts.tls, &reloads);
+    if (code == SMQD_EXIT_OK && cfg->storage_backend == SMQ_STORE_POSTGRESQL) {
+        parts.cluster = &cluster;
+        if (cluster_init(&cluster, cfg, parts.metrics) != 0)
+            code = SMQD_EXIT_RUNTIME;
+        cluster.node = &parts.node;
     }
+    if (code == SMQD_EXIT_OK)
+        code = start_tls(cfg, &parts);
+    if (code == SMQD_EXIT_OK)
+        code = start_admin(cfg, &parts);
+    if (parts.cluster != NULL)
+        cluster.admin = parts.admin;
+    if (code == SMQD_EXIT_OK)
+        code = start_parts(cfg, &parts);
+    if (code == SMQD_EXIT_OK) {
+        announce_ready(cfg, &parts);
+        code = wait_for_stop(&set, path, &parts, &reloads);
+    }
+    if (parts.cluster != NULL)
+        role_demote(&cluster.role);
     admin_set_state(parts.admin, ADMIN_DRAINING);
     notify_systemd("STOPPING=1\nSTATUS=draining");
     stop_parts(&parts);
     /* Last, so that /health answers until the very end of the drain. */
     admin_stop(parts.admin);
+    if (parts.cluster != NULL)
+        cluster_stop(&cluster);         /* after the node closed: a standby may take over */
     tls_creds_free(parts.tls.mns);
     tls_creds_free(parts.tls.admin);
     ratelimit_free(parts.ratelimit);
     metrics_free(parts.metrics);
     free_reloads(&reloads);
     xml_global_cleanup();
-    if (code == EXIT_OK)
+    if (code == SMQD_EXIT_OK)
         SMQ_INFO("stopped");
     return code;
 }
@@ -634,19 +592,19 @@ int main(int argc, char **argv)
     int code;
 
     if (parse_cli(argc, argv, &cli) != 0)
-        return EXIT_USAGE;
+        return SMQD_EXIT_USAGE;
     config_defaults(&cfg);
     if (config_load(cli.config_path, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "smqd: %s\n", err);
         config_free(&cfg);
-        return EXIT_USAGE;
+        return SMQD_EXIT_USAGE;
     }
     if (cli.test_only) {
         code = exposure_check(&cfg, cli.config_path, geteuid(), report_to_stderr, NULL) > 0
-                   ? EXIT_USAGE : EXIT_OK;
+                   ? SMQD_EXIT_USAGE : SMQD_EXIT_OK;
         config_print(&cfg, stdout);
         fprintf(stderr, "smqd: configuration %s is %s\n", cli.config_path,
-                code == EXIT_OK ? "valid" : "refused (see the errors above)");
+                code == SMQD_EXIT_OK ? "valid" : "refused (see the errors above)");
         config_free(&cfg);
         return code;
     }
@@ -655,7 +613,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "smqd: cannot open log file %s: %s; logging to stderr\n", cfg.log_file,
                 strerror(errno));
     if (exposure_check(&cfg, cli.config_path, geteuid(), report_to_log, NULL) > 0)
-        code = EXIT_USAGE;
+        code = SMQD_EXIT_USAGE;
     else
         code = run(cli.config_path, &cfg);
     log_close();

@@ -42,6 +42,11 @@ struct mns_listener {
     uint64_t denied_second;      /* monotonic second of the lines counted */
     unsigned denied_lines;       /* written in that second */
     uint64_t denied_unlogged;    /* beyond the cap since the last line */
+    pthread_mutex_t attach_lock; /* guards the four below */
+    pthread_cond_t idle;         /* in_flight fell to 0 */
+    struct smq_server *engine;   /* NULL while detached (a standby) */
+    const struct handle_keys *handle_keys;
+    int64_t in_flight;           /* requests holding engine and keys */
 };
 
 /* One request's state (the glue's per-request storage). */
@@ -50,6 +55,9 @@ struct mns_req {
     struct httpd_req *http;
     char request_id[25];
     bool counted;                /* in metrics since it reached the handler */
+    bool attached;               /* holds the engine and keys until on_done */
+    struct smq_server *engine;
+    struct api_ctx api;          /* opts.api with the attached handle keys */
     struct api_call call;
     int status;
     const char *error_code;      /* for the log line; NULL on success */
@@ -202,13 +210,39 @@ static void note_denied(const struct mns_req *d, const struct smq_errinfo *ei)
 /* The active/standby gate: checked on every request against the lease's
  * proven-until time, so a node that cannot prove its lease answers 503 even
  * while its main thread is stuck. */
-static int gate(const struct mns_listener *l, struct smq_errinfo *ei)
+static int gate(struct mns_req *d, struct smq_errinfo *ei)
 {
-    if (l->opts.role == NULL || role_serving(l->opts.role, clock_mono_us()))
-        return 0;
+    struct mns_listener *l = d->l;
+
+    if (l->opts.role == NULL || role_serving(l->opts.role, clock_mono_us())) {
+        pthread_mutex_lock(&l->attach_lock);
+        if (l->engine != NULL) {
+            d->attached = true;
+            d->engine = l->engine;
+            d->api.handle_keys = l->handle_keys;
+            l->in_flight++;
+        }
+        pthread_mutex_unlock(&l->attach_lock);
+        if (d->attached)
+            return 0;
+    }
     return errors_set(ei, SMQ_E_SERVICE_UNAVAILABLE,
                       "This node is a standby (or lost its lease); "
                       "retry against the active node.");
+}
+
+/* on_done: the request no longer uses the engine or the keys. */
+static void release_engine(struct mns_req *d)
+{
+    struct mns_listener *l = d->l;
+
+    if (!d->attached)
+        return;
+    d->attached = false;
+    pthread_mutex_lock(&l->attach_lock);
+    if (--l->in_flight == 0)
+        pthread_cond_broadcast(&l->idle);
+    pthread_mutex_unlock(&l->attach_lock);
 }
 
 static void on_request(void *arg, struct httpd_req *r)
@@ -221,12 +255,14 @@ static void on_request(void *arg, struct httpd_req *r)
 
     d->l = l;
     d->http = r;
+    d->attached = false;
+    d->api = l->opts.api;
     next_request_id(l, d->request_id);
     api_call_init(&d->call);
     d->counted = true;
     metrics_request_started(l->opts.metrics);
-    if (httpd_req_problem(r, &ei) == 0 && gate(l, &ei) == 0 &&
-        api_prepare(&l->opts.api, &req, &d->call, &ei) == 0)
+    if (httpd_req_problem(r, &ei) == 0 && gate(d, &ei) == 0 &&
+        api_prepare(&d->api, &req, &d->call, &ei) == 0)
         check_limits(d, &ei);
     if (ei.err == SMQ_E_ACCESS_DENIED && d->call.access_key_id != NULL)
         note_denied(d, &ei);
@@ -239,7 +275,7 @@ static void on_request(void *arg, struct httpd_req *r)
     d->call.op.client_gone = on_client_gone;
     memcpy(d->call.op.request_id, d->request_id, sizeof d->call.op.request_id);
     httpd_suspend(r, 0);
-    server_submit(l->opts.engine, &d->call.op);
+    server_submit(d->engine, &d->call.op);
 }
 
 static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
@@ -252,7 +288,7 @@ static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
 
     (void)timed_out;             /* MNS requests wait for the engine without a deadline */
     buf_init(&resp.body);
-    api_render(&l->opts.api, &req, &d->call, d->request_id, &resp);
+    api_render(&d->api, &req, &d->call, d->request_id, &resp);
     if (d->call.op.result.err != 0 && resp.status >= 400)
         d->error_code = errors_info(d->call.op.result.err)->code;
     else if (resp.status == 404)
@@ -280,6 +316,7 @@ static void on_done(void *arg, struct httpd_req *r)
 
     if (!httpd_req_started(r))
         return;
+    release_engine(d);
     if (!d->counted) {
         metrics_request_started(l->opts.metrics);
         next_request_id(l, d->request_id);
@@ -315,7 +352,11 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
         free(l);
         return SMQ_E_NOMEM;
     }
+    pthread_mutex_init(&l->attach_lock, NULL);
+    pthread_cond_init(&l->idle, NULL);
     l->opts = *opts;
+    l->engine = opts->engine;
+    l->handle_keys = opts->api.handle_keys;
     if (crypto_random(rnd, sizeof rnd) != 0) {
         snprintf(err, err_size, "no random bytes for request ids");
         rc = SMQ_E_INTERNAL;
@@ -328,6 +369,8 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
 out:
     if (rc != 0) {
         pthread_mutex_destroy(&l->denied_lock);
+        pthread_mutex_destroy(&l->attach_lock);
+        pthread_cond_destroy(&l->idle);
         free(l);
         return rc;
     }
@@ -357,5 +400,28 @@ void mns_listener_stop(struct mns_listener *l)
         return;
     httpd_stop(l->http);
     pthread_mutex_destroy(&l->denied_lock);
+    pthread_mutex_destroy(&l->attach_lock);
+    pthread_cond_destroy(&l->idle);
     free(l);
+}
+
+void mns_listener_attach(struct mns_listener *l, struct smq_server *engine,
+                         const struct handle_keys *keys)
+{
+    pthread_mutex_lock(&l->attach_lock);
+    l->engine = engine;
+    l->handle_keys = keys;
+    pthread_mutex_unlock(&l->attach_lock);
+}
+
+void mns_listener_detach(struct mns_listener *l)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->attach_lock);
+    l->engine = NULL;
+    l->handle_keys = NULL;
+    while (l->in_flight > 0)
+        pthread_cond_wait(&l->idle, &l->attach_lock);
+    pthread_mutex_unlock(&l->attach_lock);
 }

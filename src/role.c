@@ -19,7 +19,7 @@ void role_activate(struct smq_role *r, int64_t epoch, int64_t takeovers, uint64_
 {
     atomic_store(&r->epoch, epoch);
     atomic_store(&r->takeovers, takeovers);
-    atomic_store(&r->proven_until_us, proven_until_us);
+    role_prove(r, proven_until_us);   /* the keeper may have renewed meanwhile */
     atomic_store(&r->state, SMQ_ROLE_ACTIVE);
 }
 

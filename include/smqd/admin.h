@@ -27,6 +27,7 @@
 #include "smqd/admin_probe.h"
 #include "smqd/buf.h"
 #include "smqd/handle.h"
+#include "smqd/role.h"
 #include "smqd/server.h"
 
 struct tls_creds;
@@ -47,6 +48,9 @@ struct admin_opts {
      */
     int (*extra_metrics)(void *arg, struct smq_buf *out);
     void *extra_arg;
+    /* Borrowed; NULL = no lease.  Otherwise READY reads as STANDBY
+     * whenever role_serving() does not hold (/ready 503 "standby"). */
+    const struct smq_role *role;
 };
 
 struct smq_admin;

@@ -17,7 +17,8 @@
 enum admin_state {
     ADMIN_STARTING = 0,          /* recovering: /ready 503 starting */
     ADMIN_READY,                 /* MNS listener up: /ready 200 (unless broken) */
-    ADMIN_DRAINING               /* SIGTERM seen: /ready 503 draining, API 503 */
+    ADMIN_DRAINING,              /* SIGTERM seen: /ready 503 draining, API 503 */
+    ADMIN_STANDBY                /* on PostgreSQL without the lease: /ready 503 standby */
 };
 
 /* How long a probe waits for the engine: a probe or a scrape gives up long

@@ -39,6 +39,8 @@ struct mns_listener_opts {
     size_t max_body_bytes;
     bool log_requests;
     struct api_ctx api;
+    /* The engine thread and (api.handle_keys) its keys; NULL = detached
+     * until mns_listener_attach: every request is answered 503. */
     struct smq_server *engine;
     struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
     struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
@@ -59,6 +61,14 @@ uint16_t mns_listener_port(const struct mns_listener *l);
 int64_t mns_listener_active_requests(struct mns_listener *l);
 /* Stops accepting new connections (existing ones keep working). */
 void mns_listener_quiesce(struct mns_listener *l);
+/* From now on requests go to engine; keys format and check handles
+ * (engine_keys).  Thread-safe. */
+void mns_listener_attach(struct mns_listener *l, struct smq_server *engine,
+                         const struct handle_keys *keys);
+/* No more requests reach the engine (they are answered 503); waits until
+ * none that did is still being answered.  Call after server_stop (which
+ * finishes every submitted op) and before server_free.  NULL is a no-op. */
+void mns_listener_detach(struct mns_listener *l);
 /* Closes every connection and frees l.  The engine must already be stopped,
  * so that no connection is still suspended. */
 void mns_listener_stop(struct mns_listener *l);

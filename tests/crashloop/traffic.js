@@ -31,9 +31,18 @@ function isMns(e) {
   return Boolean(e && typeof e.name === 'string' && e.name.startsWith('MNS'));
 }
 
-// ctx: {mns, cycle, rng, ledger, dead, killed, inflight: Set, inDrain}
-function newContext(mns, cycle, rng, ledger) {
-  return { mns, cycle, rng, ledger, dead: false, killed: false, inflight: new Set(), inDrain: false };
+// ctx: {mns, cycle, rng, ledger, dead, killed, inflight: Set, inDrain, outageErrors}
+// outageErrors (tests/failover/run.js): MNS error names (e.g. MNSServiceUnavailableError) that,
+// once the fault was injected (killed), mean "outcome unknown" like a transport error, not an
+// anomaly; the crash loop passes none.
+function newContext(mns, cycle, rng, ledger, outageErrors = new Set()) {
+  return { mns, cycle, rng, ledger, dead: false, killed: false, inflight: new Set(), inDrain: false,
+           outageErrors };
+}
+
+// An MNS error that counts as an anomaly: not one of the fault's expected outage answers.
+function mnsAnomaly(ctx, e) {
+  return isMns(e) && !(ctx.killed && ctx.outageErrors.has(e.name));
 }
 
 // Runs one SDK call while it is visible in ctx.inflight, for the kill snapshot.
@@ -67,7 +76,7 @@ async function send(ctx, queue, bodies, batch) {
       : mns.sendMessage(queue, { MessageBody: bodies[0] })));
   } catch (e) {
     ledger.counts.unknownSends += bodies.length;
-    if (isMns(e)) ledger.anomaly(cycle, 'send-error', `${queue}: ${e.name}: ${e.message}`);
+    if (mnsAnomaly(ctx, e)) ledger.anomaly(cycle, 'send-error', `${queue}: ${e.name}: ${e.message}`);
     else transportFailure(ctx, 'send', e);
     return;
   }
@@ -98,7 +107,7 @@ async function receive(ctx, queue, n, wait) {
     return msgs;
   } catch (e) {
     if (e.name === 'MNSMessageNotExistError') return [];
-    if (isMns(e)) ledger.anomaly(cycle, 'receive-error', `${queue}: ${e.name}: ${e.message}`);
+    if (mnsAnomaly(ctx, e)) ledger.anomaly(cycle, 'receive-error', `${queue}: ${e.name}: ${e.message}`);
     else transportFailure(ctx, 'receive', e);
     return [];
   }
@@ -114,7 +123,7 @@ async function deleteBatch(ctx, queue, msgs) {
     r = await tracked(ctx, { kind: 'batchDelete', batch: true },
       () => mns.batchDeleteMessage(queue, msgs.map((m) => m.ReceiptHandle)));
   } catch (e) {
-    if (isMns(e)) {
+    if (mnsAnomaly(ctx, e)) {
       ledger.deleteRefused(bodies);
       ledger.anomaly(cycle, 'delete-error', `${queue}: ${e.name}: ${e.message}`);
     } else {
@@ -156,7 +165,7 @@ async function deleteOne(ctx, queue, m) {
     if (r.code === 204) ledger.deleteAcked(cycle, queue, m, now());
     else ledger.anomaly(cycle, 'delete-answer', `${queue}: HTTP ${r.code}`);
   } catch (e) {
-    if (isMns(e)) refused(ctx, queue, m, e.name.replace(/^MNS(.*)Error$/, '$1'));
+    if (mnsAnomaly(ctx, e)) refused(ctx, queue, m, e.name.replace(/^MNS(.*)Error$/, '$1'));
     else {
       ledger.deleteUnanswered([m.MessageBody]);
       transportFailure(ctx, 'delete', e);

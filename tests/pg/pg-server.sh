@@ -119,10 +119,12 @@ cmd_stop() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 
+# The server runs in another working directory: every DIR is made absolute.
+abs() { realpath -m -- "$1"; }
 case "${1:-}" in
-start) [ $# -ge 2 ] || die "usage: pg-server.sh start DIR [MAX_S]"; cmd_start "$2" "${3:-1800}" ;;
+start) [ $# -ge 2 ] || die "usage: pg-server.sh start DIR [MAX_S]"; cmd_start "$(abs "$2")" "${3:-1800}" ;;
 standby) [ $# -ge 4 ] || die "usage: pg-server.sh standby PRIMARY_DIR DIR NAME [MAX_S]"
-         cmd_standby "$2" "$3" "$4" "${5:-1800}" ;;
-stop) [ $# -ge 2 ] || die "usage: pg-server.sh stop DIR"; cmd_stop "$2" ;;
+         cmd_standby "$(abs "$2")" "$(abs "$3")" "$4" "${5:-1800}" ;;
+stop) [ $# -ge 2 ] || die "usage: pg-server.sh stop DIR"; cmd_stop "$(abs "$2")" ;;
 *) die "usage: pg-server.sh start|standby|stop ..." ;;
 esac

@@ -32,12 +32,34 @@ function smqdBin() {
   return bin;
 }
 
+// SMQD_TEST_PG_DSN (a libpq conninfo, e.g. tests/pg/pg-server.sh's DIR/dsn): every server
+// stores into that PostgreSQL instead of an SQLite file, each data dir in its own schema
+// (pg-contract.md: names are unqualified, the search_path decides), as one node "a" of a
+// one-node cluster. Unset: SQLite, exactly as before.
+const PG_DSN = process.env.SMQD_TEST_PG_DSN || '';
+
+// The schema of a data dir: derived from its unique mkdtemp name, created once with psql.
+function pgSchemaFor(dir) {
+  const schema = 's_' + path.basename(dir).replace(/[^A-Za-z0-9]/g, '_').toLowerCase();
+  require('child_process').execFileSync('psql',
+    [PG_DSN, '-v', 'ON_ERROR_STOP=1', '-qc', `CREATE SCHEMA IF NOT EXISTS ${schema}`],
+    { stdio: ['ignore', 'ignore', 'inherit'], timeout: 20000 });
+  return schema;
+}
+
+function storageLines(dir) {
+  if (!PG_DSN) return ['[storage]', `path = ${dir}/smqd.db`, 'sync = full'];
+  return ['[storage]', 'backend = postgresql',
+    `dsn = ${PG_DSN} options='-c search_path=${pgSchemaFor(dir)}'`,
+    '[cluster]', 'node_id = a'];
+}
+
 // writeConfig(dir, [authLines]) — the standard test config; authLines go at the end of
 // [auth] (more key.ID = SECRET lines), then any [grant.*] sections may be appended.
 function writeConfig(dir, authLines = []) {
   fs.writeFileSync(path.join(dir, 'smqd.conf'), [
     '[server]', 'listen = 127.0.0.1:0',
-    '[storage]', `path = ${dir}/smqd.db`, 'sync = full',
+    ...storageLines(dir),
     '[auth]', `access_key_id = ${AK}`, `access_key_secret = ${SK}`,
     'key.secondKey = secondSecret', ...authLines,
     '[log]', 'level = info',
@@ -120,7 +142,13 @@ function startServer(dir) {
         // The admin listener binds first, so its line is already in the log.
         const a = /admin listener bound to (http:\/\/127\.0\.0\.1:\d+)/.exec(log);
         server.admin = a ? a[1] : '';
-        resolve(server);
+        // On PostgreSQL the MNS listener is up but gated (503) until the node holds the
+        // lease: wait for the admin /ready 200 that says it is active.
+        if (!PG_DSN) resolve(server);
+        else waitReady(server, 15000).then(() => resolve(server), (e) => {
+          server.kill9();
+          reject(new Error(e.message + ':\n' + log));
+        });
       }
     });
     proc.on('exit', () => {
@@ -130,6 +158,17 @@ function startServer(dir) {
       }
     });
   });
+}
+
+// waitReady(server, ms): polls the admin GET /ready until 200 (the node is active).
+async function waitReady(server, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const r = await adminRequest(server, 'GET', '/ready').catch(() => ({ status: 0 }));
+    if (r.status === 200) return;
+    if (Date.now() > end) throw new Error(`/ready not 200 within ${ms} ms (last ${r.status})`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
 }
 
 // client(server, [overrides]) — an SDK client exactly as a user creates one.
@@ -170,4 +209,4 @@ function adminRequest(server, method, pathAndQuery) {
   });
 }
 
-module.exports = { Client, startServer, writeConfig, client, mnsError, md5Upper, adminRequest, AK, SK };
+module.exports = { Client, startServer, waitReady, PG_DSN, writeConfig, client, mnsError, md5Upper, adminRequest, AK, SK };

@@ -1,0 +1,63 @@
+/*
+ * node.h — the parts of smqd that serve the queues: the store, the engine
+ * recovered from it, the syncer and the engine thread.  They start
+ * together in dependency order and stop together in reverse: on SQLite
+ * once per process, on PostgreSQL once each time the node holds the lease
+ * (cluster.h), every time through the same recovery a restart uses.
+ *
+ * The listeners are not part of a node: they live as long as the process
+ * and are lent the engine thread (attach) while a node serves.
+ */
+#ifndef SMQD_NODE_H
+#define SMQD_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "smqd/config.h"
+#include "smqd/engine.h"
+#include "smqd/metrics.h"
+#include "smqd/server.h"
+#include "smqd/store.h"
+#include "smqd/syncer.h"
+
+/* smqd's exit codes (usage() and docs/operations.md list them). */
+enum smqd_exit {
+    SMQD_EXIT_OK = 0,
+    SMQD_EXIT_USAGE = 1,        /* bad command line or configuration */
+    SMQD_EXIT_STORE = 2,        /* the database cannot be opened or loaded */
+    SMQD_EXIT_LISTEN = 3,       /* the listen address cannot be bound */
+    SMQD_EXIT_RUNTIME = 4       /* a thread could not be started */
+};
+
+struct node_parts {
+    struct smq_store *store;
+    struct smq_syncer *syncer;     /* NULL with SQLite's sync = normal */
+    struct smq_engine *engine;
+    struct smq_server *server;
+};
+
+struct node_opts {
+    const struct smq_config *cfg;
+    struct smq_metrics *metrics;   /* borrowed, for the syncer's flushes */
+    /* PostgreSQL: every connection's application_name, and with epoch the
+     * fence every commit checks (store_fence). */
+    const char *holder_token;
+    int64_t epoch;
+};
+
+/* Opens the store, recovers the engine, applies the declared queues, and
+ * starts the syncer and the engine thread.  SMQD_EXIT_OK, or the exit code
+ * of what failed (logged); p then holds what did start, for node_close. */
+int node_start(const struct node_opts *o, struct node_parts *p);
+/* Whether the node can no longer commit (a flush failed): it must stop. */
+bool node_failed(const struct node_parts *p);
+/* Stops the engine thread (everything it was given is answered, parked
+ * long polls with MessageNotExist) and waits until every held answer was
+ * sent.  Then the listeners detach, then node_close. */
+void node_quiesce(struct node_parts *p);
+/* Frees the engine thread and the engine, flushes and stops the syncer,
+ * closes the store; p is zeroed.  Parts never started are skipped. */
+void node_close(struct node_parts *p);
+
+#endif

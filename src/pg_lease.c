@@ -1,0 +1,352 @@
+/*
+ * pg_lease.c — owns the lease's SQL and its connection (lease.h): the
+ * take, renewal and release of the one smq_lease row, each statement
+ * bounded by the caller's deadline.
+ *
+ * Why a take is safe (docs/architecture.md "Active and standby"): every
+ * committing transaction of a holder runs smq_fence first, which holds FOR
+ * KEY SHARE on the row until its COMMIT; the take's SELECT ... FOR UPDATE
+ * conflicts with that, so it waits for any such commit to end, and the
+ * new epoch it writes fails every later one.  A former holder's sessions
+ * are ended first, so that a transaction stuck half-sent by a frozen
+ * client cannot hold the take up; lock_timeout bounds the wait anyway.
+ */
+#include "smqd/lease.h"
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "smqd/clock.h"
+#include "smqd/errors.h"
+
+/* Subtracted from every proof: covers a difference in the rate of the two
+ * clocks (the node's monotonic one and the database's), which is parts per
+ * million; generous on purpose. */
+#define LEASE_MARGIN_US 500000
+
+struct smq_lease {
+    PGconn *conn;
+    char *dsn;
+    char node_id[64];
+    char token[64];
+    char app_name[64];          /* not the token: a takeover ends only the store's sessions */
+    char ttl_ms[16];
+    int ttl;
+    uint64_t connects;
+};
+
+int lease_new(const struct lease_opts *o, struct smq_lease **out)
+{
+    struct smq_lease *l;
+
+    *out = NULL;
+    if (o->dsn == NULL || o->node_id == NULL || o->token == NULL || o->ttl_ms <= 0 ||
+        strlen(o->node_id) >= sizeof l->node_id || strlen(o->token) >= sizeof l->token)
+        return SMQ_E_INVALID_ARGUMENT;
+    l = calloc(1, sizeof *l);
+    if (l == NULL || (l->dsn = strdup(o->dsn)) == NULL) {
+        free(l);
+        return SMQ_E_NOMEM;
+    }
+    snprintf(l->node_id, sizeof l->node_id, "%s", o->node_id);
+    snprintf(l->token, sizeof l->token, "%s", o->token);
+    snprintf(l->app_name, sizeof l->app_name, "smqd-lease/%.40s", o->node_id);
+    snprintf(l->ttl_ms, sizeof l->ttl_ms, "%d", o->ttl_ms);
+    l->ttl = o->ttl_ms;
+    *out = l;
+    return 0;
+}
+
+void lease_free(struct smq_lease *l)
+{
+    if (l == NULL)
+        return;
+    PQfinish(l->conn);
+    free(l->dsn);
+    free(l);
+}
+
+uint64_t lease_connects(const struct smq_lease *l)
+{
+    return l->connects;
+}
+
+static int fail(char *err, size_t err_size, const char *what, PGconn *conn)
+{
+    const char *why = conn != NULL ? PQerrorMessage(conn) : "";
+
+    snprintf(err, err_size, "PostgreSQL: %s%s%s", what, why[0] != '\0' ? ": " : "", why);
+    err[strcspn(err, "\n")] = '\0';
+    return SMQ_E_INTERNAL;
+}
+
+/* Drops the connection: the next call makes a new one, through the dsn's
+ * hosts in order (after a PostgreSQL failover, to the new primary). */
+static void drop(struct smq_lease *l)
+{
+    PQfinish(l->conn);
+    l->conn = NULL;
+}
+
+/* The same defaults as the store's connections (dsn may override them).
+ * Its application_name is not the holder token: a takeover ends the
+ * former holder's store sessions, and this one would only be made again. */
+static int connect_lease(struct smq_lease *l, char *err, size_t err_size)
+{
+    const char *keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
+                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                          "dbname", "application_name", NULL};
+    const char *vals[] = {"2", "1", "5", "2", "3", "5000", l->dsn, l->app_name, NULL};
+    PGresult *r;
+    int rc = 0;
+
+    if (l->conn != NULL && PQstatus(l->conn) == CONNECTION_OK)
+        return 0;
+    drop(l);
+    l->conn = PQconnectdbParams(keys, vals, 1);
+    l->connects++;
+    if (l->conn == NULL || PQstatus(l->conn) != CONNECTION_OK)
+        rc = fail(err, err_size, "cannot connect", l->conn);
+    if (rc == 0) {
+        /* A renewal the server acknowledged must survive its failover. */
+        r = PQexec(l->conn, "SET synchronous_commit = on");
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail(err, err_size, "cannot set synchronous_commit", l->conn);
+        PQclear(r);
+    }
+    if (rc != 0)
+        drop(l);
+    return rc;
+}
+
+/* Waits until the whole result is in, or the deadline passes. */
+static int await_result(PGconn *conn, uint64_t deadline_us)
+{
+    struct pollfd p = {.fd = PQsocket(conn), .events = POLLIN};
+
+    while (PQflush(conn) > 0 || PQisBusy(conn)) {
+        uint64_t now = clock_mono_us();
+        int ms;
+
+        if (now >= deadline_us)
+            return SMQ_E_INTERNAL;
+        ms = (int)((deadline_us - now + 999) / 1000);
+        p.events = PQflush(conn) > 0 ? POLLIN | POLLOUT : POLLIN;
+        if (poll(&p, 1, ms) < 0 || PQconsumeInput(conn) == 0)
+            return SMQ_E_INTERNAL;
+    }
+    return 0;
+}
+
+/*
+ * One statement, bounded by deadline_us.  Returns its result (the caller
+ * clears it) or NULL with err set; on a timeout or a broken connection
+ * the connection is dropped.
+ */
+static PGresult *run(struct smq_lease *l, const char *sql, int n, const char *const *vals,
+                     uint64_t deadline_us, char *err, size_t err_size)
+{
+    PGresult *r = NULL, *next;
+
+    if (connect_lease(l, err, err_size) != 0)
+        return NULL;
+    if (PQsendQueryParams(l->conn, sql, n, NULL, vals, NULL, NULL, 0) == 0 ||
+        await_result(l->conn, deadline_us) != 0) {
+        fail(err, err_size, "no answer in time", l->conn);
+        drop(l);
+        return NULL;
+    }
+    while ((next = PQgetResult(l->conn)) != NULL) {
+        PQclear(r);
+        r = next;
+    }
+    if (r == NULL || (PQresultStatus(r) != PGRES_TUPLES_OK &&
+                      PQresultStatus(r) != PGRES_COMMAND_OK)) {
+        fail(err, err_size, "lease statement failed", l->conn);
+        PQclear(r);
+        if (PQstatus(l->conn) != CONNECTION_OK)
+            drop(l);
+        return NULL;
+    }
+    return r;
+}
+
+/* Runs a statement whose result does not matter beyond success. */
+static int run_command(struct smq_lease *l, const char *sql, int n, const char *const *vals,
+                       uint64_t deadline_us, char *err, size_t err_size)
+{
+    PGresult *r = run(l, sql, n, vals, deadline_us, err, err_size);
+
+    if (r == NULL)
+        return SMQ_E_INTERNAL;
+    PQclear(r);
+    return 0;
+}
+
+/* The row as it is: who holds it, whether that is still valid. */
+struct lease_row {
+    char token[64];
+    char holder[64];
+    int live;
+};
+
+static const char SQL_LOOK[] =
+    "SELECT coalesce(holder_token, ''), coalesce(holder_node, ''),"
+    " expires_at > clock_timestamp() FROM smq_lease WHERE id = 1";
+
+static int read_row(PGresult *r, struct lease_row *row, char *err, size_t err_size)
+{
+    if (PQntuples(r) != 1) {
+        snprintf(err, err_size, "PostgreSQL: the lease row is missing (not an smqd database?)");
+        return SMQ_E_INTERNAL;
+    }
+    snprintf(row->token, sizeof row->token, "%s", PQgetvalue(r, 0, 0));
+    snprintf(row->holder, sizeof row->holder, "%s", PQgetvalue(r, 0, 1));
+    row->live = PQgetvalue(r, 0, 2)[0] == 't';
+    return 0;
+}
+
+static int look(struct smq_lease *l, const char *sql, uint64_t deadline_us,
+                struct lease_row *row, char *err, size_t err_size)
+{
+    PGresult *r = run(l, sql, 0, NULL, deadline_us, err, err_size);
+    int rc;
+
+    if (r == NULL)
+        return SMQ_E_INTERNAL;
+    rc = read_row(r, row, err, err_size);
+    PQclear(r);
+    return rc;
+}
+
+/* Someone else's live lease: nothing to take. */
+static bool held_by_other(const struct smq_lease *l, const struct lease_row *row)
+{
+    return row->live && row->token[0] != '\0' && strcmp(row->token, l->token) != 0;
+}
+
+static const char SQL_TERMINATE[] =
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+    " WHERE application_name = $1 AND pid <> pg_backend_pid()";
+
+/* A change of holder counts as a takeover; our own new epoch does not. */
+static const char SQL_TAKE[] =
+    "UPDATE smq_lease SET holder_node = $1, holder_token = $2, epoch = epoch + 1,"
+    " expires_at = clock_timestamp() + $3::int * interval '1 millisecond',"
+    " takeovers = takeovers + (holder_token IS NOT NULL AND holder_token <> $2)::int"
+    " WHERE id = 1 RETURNING epoch, takeovers";
+
+static const char SQL_RENEW[] =
+    "UPDATE smq_lease SET expires_at = clock_timestamp() + $3::int * interval '1 millisecond'"
+    " WHERE id = 1 AND holder_token = $1 AND epoch = $2::bigint"
+    " AND expires_at > clock_timestamp() RETURNING takeovers";
+
+static const char SQL_RELEASE[] =
+    "UPDATE smq_lease SET expires_at = '-infinity'"
+    " WHERE id = 1 AND holder_token = $1 AND epoch = $2::bigint";
+
+static uint64_t proof_from(const struct smq_lease *l, uint64_t sent_us)
+{
+    uint64_t ttl_us = (uint64_t)l->ttl * 1000;
+
+    return ttl_us > LEASE_MARGIN_US ? sent_us + ttl_us - LEASE_MARGIN_US : sent_us;
+}
+
+/* Inside the take's transaction, with the row locked: write the new epoch. */
+static int take_locked(struct smq_lease *l, uint64_t deadline_us, struct lease_grant *g,
+                       char *err, size_t err_size)
+{
+    const char *vals[] = {l->node_id, l->token, l->ttl_ms};
+    uint64_t sent_us = clock_mono_us();
+    PGresult *r = run(l, SQL_TAKE, 3, vals, deadline_us, err, err_size);
+    int rc = SMQ_E_INTERNAL;
+
+    if (r != NULL && PQntuples(r) == 1) {
+        g->epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        g->takeovers = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        rc = 0;
+    }
+    PQclear(r);
+    if (rc == 0)
+        rc = run_command(l, "COMMIT", 0, NULL, deadline_us, err, err_size);
+    if (rc == 0) {
+        g->proven_until_us = proof_from(l, sent_us);
+        snprintf(g->holder, sizeof g->holder, "%s", l->node_id);
+    }
+    return rc;
+}
+
+int lease_take(struct smq_lease *l, uint64_t deadline_us, struct lease_grant *g,
+               char *err, size_t err_size)
+{
+    struct lease_row row;
+    const char *former[1];
+    char ignored[256];
+    int rc = look(l, SQL_LOOK, deadline_us, &row, err, err_size);
+
+    if (rc == 0 && held_by_other(l, &row)) {
+        snprintf(g->holder, sizeof g->holder, "%s", row.holder);
+        return SMQ_E_SERVICE_UNAVAILABLE;
+    }
+    if (rc == 0 && row.token[0] != '\0') {
+        /* Best effort: without the right to end them, lock_timeout bounds
+         * the wait for a stuck session instead. */
+        former[0] = row.token;
+        (void)run_command(l, SQL_TERMINATE, 1, former, deadline_us, ignored, sizeof ignored);
+    }
+    if (rc == 0)
+        rc = run_command(l, "BEGIN", 0, NULL, deadline_us, err, err_size);
+    if (rc == 0)
+        rc = run_command(l, "SET LOCAL lock_timeout = '2s'", 0, NULL, deadline_us, err, err_size);
+    if (rc == 0)
+        rc = look(l, "SELECT coalesce(holder_token, ''), coalesce(holder_node, ''),"
+                     " expires_at > clock_timestamp() FROM smq_lease WHERE id = 1 FOR UPDATE",
+                  deadline_us, &row, err, err_size);
+    if (rc == 0 && held_by_other(l, &row)) {
+        snprintf(g->holder, sizeof g->holder, "%s", row.holder);
+        rc = SMQ_E_SERVICE_UNAVAILABLE;         /* another standby was quicker */
+    }
+    if (rc == 0)
+        rc = take_locked(l, deadline_us, g, err, err_size);
+    if (rc != 0 && l->conn != NULL && PQtransactionStatus(l->conn) != PQTRANS_IDLE)
+        (void)run_command(l, "ROLLBACK", 0, NULL, deadline_us, ignored, sizeof ignored);
+    return rc;
+}
+
+int lease_renew(struct smq_lease *l, uint64_t deadline_us, struct lease_grant *g,
+                char *err, size_t err_size)
+{
+    char epoch[24];
+    const char *vals[] = {l->token, epoch, l->ttl_ms};
+    uint64_t sent_us = clock_mono_us();
+    PGresult *r;
+    int rc;
+
+    snprintf(epoch, sizeof epoch, "%lld", (long long)g->epoch);
+    r = run(l, SQL_RENEW, 3, vals, deadline_us, err, err_size);
+    if (r == NULL)
+        return SMQ_E_INTERNAL;
+    rc = PQntuples(r) == 1 ? 0 : SMQ_E_SERVICE_UNAVAILABLE;
+    if (rc == 0) {
+        g->takeovers = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        g->proven_until_us = proof_from(l, sent_us);
+    } else {
+        snprintf(err, err_size, "the lease at epoch %lld is no longer ours", (long long)g->epoch);
+    }
+    PQclear(r);
+    return rc;
+}
+
+int lease_release(struct smq_lease *l, int64_t epoch, uint64_t deadline_us)
+{
+    char ep[24], err[256];
+    const char *vals[] = {l->token, ep};
+
+    snprintf(ep, sizeof ep, "%lld", (long long)epoch);
+    return run_command(l, SQL_RELEASE, 2, vals, deadline_us, err, sizeof err);
+}
