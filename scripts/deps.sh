@@ -14,8 +14,8 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
            postgresql-15 haproxy
            clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
-# The failover recipe (tests/recipe/run.sh): a pg_auto_failover formation and HAProxy.
-test_pkgs+=(pg-auto-failover-cli postgresql-15-auto-failover haproxy)
+# The failover recipe (tests/recipe/run.sh): a pg_auto_failover formation (and haproxy above).
+test_pkgs+=(pg-auto-failover-cli postgresql-15-auto-failover)
 test_pkgs+=(prometheus)   # promtool: conf/monitoring/ rules (tests/packaging/test_monitoring.sh)
 # The Debian package's build (scripts/build-deb.sh, and the test that runs it).
 deb_pkgs=(debhelper dpkg-dev fakeroot lintian)

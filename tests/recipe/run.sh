@@ -28,6 +28,7 @@ SMQD_TEST_MAX_S=$RECIPE_MAX_S
 # shellcheck source=../integration/lib.sh
 . "$ROOT/tests/integration/lib.sh"
 require_bin
+SMQD_BIN=$(realpath "$SMQD_BIN")   # the nodes run in their own directories
 require_tools curl openssl xmllint haproxy pg_autoctl psql python3 setpriv
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/smqd-recipe.XXXXXX")
@@ -222,7 +223,8 @@ step_nodes() {
     if [ "$act" = a ]; then other=b; else other=a; fi
     assert_eq "standby $other: /ready" 503 "$(probe "$other" ready)"
     assert_eq "standby $other: /health" 200 "$(probe "$other" health)"
-    SMQD_ADDR=127.0.0.1:${MNS_PORT[$other]} mns_request GET /queues
+    SMQD_ADDR=127.0.0.1:${MNS_PORT[$other]}   # the standby itself, not HAProxy (not up yet)
+    mns_request GET /queues
     assert_error "standby $other: MNS request" 503 ServiceUnavailable
     : >"$WORK/sampling"
     sampler &
@@ -309,6 +311,13 @@ step_restart() {
     sleep 2
     assert_eq "restarted node $KILLED is still a standby 2 s later" 503 "$(probe "$KILLED" ready)"
     times_add "restarted node back as a standby: $(( $(now_ms) - t0 )) ms"
+}
+
+# handles_xml H...: a BatchDeleteMessage body.
+handles_xml() {
+    local x="<?xml version=\"1.0\" encoding=\"UTF-8\"?><ReceiptHandles xmlns=\"$MNS_NS/\">" h
+    for h in "$@"; do x+="<ReceiptHandle>$h</ReceiptHandle>"; done
+    printf '%s</ReceiptHandles>' "$x"
 }
 
 step_drain() {
