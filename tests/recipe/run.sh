@@ -6,11 +6,13 @@
 #   HAProxy from conf/haproxy-smqd.cfg, checking each node's /ready,
 # then signed MNS traffic through HAProxy only: sends, a PostgreSQL failover
 # (pg_autoctl perform failover) under sends, a kill -9 of the active smqd under sends,
-# the victim restarted (it must come back as a standby), and a drain.  Checked: every
+# the victim restarted (it must come back as a standby), a SIGTERM of the active under
+# sends, and a drain.  Checked: every
 # send answered 201 is received; a failed send is answered 503 or 500 (never another
 # error); at most one node answers /ready 200 at any sample; a standby answers MNS
 # 503 ServiceUnavailable; a receipt handle issued before the takeover deletes after it;
-# the takeover is under 15 s.  Prints the times it measured and "N passed, M failed".
+# the takeover is under 15 s; a SIGTERM of the active (a planned stop) hands over within
+# the lease's ttl, since it releases the lease.  Prints the times it measured and "N passed, M failed".
 #
 #   SMQD_BIN=build/smqd tests/recipe/run.sh
 #
@@ -37,6 +39,8 @@ PGDIR=$WORK/pg
 TOKEN=recipe-admin-token-$RANDOM$RANDOM
 RTOKEN=recipe-read-token-$RANDOM$RANDOM
 QUEUE=recipe
+LEASE_TTL_S=5                # conf/smqd-pg.conf.example's lease_ttl_s
+STOPPED=""
 declare -A MNS_PORT ADMIN_PORT NODE_PID NODE_WD
 SAMPLER_PID=""
 HAPROXY_PID=""
@@ -320,6 +324,29 @@ handles_xml() {
     printf '%s</ReceiptHandles>' "$x"
 }
 
+# step_planned_stop: SIGTERM of the active (systemctl stop) releases its lease, so the
+# standby takes over without waiting for it to run out.
+step_planned_stop() {
+    step planned_stop
+    local act new st t_stop
+    act=$(active_node)
+    [ -n "$act" ] || { not_ok "no active node to stop"; return 0; }
+    kill -TERM "${NODE_PID[$act]}"
+    t_stop=$(now_ms)
+    wait_pid_gone "${NODE_PID[$act]}" 10000 || not_ok "node $act did not stop within 10 s of SIGTERM"
+    wait "${NODE_PID[$act]}" 2>/dev/null; st=$?
+    kill "${NODE_WD[$act]}" 2>/dev/null
+    assert_eq "active node $act stops on SIGTERM with status 0" 0 "$st"
+    STOPPED=$act
+    sends_through stop "" || not_ok "sends did not recover within 120 s of stopping node $act"
+    new=$(active_node)
+    assert_eq "the other node is active" "$([ "$act" = a ] && echo b || echo a)" "$new"
+    [ -n "$RECOVER_MS" ] && [ $(( RECOVER_MS - t_stop )) -lt "$(( LEASE_TTL_S * 1000 ))" ] \
+        && ok "takeover after SIGTERM within the lease ttl (the lease was released)" \
+        || not_ok "takeover after SIGTERM took $(( ${RECOVER_MS:-$t_stop} - t_stop )) ms"
+    times_add "SIGTERM of $act to the first 201 through HAProxy (node $new): $(( ${RECOVER_MS:-$t_stop} - t_stop )) ms, sends failed: $FAILED"
+}
+
 step_drain() {
     step drain
     local empties=0 end=$(( SECONDS + 120 )) errors=0 missing acked received
@@ -366,6 +393,7 @@ step_stop() {
     step stop
     local n st
     for n in a b; do
+        [ "$n" = "$STOPPED" ] && continue
         kill -TERM "${NODE_PID[$n]}" 2>/dev/null
         if wait_pid_gone "${NODE_PID[$n]}" 10000; then
             wait "${NODE_PID[$n]}" 2>/dev/null; st=$?
@@ -386,6 +414,7 @@ step_steady
 step_pg_failover
 step_kill
 step_restart
+step_planned_stop
 step_drain
 step_invariants
 step_stop
