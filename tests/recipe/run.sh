@@ -31,7 +31,7 @@ SMQD_TEST_MAX_S=$RECIPE_MAX_S
 . "$ROOT/tests/integration/lib.sh"
 require_bin
 SMQD_BIN=$(realpath "$SMQD_BIN")   # the nodes run in their own directories
-require_tools curl openssl xmllint haproxy pg_autoctl psql python3 setpriv
+require_tools curl openssl xmllint haproxy pg_autoctl psql python3 setpriv systemd-analyze
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/smqd-recipe.XXXXXX")
 chmod 711 "$WORK"            # the formation's directory inside is postgres's
@@ -190,6 +190,34 @@ sends_through() {
 TIMES=""
 times_add() { TIMES+="   $1"$'\n'; }
 BAD_STATUS=""
+
+# step_systemd: conf/smqd.service with the drop-in conf/smqd.service.d/postgresql.conf, as
+# a node installs them, loads in systemd-analyze verify (in a throw-away root, as
+# tests/packaging/test_deb.sh does) and the drop-in is applied without a complaint.
+step_systemd() {
+    step systemd
+    local r=$WORK/sdroot out
+    mkdir -p "$r/lib/systemd/system" "$r/etc/systemd/system/smqd.service.d" "$r/usr/sbin" "$r/bin"
+    cp -a /lib/systemd/system/. "$r/lib/systemd/system/"
+    cp "$ROOT/conf/smqd.service" "$r/lib/systemd/system/"
+    cp "$ROOT/conf/smqd.service.d/postgresql.conf" "$r/etc/systemd/system/smqd.service.d/"
+    cp "$SMQD_BIN" "$r/usr/sbin/smqd"
+    cp /bin/kill "$r/bin/kill"
+    if out=$(systemd-analyze verify --root="$r" smqd.service 2>&1) && [ -z "$out" ]; then
+        ok "systemd-analyze verify accepts smqd.service with the drop-in"
+    else
+        not_ok "systemd-analyze verify smqd.service with the drop-in" "$out"
+    fi
+    # Complaints about a drop-in are only logged at debug level.
+    out=$(SYSTEMD_LOG_LEVEL=debug systemd-analyze verify --root="$r" smqd.service 2>&1)
+    if grep -q 'DropIn Path: .*smqd.service.d/postgresql.conf' <<<"$out" \
+       && ! grep -E 'postgresql.conf:[0-9]+:' <<<"$out" >/dev/null; then
+        ok "the drop-in postgresql.conf is applied without a complaint"
+    else
+        not_ok "the drop-in postgresql.conf" "$(grep -E 'postgresql.conf' <<<"$out" | head -5)"
+    fi
+    rm -rf "$r"
+}
 
 step_formation() {
     step formation
@@ -407,6 +435,7 @@ step_stop() {
 }
 
 echo "recipe: $WORK"
+step_systemd
 step_formation
 step_nodes
 step_queue
