@@ -29,7 +29,8 @@ static int start_syncer(const struct node_opts *o, struct node_parts *p)
         .flush = flush_store, .flush_arg = p->store, .metrics = o->metrics,
         .unknown_outcome_message = pg ? "the connection to PostgreSQL was lost before its "
                                         "COMMIT was answered; the outcome is unknown, retry"
-                                      : NULL};
+                                      : NULL,
+        .flush_what = pg ? "COMMIT on PostgreSQL" : NULL};
 
     if (o->cfg->sync != SMQ_SYNC_FULL && !pg)
         return SMQD_EXIT_OK;

@@ -209,35 +209,18 @@ static uint64_t be64(const unsigned char *p)
     return v;
 }
 
-/* The one SELECT for every read not in memory (binary results). */
-static PGresult *fetch_missing(struct pg_store *s, struct store_body_read *reads, size_t n,
-                               int *rc)
+/* The one SELECT for the misses (misses: a PostgreSQL array of seqs;
+ * binary results). */
+static PGresult *select_misses(struct pg_store *s, const struct smq_buf *misses, int *rc)
 {
-    struct smq_buf arr;
-    const char *vals[1];
-    PGresult *r = NULL;
+    const char *vals[1] = {misses->data};
+    PGresult *r = PQexecPrepared(s->conn, pg_rows_name(PS_BODY_GET), 1, vals, NULL, NULL, 1);
 
-    buf_init(&arr);
-    buf_puts(&arr, "{");
-    pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < n; i++) {
-        if (find(&s->bodies, reads[i].seq) == NULL)
-            buf_printf(&arr, "%s%llu", arr.len > 1 ? "," : "",
-                       (unsigned long long)reads[i].seq);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        *rc = pg_store_fail("body read", PQerrorMessage(s->conn));
+        PQclear(r);
+        r = NULL;
     }
-    pthread_mutex_unlock(&s->lock);
-    buf_puts(&arr, "}");
-    *rc = buf_failed(&arr) ? SMQ_E_NOMEM : 0;
-    if (*rc == 0 && arr.len > 2) {
-        vals[0] = arr.data;
-        r = PQexecPrepared(s->conn, pg_rows_name(PS_BODY_GET), 1, vals, NULL, NULL, 1);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            *rc = pg_store_fail("body read", PQerrorMessage(s->conn));
-            PQclear(r);
-            r = NULL;
-        }
-    }
-    buf_free(&arr);
     return r;
 }
 
@@ -259,47 +242,106 @@ static int append_row(PGresult *r, uint64_t seq, struct store_body_read *rd,
     return SMQ_E_MESSAGE_NOT_EXIST;
 }
 
-static int append_one(struct pg_store *s, PGresult *r, struct store_body_read *rd,
-                      struct smq_buf *out)
+/* In one hold of the lock: appends every body of reads found in memory to
+ * out (off[i]: where, from out's start; SIZE_MAX for a miss) and lists
+ * the misses in misses.  Returns how many missed. */
+static size_t take_hits(struct pg_store *s, struct store_body_read *reads, size_t n,
+                        size_t *off, struct smq_buf *out, struct smq_buf *misses)
 {
-    struct pg_body *e = find(&s->bodies, rd->seq);
+    size_t start = out->len, nmiss = 0;
 
-    rd->len = rd->ext_len = 0;
-    rd->md5.present = false;
-    if (e == NULL)
-        return append_row(r, rd->seq, rd, out);
-    rd->len = e->len;
-    rd->ext_len = e->ext_len;
-    buf_append(out, e->data, e->len + e->ext_len);
-    rd->md5.present = e->has_md5;
-    memcpy(rd->md5.bytes, e->md5, MNS_MD5_LEN);
-    return 0;
+    buf_puts(misses, "{");
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++) {
+        struct store_body_read *rd = &reads[i];
+        struct pg_body *e = find(&s->bodies, rd->seq);
+
+        rd->len = rd->ext_len = 0;
+        rd->md5.present = false;
+        off[i] = e != NULL ? out->len - start : SIZE_MAX;
+        if (e == NULL) {
+            buf_printf(misses, "%s%llu", nmiss++ > 0 ? "," : "", (unsigned long long)rd->seq);
+            continue;
+        }
+        rd->len = e->len;
+        rd->ext_len = e->ext_len;
+        rd->md5.present = e->has_md5;
+        memcpy(rd->md5.bytes, e->md5, MNS_MD5_LEN);
+        buf_append(out, e->data, e->len + e->ext_len);
+    }
+    pthread_mutex_unlock(&s->lock);
+    buf_puts(misses, "}");
+    return nmiss;
 }
 
-/* Bodies are keyed by seq alone, as in the database.  A second try covers
- * the one race: the flush evicted an entry between the SELECT of the
- * misses and the copy (a body that is truly absent costs one more query). */
+/* Rebuilds out from start in the order asked: the hits taken before (moved
+ * aside first), the misses from the rows r. */
+static int merge(struct smq_buf *out, size_t start, const size_t *off,
+                 struct store_body_read *reads, size_t n, PGresult *r)
+{
+    struct smq_buf hits;
+    int rc = 0;
+
+    buf_init(&hits);
+    if (out->len > start)          /* no hits: out may have no memory yet */
+        buf_append(&hits, out->data + start, out->len - start);
+    out->len = start;
+    for (size_t i = 0; rc == 0 && !buf_failed(&hits) && i < n; i++) {
+        if (off[i] == SIZE_MAX)
+            rc = append_row(r, reads[i].seq, &reads[i], out);
+        else
+            buf_append(out, hits.data + off[i], reads[i].len + reads[i].ext_len);
+    }
+    if (buf_failed(&hits))
+        rc = SMQ_E_NOMEM;
+    buf_free(&hits);
+    return rc;
+}
+
+/*
+ * Bodies are keyed by seq alone, as in the database.  The flush thread
+ * evicts committed entries from the cache (make_cached) whenever it holds
+ * the lock, so a body found in memory is copied in the same hold of the
+ * lock that found it, and only the misses are left to the SELECT.  (Until
+ * this was so, the hits were copied after the SELECT and an eviction in
+ * between made the read fail: a second try covered one eviction, but the
+ * oldest bodies, which a receive asks for first, are the ones evicted
+ * first, so under load a second one came and a receive answered "no
+ * message" for messages that were there.)  A miss is never a body only
+ * memory has: a body stays pinned from its write until its COMMIT has
+ * returned, so once not in memory it is in the database or deleted.
+ * No two reads run at once (store_msg_bodies and s->conn are the engine
+ * thread's alone, store.h), and an entry is freed only under the lock,
+ * with no pointer to it kept past it: nothing is freed twice or used freed.
+ */
 int pg_body_read(struct smq_store *base, struct store_body_read *reads, size_t n,
                  struct smq_buf *out)
 {
     struct pg_store *s = pg_of(base);
-    size_t start = out->len;
-    int rc = SMQ_E_MESSAGE_NOT_EXIST;
+    size_t start = out->len, nmiss = 0, *off = malloc((n > 0 ? n : 1) * sizeof *off);
+    struct smq_buf misses;
+    PGresult *r = NULL;
+    int rc = off != NULL ? 0 : SMQ_E_NOMEM;
 
-    for (int attempt = 0; attempt < 2 && rc == SMQ_E_MESSAGE_NOT_EXIST; attempt++) {
-        PGresult *r = fetch_missing(s, reads, n, &rc);
-        if (out->len > start) {
-            out->len = start;
-            out->data[start] = '\0';
-        }
-        pthread_mutex_lock(&s->lock);
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            rc = append_one(s, r, &reads[i], out);
-            if (rc == 0 && buf_failed(out))
-                rc = SMQ_E_NOMEM;
-        }
-        pthread_mutex_unlock(&s->lock);
-        PQclear(r);
+    buf_init(&misses);
+    if (rc == 0)
+        nmiss = take_hits(s, reads, n, off, out, &misses);
+    if (rc == 0 && (buf_failed(&misses) || buf_failed(out)))
+        rc = SMQ_E_NOMEM;
+    if (rc == 0 && s->seams != NULL && s->seams->on_body_misses != NULL)
+        s->seams->on_body_misses(s->seams->arg);
+    if (rc == 0 && nmiss > 0)
+        r = select_misses(s, &misses, &rc);
+    if (rc == 0 && nmiss > 0)
+        rc = merge(out, start, off, reads, n, r);
+    if (rc == 0 && buf_failed(out))
+        rc = SMQ_E_NOMEM;
+    if (rc != 0 && out->len > start) {
+        out->len = start;
+        out->data[start] = '\0';
     }
+    PQclear(r);
+    buf_free(&misses);
+    free(off);
     return rc;
 }

@@ -23,6 +23,7 @@
 
 #include "smqd/clock.h"
 #include "smqd/errors.h"
+#include "smqd/pg_conn.h"
 
 /* Subtracted from every proof: covers a difference in the rate of the two
  * clocks (the node's monotonic one and the database's), which is parts per
@@ -38,6 +39,7 @@ struct smq_lease {
     char ttl_ms[16];
     int ttl;
     uint64_t connects;
+    int last_host;              /* the dsn's host that answered (pg_conn.h) */
 };
 
 int lease_new(const struct lease_opts *o, struct smq_lease **out)
@@ -80,8 +82,14 @@ static int fail(char *err, size_t err_size, const char *what, PGconn *conn)
 {
     const char *why = conn != NULL ? PQerrorMessage(conn) : "";
 
+    size_t n;
+
     snprintf(err, err_size, "PostgreSQL: %s%s%s", what, why[0] != '\0' ? ": " : "", why);
-    err[strcspn(err, "\n")] = '\0';
+    /* One line: a multi-host dsn gives one line per host tried. */
+    for (n = strlen(err); n > 0 && err[n - 1] == '\n'; n--)
+        err[n - 1] = '\0';
+    for (char *c = err; (c = strchr(c, '\n')) != NULL;)
+        *c = ';';
     return SMQ_E_INTERNAL;
 }
 
@@ -93,32 +101,27 @@ static void drop(struct smq_lease *l)
     l->conn = NULL;
 }
 
-/* The same defaults as the store's connections (dsn may override them).
- * Its application_name is not the holder token: a takeover ends the
+/* Its application_name is not the holder token: a takeover ends the
  * former holder's store sessions, and this one would only be made again. */
 static int connect_lease(struct smq_lease *l, char *err, size_t err_size)
 {
-    const char *keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
-                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-                          "dbname", "application_name", NULL};
-    const char *vals[] = {"2", "1", "5", "2", "3", "5000", l->dsn, l->app_name, NULL};
+    char why[1024];
     PGresult *r;
     int rc = 0;
 
     if (l->conn != NULL && PQstatus(l->conn) == CONNECTION_OK)
         return 0;
     drop(l);
-    l->conn = PQconnectdbParams(keys, vals, 1);
     l->connects++;
-    if (l->conn == NULL || PQstatus(l->conn) != CONNECTION_OK)
-        rc = fail(err, err_size, "cannot connect", l->conn);
-    if (rc == 0) {
-        /* A renewal the server acknowledged must survive its failover. */
-        r = PQexec(l->conn, "SET synchronous_commit = on");
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = fail(err, err_size, "cannot set synchronous_commit", l->conn);
-        PQclear(r);
+    if (pg_conn_open(l->dsn, l->app_name, &l->last_host, &l->conn, why, sizeof why) != 0) {
+        snprintf(err, err_size, "PostgreSQL: cannot connect: %s", why);
+        return SMQ_E_INTERNAL;
     }
+    /* A renewal the server acknowledged must survive its failover. */
+    r = PQexec(l->conn, "SET synchronous_commit = on");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        rc = fail(err, err_size, "cannot set synchronous_commit", l->conn);
+    PQclear(r);
     if (rc != 0)
         drop(l);
     return rc;

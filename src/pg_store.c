@@ -17,9 +17,7 @@
 #include <string.h>
 
 #include "smqd/errors.h"
-
-/* Committed bodies kept for receives, by bytes (pg_body.c). */
-#define PG_BODY_CACHE_BYTES (64u << 20)
+#include "smqd/pg_conn.h"
 
 static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)
 {
@@ -29,34 +27,24 @@ static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)
     err[strcspn(err, "\n")] = '\0';
 }
 
-/*
- * connect_timeout and the keepalives (a server that vanished mid-commit is
- * noticed within about 10 s instead of TCP's minutes) come first so that
- * the dsn may override them, and
- * application_name last so that it may not: a takeover finds a former
- * holder's sessions by it (docs/architecture.md).  synchronous_commit is
- * set per session because a COMMIT that returned is our durability.
- */
-static int connect_one(const struct store_config *cfg, PGconn **out, char *err,
-                       size_t err_size)
+/* synchronous_commit is set per session because a COMMIT that returned is
+ * our durability; pg_conn.h has the rest of the connection's settings. */
+static int connect_one(const struct store_config *cfg, struct pg_store *s, PGconn **out,
+                       char *err, size_t err_size)
 {
-    const char *keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
-                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-                          "dbname", "application_name", NULL};
-    const char *vals[] = {"5", "1", "5", "2", "3", "10000", cfg->dsn != NULL ? cfg->dsn : "",
-                          cfg->app_name != NULL ? cfg->app_name : "smqd", NULL};
-    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    char why[1024];
     PGresult *r;
 
-    *out = conn;
-    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
-        set_err(err, err_size, "cannot connect", conn);
+    if (pg_conn_open(cfg->dsn != NULL ? cfg->dsn : "",
+                     cfg->app_name != NULL ? cfg->app_name : "smqd", &s->last_host, out, why,
+                     sizeof why) != 0) {
+        snprintf(err, err_size, "PostgreSQL: cannot connect: %s", why);
         return SMQ_E_INTERNAL;
     }
-    r = PQexec(conn, "SET synchronous_commit = on");
+    r = PQexec(*out, "SET synchronous_commit = on");
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         PQclear(r);
-        set_err(err, err_size, "cannot set synchronous_commit", conn);
+        set_err(err, err_size, "cannot set synchronous_commit", *out);
         return SMQ_E_INTERNAL;
     }
     PQclear(r);
@@ -74,6 +62,8 @@ static struct pg_store *store_new(void)
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->flushed, NULL);
+    s->queue_cap = PG_QUEUE_CAP_BYTES;
     s->queued_tail = &s->queued;
     s->fault_writes_left = STORE_FAULT_OFF;
     s->fault_load_left = STORE_FAULT_OFF;
@@ -86,6 +76,7 @@ static void store_free(struct pg_store *s)
     pg_bodies_free(&s->bodies);
     PQfinish(s->conn);             /* NULL is a harmless no-op */
     PQfinish(s->flush_conn);
+    pthread_cond_destroy(&s->flushed);
     pthread_mutex_destroy(&s->lock);
     free(s->fence_token);
     free(s);
@@ -101,10 +92,10 @@ static int pg_open(const struct store_config *cfg, struct smq_store **out, char 
         snprintf(err, err_size, "PostgreSQL: out of memory");
         return SMQ_E_INTERNAL;
     }
-    if (connect_one(cfg, &s->conn, err, err_size) != 0 ||
+    if (connect_one(cfg, s, &s->conn, err, err_size) != 0 ||
         pg_schema_migrate(s->conn, err, err_size) != 0 ||
         pg_rows_prepare(s->conn, err, err_size) != 0 ||
-        connect_one(cfg, &s->flush_conn, err, err_size) != 0 ||
+        connect_one(cfg, s, &s->flush_conn, err, err_size) != 0 ||
         pg_rows_prepare(s->flush_conn, err, err_size) != 0) {
         store_free(s);
         return SMQ_E_INTERNAL;
@@ -146,6 +137,19 @@ static void pg_fault_inject(struct smq_store *base, unsigned after_n_writes, int
     s->fault_full = as_full;
     if (!as_full)                /* the full-disk variant leaves a commit fault as it is */
         s->fault_commit = fail_commit;
+}
+
+void pg_store_test_seams(struct smq_store *base, struct pg_test_seams *t)
+{
+    struct pg_store *s = pg_of(base);
+
+    pthread_mutex_lock(&s->lock);
+    s->seams = t;
+    if (t != NULL) {
+        s->queue_cap = t->queue_cap;
+        s->bodies.budget = t->body_budget;
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void pg_fault_inject_load(struct smq_store *base, unsigned after_n_rows)

@@ -21,7 +21,7 @@
 
 int pg_store_fail(const char *what, const char *msg)
 {
-    char line[512];
+    char line[700];              /* room for log_failure's cause before the message */
 
     snprintf(line, sizeof line, "%s", msg != NULL ? msg : "");
     line[strcspn(line, "\n")] = '\0';
@@ -175,6 +175,39 @@ static int collect(PGconn *conn, int count, char *state, char *msg, size_t msg_s
 
 static void set_broken(struct pg_store *s, int rc);
 
+/* What a failed transaction's SQLSTATE means to the caller: fenced
+ * (nothing applied), the disk of the database full (disk_full, 53100:
+ * the engine then refuses only what grows data, as for SQLite's
+ * SQLITE_FULL), or anything else.  The rest of class 53 (out of memory,
+ * too many connections, a configuration limit) is not a full disk, and
+ * freeing space would not help it. */
+static int failure_rc(const char *state)
+{
+    if (strcmp(state, "SMQF1") == 0)
+        return SMQ_E_SERVICE_UNAVAILABLE;
+    if (strcmp(state, "53100") == 0)
+        return SMQ_E_STORAGE_FULL;
+    return SMQ_E_INTERNAL;
+}
+
+/* The one log line of a failed transaction, naming a cause an operator
+ * acts on (class 53: the database server's resources) before the
+ * server's own words. */
+static void log_failure(const char *state, const char *msg)
+{
+    char line[640];
+
+    if (msg[0] == '\0')
+        msg = "the server ended the connection";
+    if (strcmp(state, "53100") == 0)
+        snprintf(line, sizeof line, "PostgreSQL is out of disk space (53100): %s", msg);
+    else if (strncmp(state, "53", 2) == 0)
+        snprintf(line, sizeof line, "PostgreSQL is out of resources (%s): %s", state, msg);
+    else
+        snprintf(line, sizeof line, "%s", msg);
+    pg_store_fail("commit", line);
+}
+
 int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *zero_rows,
                   int quiet_zero)
 {
@@ -203,9 +236,9 @@ int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *z
     if (!failed)
         return 0;
     *zero_rows = strcmp(state, "SMQE1") == 0;
-    rc = strcmp(state, "SMQF1") == 0 ? SMQ_E_SERVICE_UNAVAILABLE : SMQ_E_INTERNAL;
+    rc = failure_rc(state);
     if (!(*zero_rows && quiet_zero))
-        pg_store_fail("commit", msg[0] ? msg : "the server ended the connection");
+        log_failure(state, msg);
     return rc;
 }
 
@@ -221,11 +254,14 @@ static int broken(struct pg_store *s)
     return rc;
 }
 
+/* A full disk is a known outcome only where the caller learns it at once;
+ * as the state of a broken store it is an unknown one (store.h). */
 static void set_broken(struct pg_store *s, int rc)
 {
     pthread_mutex_lock(&s->lock);
     if (s->broken == 0)
-        s->broken = rc;
+        s->broken = rc == SMQ_E_STORAGE_FULL ? SMQ_E_INTERNAL : rc;
+    pthread_cond_broadcast(&s->flushed);     /* a commit waiting for the flush */
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -243,19 +279,69 @@ int pg_txn_begin(struct smq_store *base)
     return 0;
 }
 
-/* Hands the open transaction's writes to the flush, oldest first. */
+/* What a write set holds in memory until its flush ends: its writes and
+ * the bodies they pinned (a meta value copy is small beside them). */
+static size_t wset_bytes(const struct pg_wset *ws)
+{
+    size_t bytes = sizeof *ws + ws->cap * sizeof *ws->w;
+
+    for (size_t i = 0; i < ws->n; i++) {
+        if (ws->w[i].body != NULL)
+            bytes += sizeof *ws->w[i].body + ws->w[i].body->len + ws->w[i].body->ext_len;
+    }
+    return bytes;
+}
+
+/*
+ * Waits until the write sets queued before this commit and not yet
+ * flushed hold at most the cap (all: nothing at all), or the store broke
+ * (its code then).
+ * Every one of them was already handed to the flush thread (syncer.h: the
+ * engine calls syncer_committed after each commit that returned), so the
+ * flush that takes them is coming; this commit's own set is not counted,
+ * or a set larger than the cap would wait for a flush nobody asked for.
+ */
+static int wait_flushed(struct pg_store *s, int all)
+{
+    int announced = 0, rc;
+
+    pthread_mutex_lock(&s->lock);
+    while (s->broken == 0 && s->pending_bytes > (all ? 0 : s->queue_cap)) {
+        if (!announced && s->seams != NULL && s->seams->on_commit_wait != NULL) {
+            struct pg_test_seams *t = s->seams;
+            pthread_mutex_unlock(&s->lock);
+            t->on_commit_wait(t->arg);
+            pthread_mutex_lock(&s->lock);
+            announced = 1;
+            continue;                    /* the flush may have ended meanwhile */
+        }
+        pthread_cond_wait(&s->flushed, &s->lock);
+    }
+    rc = s->broken;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+/* Hands the open transaction's writes to the flush, oldest first, once
+ * the queue is below its cap (PG_QUEUE_CAP_BYTES): back-pressure on the
+ * engine thread when PostgreSQL is slower than it. */
 static int queue_txn(struct pg_store *s)
 {
-    struct pg_wset *ws = malloc(sizeof *ws);
+    struct pg_wset *ws;
+    int rc = wait_flushed(s, 0);
 
-    if (ws == NULL)
+    if (rc != 0)
+        return rc;
+    if ((ws = malloc(sizeof *ws)) == NULL)
         return SMQ_E_NOMEM;
     *ws = s->txn;
     ws->next = NULL;
+    ws->bytes = wset_bytes(ws);
     memset(&s->txn, 0, sizeof s->txn);
     pthread_mutex_lock(&s->lock);
     *s->queued_tail = ws;
     s->queued_tail = &ws->next;
+    s->pending_bytes += ws->bytes;
     pthread_mutex_unlock(&s->lock);
     return 0;
 }
@@ -267,8 +353,11 @@ static int send_txn(struct pg_store *s, int implicit, int *zero_rows)
 
     if (rc != 0) {
         /* An implicit one's outcome is known (rolled back) unless the
-         * connection went; a group commit's failure breaks the store. */
-        if (!implicit || PQstatus(s->conn) != CONNECTION_OK)
+         * connection went, and so is a full disk's (the server refused it
+         * and rolled it back; the engine reloads its memory, as after
+         * SQLITE_FULL); any other group commit failure breaks the store. */
+        int known = implicit || rc == SMQ_E_STORAGE_FULL;
+        if (!known || PQstatus(s->conn) != CONNECTION_OK)
             set_broken(s, rc);
         return rc;
     }
@@ -290,8 +379,18 @@ static int commit_txn(struct pg_store *s, int implicit, int *zero_rows)
         s->fault_commit = 0;
         return pg_store_fail("commit", "I/O error (injected)");
     }
-    if (s->txn.n > 0)
-        rc = s->deferred ? queue_txn(s) : send_txn(s, implicit, zero_rows);
+    /* A write outside begin/commit is sent at once even after
+     * store_defer_fsync: queued, its failure (a missing row, a full disk)
+     * would reach no caller and break the store at the flush, and nobody
+     * would hold an answer for that flush (only the engine's commits call
+     * syncer_committed).  It follows the queued sets, so it waits for them
+     * to be flushed first (such writes are rare: admin tools). */
+    if (s->txn.n > 0 && s->deferred && !implicit)
+        rc = queue_txn(s);
+    else if (s->txn.n > 0)
+        rc = s->deferred ? wait_flushed(s, 1) : 0;
+    if (rc == 0 && s->txn.n > 0 && (!s->deferred || implicit))
+        rc = send_txn(s, implicit, zero_rows);
     if (rc == 0)
         s->in_txn = 0;
     return rc;
@@ -397,12 +496,20 @@ int pg_txn_flush(struct smq_store *base)
     if (sets == NULL)
         return rc;
     rc = pg_store_send(s, s->flush_conn, sets, &zero_rows, 0);
+    /* The engine's memory moved on after these commits: whatever the
+     * cause (a full disk too), the store is broken and the outcome of what
+     * was held is unknown (store.h). */
+    rc = rc == SMQ_E_STORAGE_FULL ? SMQ_E_INTERNAL : rc;
     pthread_mutex_lock(&s->lock);
-    for (struct pg_wset *ws = sets; rc == 0 && ws != NULL; ws = ws->next)
-        pg_bodies_committed(&s->bodies, ws);
+    for (struct pg_wset *ws = sets; ws != NULL; ws = ws->next) {
+        if (rc == 0)
+            pg_bodies_committed(&s->bodies, ws);
+        s->pending_bytes -= ws->bytes;
+    }
     if (rc != 0 && s->broken == 0)
         s->broken = rc;
     s->inflight = NULL;
+    pthread_cond_broadcast(&s->flushed);
     pthread_mutex_unlock(&s->lock);
     for (; sets != NULL; sets = next) {
         next = sets->next;

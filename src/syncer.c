@@ -31,6 +31,7 @@ struct smq_syncer {
     bool failed;                     /* written under lock, atomically (syncer_failed) */
     int fail_rc;                     /* the failed flush's code, under lock */
     const char *fail_message;        /* InternalError text for an unknown outcome */
+    const char *flush_what;          /* the flush as the log names it */
     bool busy;                       /* a round is answering or calling the hook */
     pthread_cond_t quiet;            /* a round ended (syncer_drain) */
     void (*on_idle)(void *arg);      /* under lock */
@@ -84,9 +85,8 @@ static struct smq_op *flush_once(struct smq_syncer *s, bool *failed)
     metrics_wal_flush(s->metrics, clock_mono_us() - start_us, rc != 0);
     pthread_mutex_lock(&s->thread.lock);
     if (rc != 0 && !s->failed) {
-        SMQ_ERROR("storage: the flush of committed writes (fdatasync of the write-ahead log) "
-                  "failed: %s; every request is now answered InternalError, restart smqd",
-                  strerror(saved));
+        SMQ_ERROR("storage: the flush of committed writes (%s) failed: %s; every request is "
+                  "now answered InternalError, restart smqd", s->flush_what, strerror(saved));
         s->fail_rc = rc == SMQ_E_SERVICE_UNAVAILABLE ? rc : SMQ_E_INTERNAL;
         __atomic_store_n(&s->failed, true, __ATOMIC_RELEASE);
     }
@@ -160,6 +160,8 @@ int syncer_start(const struct syncer_opts *opts, struct smq_syncer **out, char *
     s->fail_message = opts->unknown_outcome_message != NULL
                           ? opts->unknown_outcome_message
                           : "the disk failed to flush the write-ahead log; restart smqd";
+    s->flush_what = opts->flush_what != NULL ? opts->flush_what
+                                             : "fdatasync of the write-ahead log";
     s->held_tail = &s->held_head;
     worker_init(&s->thread);
     pthread_cond_init(&s->quiet, NULL);

@@ -45,6 +45,16 @@ enum pg_stmt {
 #define PG_FENCE_TOKEN_MAX 64  /* an application_name: below PostgreSQL's NAMEDATALEN */
 #define PG_TEXT_ROOM 640       /* every text parameter of one write, packed */
 
+/* Committed bodies kept for receives, by bytes (pg_body.c). */
+#define PG_BODY_CACHE_BYTES (64u << 20)
+/* Write sets committed after store_defer_fsync but not yet flushed, by the
+ * bytes they hold (their writes and pinned bodies): past this a commit
+ * waits for the flush (pg_txn.c).  The engine would otherwise outrun a
+ * slow PostgreSQL without bound, and every queued body stays in memory
+ * until its flush; 64 MiB is many runs of full batches (a run rarely
+ * holds more than a few MiB) yet small beside the body cache's budget. */
+#define PG_QUEUE_CAP_BYTES (64u << 20)
+
 /* A body (with its extensions and MD5) this store wrote or read. */
 struct pg_body {
     struct pg_body *hnext;             /* hash chain */
@@ -78,6 +88,7 @@ struct pg_wset {
     struct pg_wset *next;              /* queued for the flush, oldest first */
     struct pg_write *w;
     size_t n, cap;
+    size_t bytes;                      /* counted in pending_bytes while queued */
 };
 
 struct pg_bodies {
@@ -91,6 +102,7 @@ struct pg_store {
     struct smq_store base;             /* first: the store's handle is this */
     PGconn *conn;                      /* the engine thread's */
     PGconn *flush_conn;                /* store_flush's (the syncer thread) */
+    int last_host;                     /* the dsn's host that answered (pg_conn.h) */
     int in_txn, deferred;
     struct pg_wset txn;                /* the open transaction's writes */
     size_t *marks;                     /* savepoints: indexes into txn */
@@ -102,14 +114,36 @@ struct pg_store {
     char *fence_token;
     int64_t fence_epoch;
     struct pg_bodies bodies;
+    size_t pending_bytes;              /* of queued and in-flight sets */
+    size_t queue_cap;                  /* PG_QUEUE_CAP_BYTES but in tests */
+    pthread_cond_t flushed;            /* a flush ended or the store broke */
     unsigned fault_writes_left, fault_load_left;
     int fault_commit, fault_full;
+    struct pg_test_seams *seams;       /* NULL but in tests */
 };
 
 static inline struct pg_store *pg_of(struct smq_store *s)
 {
     return (struct pg_store *)s;
 }
+
+/* ---- test seams (style.md 1.9) ---- */
+/* What a unit test may change or watch inside the store, to force the
+ * interleavings of the engine and the flush thread instead of hoping for
+ * them.  The hooks run on the thread named, never with s->lock held. */
+struct pg_test_seams {
+    size_t queue_cap;                  /* replaces PG_QUEUE_CAP_BYTES */
+    size_t body_budget;                /* replaces PG_BODY_CACHE_BYTES */
+    /* A commit is about to wait for the flush (the committing thread). */
+    void (*on_commit_wait)(void *arg);
+    /* pg_body_read has decided which bodies to SELECT and not yet used
+     * what it found in memory (the engine thread). */
+    void (*on_body_misses)(void *arg);
+    void *arg;
+};
+/* Installs t (kept by pointer: it must outlive the store); NULL removes
+ * the hooks, the limits stay.  Call before another thread uses s. */
+void pg_store_test_seams(struct smq_store *s, struct pg_test_seams *t);
 
 /* ---- pg_store.c ---- */
 /* The single place a run-time PostgreSQL failure is logged. */

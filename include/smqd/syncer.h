@@ -38,6 +38,11 @@ struct syncer_opts {
      * returning SMQ_E_SERVICE_UNAVAILABLE (fenced: nothing applied) is
      * always answered 503 "lost the lease". */
     const char *unknown_outcome_message;
+    /* Optional: what the flush is, as the error log line names it when it
+     * fails (NULL = "fdatasync of the write-ahead log", SQLite's; the
+     * PostgreSQL backend's flush is "COMMIT on PostgreSQL").  Kept as a
+     * pointer: it must outlive the syncer. */
+    const char *flush_what;
 };
 
 /* Starts the thread.  0, or SMQ_E_INTERNAL with a reason in err. */
