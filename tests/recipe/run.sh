@@ -7,12 +7,13 @@
 # then signed MNS traffic through HAProxy only: sends, a PostgreSQL failover
 # (pg_autoctl perform failover) under sends, a kill -9 of the active smqd under sends,
 # the victim restarted (it must come back as a standby), a SIGTERM of the active under
-# sends, and a drain.  Checked: every
-# send answered 201 is received; a failed send is answered 503 or 500 (never another
-# error); at most one node answers /ready 200 at any sample; a standby answers MNS
-# 503 ServiceUnavailable; a receipt handle issued before the takeover deletes after it;
-# the takeover is under 15 s; a SIGTERM of the active (a planned stop) hands over within
-# the lease's ttl, since it releases the lease.  Prints the times it measured and "N passed, M failed".
+# sends, and a drain.  Checked: every send answered 201 is received; a failed send is
+# answered 503 or 500 (never another error); at most one node answers /ready 200 at any
+# sample; a standby answers MNS 503 ServiceUnavailable; a receipt handle issued before a
+# takeover deletes after it; the takeover after a kill -9 is under 15 s, after a SIGTERM
+# (a planned stop, which releases the lease) within the lease's ttl; smqd -t, haproxy -c
+# and systemd-analyze verify accept the shipped files.  Prints the times it measured and
+# "N passed, M failed".
 #
 #   SMQD_BIN=build/smqd tests/recipe/run.sh
 #
