@@ -137,6 +137,11 @@ cmd_start() {
     [ ! -e "$DIR/ports" ] || die "$DIR already holds a formation"
     mkdir -p "$DIR/xdg/run"
     [ "$(id -u)" -ne 0 ] || chown -R postgres: "$DIR"
+    # pg_autoctl's servers keep PostgreSQL's default socket directory (it has no option for
+    # it); systemd-tmpfiles makes it at boot, a container may not have it.
+    if [ "$(id -u)" -eq 0 ] && [ ! -d /var/run/postgresql ]; then
+        install -d -o postgres -g postgres -m 2775 /var/run/postgresql
+    fi
     chmod 700 "$DIR" "$DIR/xdg/run"
     : >"$DIR/ports"
     trap cmd_stop EXIT   # a start that fails part-way leaves nothing running
