@@ -45,7 +45,7 @@ trap 'tests/pg/pg-server.sh stop "$pg_dir"' EXIT
 for t in build/tests/test_*; do
   [ -x "$t" ] || continue
   pg_env=()
-  case $(basename "$t") in test_store_pg|test_ctl_migrate) pg_env=(SMQD_TEST_PG_DIR="$pg_dir") ;; esac
+  case $(basename "$t") in test_store_pg|test_store_pg_flow|test_lease_pg|test_pg_conn|test_keeper_pg|test_ctl_migrate) pg_env=(SMQD_TEST_PG_DIR="$pg_dir") ;; esac
   (cd build/tests && env "${pg_env[@]}" valgrind -q --leak-check=full \
       --errors-for-leak-kinds=definite,indirect,possible \
       --error-exitcode=99 "./$(basename "$t")" >/dev/null) \

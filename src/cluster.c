@@ -19,6 +19,9 @@
  * lease of 5 s survives three lost renewals. */
 #define SEEK_MS 500
 #define RENEW_MS 1000
+/* A node that gave the lease up after a failed commit lets the standbys
+ * ask four times before it asks again itself. */
+#define GIVE_UP_MS 2000
 
 int cluster_init(struct cluster *c, const struct smq_config *cfg, struct smq_metrics *metrics)
 {
@@ -56,7 +59,8 @@ int cluster_start_keeper(struct cluster *c)
 {
     struct lease_opts lo = {.dsn = c->cfg->storage_dsn, .node_id = c->cfg->cluster_node_id,
                             .token = c->token, .ttl_ms = c->cfg->cluster_lease_ttl_s * 1000};
-    struct keeper_opts ko = {.role = &c->role, .seek_ms = SEEK_MS, .renew_ms = RENEW_MS};
+    struct keeper_opts ko = {.role = &c->role, .seek_ms = SEEK_MS, .renew_ms = RENEW_MS,
+                            .give_up_ms = GIVE_UP_MS};
 
     if (lease_new(&lo, &ko.lease) != 0 || keeper_start(&ko, &c->keeper) != 0) {
         SMQ_ERROR("cluster: cannot start the lease keeper");

@@ -21,12 +21,15 @@
 /* A renewal that failed is tried again this soon while the proof lasts. */
 #define RETRY_MS 250
 #define RELEASE_MS 1000
+/* A take is a few round trips (and maybe a connection): bounded, so that a
+ * server that stopped answering costs a standby 2 s, not its thread. */
+#define TAKE_MS 2000
 
 struct smq_keeper {
     struct worker w;                  /* w.lock guards everything below */
     struct smq_lease *lease;          /* the thread's only */
     struct smq_role *role;
-    int seek_ms, renew_ms;
+    int seek_ms, renew_ms, give_up_ms;
     enum keeper_state state;
     struct lease_grant grant;         /* with KEEPER_HELD */
     uint64_t gen;                     /* bumped by keeper_seek */
@@ -59,7 +62,7 @@ static void note_seeking(struct smq_keeper *k, int rc, const struct lease_grant 
 static void seek_once(struct smq_keeper *k)
 {
     struct lease_grant g = {0};
-    uint64_t gen = k->gen, deadline = clock_mono_us() + (uint64_t)k->seek_ms * 4000;
+    uint64_t gen = k->gen, deadline = clock_mono_us() + TAKE_MS * 1000;
     char err[256] = "";
     int rc;
 
@@ -171,6 +174,7 @@ int keeper_start(const struct keeper_opts *o, struct smq_keeper **out)
     k->role = o->role;
     k->seek_ms = o->seek_ms;
     k->renew_ms = o->renew_ms;
+    k->give_up_ms = o->give_up_ms;
     k->state = KEEPER_SEEKING;
     if (worker_start(&k->w, "smqd-lease", keeper_main, k) != 0) {
         worker_destroy(&k->w);
@@ -203,8 +207,7 @@ void keeper_seek(struct smq_keeper *k, bool release)
         role_demote(k->role);
         k->state = KEEPER_SEEKING;
         k->gen++;
-        /* Given up: a healthy standby gets the first chance to take it. */
-        k->next_us = release ? clock_mono_us() + (uint64_t)k->seek_ms * 2000 : 0;
+        k->next_us = release ? clock_mono_us() + (uint64_t)k->give_up_ms * 1000 : 0;
     }
     pthread_cond_signal(&k->w.wake);
     pthread_mutex_unlock(&k->w.lock);

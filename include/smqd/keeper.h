@@ -31,6 +31,8 @@ struct keeper_opts {
     struct smq_role *role;       /* borrowed */
     int seek_ms;                 /* between two attempts to take it */
     int renew_ms;                /* between two renewals */
+    int give_up_ms;              /* after giving the lease up, before seeking it again:
+                                    a healthy standby goes first */
 };
 
 struct keeper_counts {

@@ -134,12 +134,21 @@ static int resolve_target(struct ctl *c)
     return 0;
 }
 
+/* The SQLite file a file command works on.  A node on PostgreSQL has none:
+ * its database is backed up and checked with PostgreSQL's own tools. */
 static const char *resolve_db(struct ctl *c)
 {
     if (c->db_path != NULL)
         return c->db_path;
     if (load_config(c) != 0)
         return NULL;
+    if (c->cfg_loaded && c->cfg.storage_backend == SMQ_STORE_POSTGRESQL) {
+        fprintf(stderr, "smqctl: this smqd keeps its data in PostgreSQL, not in a file: back it "
+                "up with pg_dump (or pg_basebackup, or your failover manager's backups) and "
+                "check it with pg_amcheck; docs/operations.md says how. --db PATH names an "
+                "SQLite file\n");
+        return NULL;
+    }
     if (c->cfg_loaded)
         return c->cfg.storage_path;
     fprintf(stderr, "smqctl: which database? give --db PATH or -c smqd.conf\n");

@@ -313,8 +313,40 @@ t_migrate_into_postgresql() {
     assert_match "naming why" "already holds smqd data" "$(cat "$SUITE_TMP/mig.err")"
     "$SMQCTL_BIN" migrate --db "$db" >/dev/null 2>&1
     assert_eq "migrate without --dsn is a usage error" 1 "$?"
+    t_serve_the_copy "$db" "$dsn"
     bash "$HERE/../pg/pg-server.sh" stop "$pg"
     rm -rf "$pg"
+}
+
+# smqd serves the copy from PostgreSQL with the same counts, and smqctl's file commands say
+# which PostgreSQL tools take their place.
+t_serve_the_copy() {
+    local db=$1 dsn=$2 dir q n i ready="" attrs
+    q=$(sqlite3 "$db" 'SELECT name FROM queue q WHERE EXISTS (SELECT 1 FROM msg m WHERE m.queue_id = q.id) LIMIT 1')
+    n=$(sqlite3 "$db" "SELECT count(*) FROM msg m JOIN queue q ON q.id = m.queue_id WHERE q.name = '$q'")
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it.XXXXXX")
+    SERVER_DIRS+=("$dir")
+    sed -e "s|^path = .*|backend = postgresql\ndsn = $dsn|" -e '/^sync = /d' "$SMQD_DIR/smqd.conf" \
+        >"$dir/smqd.conf"
+    printf '[cluster]\nnode_id = it-a\n' >>"$dir/smqd.conf"
+    chmod 600 "$dir/smqd.conf"
+    "$SMQCTL_BIN" -c "$dir/smqd.conf" backup "$dir/copy.db" >/dev/null 2>"$SUITE_TMP/pgb.err"
+    assert_eq "backup of a PostgreSQL node is refused (exit 1)" 1 "$?"
+    assert_match "pointing at pg_dump" 'pg_dump' "$(cat "$SUITE_TMP/pgb.err")"
+    "$SMQCTL_BIN" -c "$dir/smqd.conf" check >/dev/null 2>"$SUITE_TMP/pgc.err"
+    assert_match "check points at pg_amcheck" 'pg_amcheck' "$(cat "$SUITE_TMP/pgc.err")"
+    smqd_start "$dir" || return
+    for i in $(seq 1 100); do
+        ready=$(curl -s --max-time 2 "http://$SMQD_ADMIN/ready")
+        [ "$ready" = "ready" ] && break
+        sleep 0.1
+    done
+    assert_eq "the node on PostgreSQL takes the lease and is ready" ready "$ready"
+    mns_request GET "/queues/$q"
+    assert_status "GetQueueAttributes of the copied queue" 200
+    attrs=$(( $(xml_get ActiveMessages) + $(xml_get InactiveMessages) + $(xml_get DelayMessages) ))
+    assert_eq "its messages are all there" "$n" "$attrs"
+    smqd_stop
 }
 
 tests_pg_start() {
