@@ -3,7 +3,8 @@
 #   scripts/deps.sh build   compiler, CMake and the libraries (libcurl for smqctl,
 #                           libsystemd for sd_notify, scdoc for the man pages)
 #   scripts/deps.sh deb     build's plus what scripts/build-deb.sh needs (debhelper, lintian)
-#   scripts/deps.sh test    the above plus cmocka, curl, Node.js/npm, valgrind
+#   scripts/deps.sh test    the above plus cmocka, curl, Node.js/npm, valgrind, PostgreSQL 15,
+#                           pg_auto_failover and HAProxy
 # Must run as root (or with sudo available) on Debian 12.
 set -euo pipefail
 
@@ -13,6 +14,8 @@ build_pkgs=(gcc make cmake pkg-config libmicrohttpd-dev libxml2-dev libssl-dev
 test_pkgs=(libcmocka-dev curl openssl ca-certificates valgrind libxml2-utils procps sqlite3
            postgresql-15 haproxy
            clang libclang-rt-14-dev fuse3 libfuse3-dev groff-base)
+# The failover recipe (tests/recipe/run.sh): a pg_auto_failover formation (and haproxy above).
+test_pkgs+=(pg-auto-failover-cli postgresql-15-auto-failover)
 test_pkgs+=(prometheus)   # promtool: conf/monitoring/ rules (tests/packaging/test_monitoring.sh)
 # The Debian package's build (scripts/build-deb.sh, and the test that runs it).
 deb_pkgs=(debhelper dpkg-dev fakeroot lintian)
