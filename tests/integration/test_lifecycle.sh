@@ -216,6 +216,14 @@ t_config_errors() {
     timeout 10 "$SMQD_BIN" -t -c "$dir/pg.conf" >/dev/null 2>"$out"
     assert_eq "a SQLite-only key with it is refused (exit 1)" 1 "$?"
     assert_match "naming the key" "\[storage\] path is SQLite-only" "$(cat "$out")"
+    # Started for real against a PostgreSQL nobody listens for: exit 2 (storage), saying so.
+    printf '[auth]\naccess_key_id = id1\naccess_key_secret = s3cret-one\n[storage]\nbackend = postgresql\n%s\n[cluster]\nnode_id = a\n[server]\nlisten = 127.0.0.1:0\n[admin]\nlisten = off\n' \
+        'dsn = host=127.0.0.1 port=1 dbname=smqd user=smqd connect_timeout=2' >"$dir/pg-down.conf"
+    chmod 0600 "$dir/pg-down.conf"
+    timeout 20 "$SMQD_BIN" -c "$dir/pg-down.conf" </dev/null >"$out" 2>&1
+    assert_eq "an unreachable PostgreSQL at start exits 2" 2 "$?"
+    assert_match "and the log says which server" 'storage: PostgreSQL: .*cannot connect.*port 1' \
+        "$(cat "$out")"
 }
 
 # A signed GET /queues as raw bytes, for requests written straight to a socket.
