@@ -78,7 +78,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 rows=$work/rows   # round config scenario msg/s p50_us p99_us errors smqd% engine% pg% gen% host% commit_ms busy%
 
-sql() { "$psql" "$(cat "$1/dsn")" -qAtX -v ON_ERROR_STOP=1 -c "$2"; }
+sql() { PGOPTIONS='-c client_min_messages=warning' "$psql" "$(cat "$1/dsn")" -qAtX -v ON_ERROR_STOP=1 -c "$2"; }
 
 # --- the PostgreSQL servers (a watchdog stops each after its bounded life)
 life=$((rounds * 10 * (secs + 8) + 600))
@@ -119,6 +119,13 @@ flushes() {   # flushes ADMIN_PORT: "SUM_S COUNT" of smqd_wal_flush_duration_sec
     END {print s + 0, c + 0}'
 }
 now() { date +%s.%N; }
+# child_ticks: CPU ticks of this shell's finished children (the peer generator); `times`
+# must run in this shell, not in a pipeline's subshell, so it writes to a file
+child_ticks() {
+  times > "$work/times"
+  awk -v hz="$hz" 'NR == 2 {split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.0f\n", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * hz}' "$work/times"
+}
 json() { sed -n "s/.*\"$1\":\([0-9.a-z]*\).*/\1/p" <<<"$2" | head -1; }
 jlat() { sed -n "s/.*\"latency_us\":{[^}]*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2" | head -1; }
 
@@ -198,18 +205,18 @@ smqd_run() {
 
 # raw_run ROUND: smqd-peer-pg, 16 rows per transaction, on b's server
 raw_run() {
-  local r=$1 out rc=0 p0 p1 h0 h1 t0 t1 w line
+  local r=$1 out rc=0 p0 p1 g0 g1 h0 h1 t0 t1 w line
   sql "$pg1" "CHECKPOINT" >/dev/null
-  p0=$(pg_ticks "$pg1"); h0=$(host_ticks); t0=$(now)
+  p0=$(pg_ticks "$pg1"); g0=$(child_ticks); h0=$(host_ticks); t0=$(now)
   out=$(timeout $((secs + 60)) "$peer" --port "$(cat "$pg1/port")" --connections $conns \
         --batch 16 --duration-s "$secs" --extra "host=127.0.0.1 dbname=postgres user=smqd") || rc=$?
-  t1=$(now); h1=$(host_ticks); p1=$(pg_ticks "$pg1")
+  t1=$(now); h1=$(host_ticks); g1=$(child_ticks); p1=$(pg_ticks "$pg1")
   w=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
   # ROW pg lifecycle-b16 64 MSG/S P50_US P99_US ERRORS
   line=$(grep '^ROW ' <<<"$out" || echo "ROW pg lifecycle-b16 $conns 0 - - 1")
   set -- $line
-  row "$r" raw-pg batch "$5" "$6" "$7" "$8$([ $rc -eq 0 ] || echo '!')" "$w" - - $((p1 - p0)) - \
-    $((h1 - h0)) - -
+  row "$r" raw-pg batch "$5" "$6" "$7" "$8$([ $rc -eq 0 ] || echo '!')" "$w" - - $((p1 - p0)) \
+    $((g1 - g0)) $((h1 - h0)) - -
 }
 
 echo "pg.sh: ${secs}s per run, $rounds rounds, $conns connections, 1 KiB, $cores cores," \
@@ -234,9 +241,15 @@ echo "medians of $rounds rounds, ${secs}s each, $conns connections, 1 KiB; CPU i
      "($cores cores = $((cores * 100)) %); load after $(cut -d' ' -f1-3 /proc/loadavg)"
 # fmt SCALE DIGITS VALUE: VALUE / SCALE with DIGITS decimals, "-" kept
 fmt() { awk -v k="$1" -v d="$2" -v v="$3" 'BEGIN {print v == "-" ? v : sprintf("%.*f", d, v / k)}'; }
-cols='%-3s %-8s %-9s %8s %7s %7s %6s %7s %5s %5s %5s %9s %6s %6s\n'
+cols='%-3s %-8s %-9s %8s %7s %7s %6s %7s %5s %5s %5s %6s %9s %6s %6s\n'
+# other%: the host's busy CPU that none of this run's processes used (other jobs)
+other() {
+  awk -v h="$1" -v a="$2" -v b="$3" -v c="$4" 'BEGIN {if (h == "-") {print "-"; exit}
+    o = h - (a == "-" ? 0 : a) - (b == "-" ? 0 : b) - (c == "-" ? 0 : c); printf "%.0f", o < 0 ? 0 : o}'
+}
 # shellcheck disable=SC2059
-printf "$cols" "" config scenario msg/s p50_ms p99_ms smqd% engine% pg% gen% host% commit_ms busy% failed
+printf "$cols" "" config scenario msg/s p50_ms p99_ms smqd% engine% pg% gen% host% other% commit_ms \
+  busy% failed
 for cs in "a sqlite send" "a sqlite lifecycle" "a sqlite batch" "b pg send" "b pg lifecycle" \
           "b pg batch" "c pg-sync send" "c pg-sync lifecycle" "c pg-sync batch" "d raw-pg batch"; do
   set -- $cs
@@ -245,14 +258,17 @@ for cs in "a sqlite send" "a sqlite lifecycle" "a sqlite batch" "b pg send" "b p
     "$(fmt 1000 2 "$(med "$2" "$3" 5)")" "$(fmt 1000 2 "$(med "$2" "$3" 6)")" \
     "$(fmt 1 0 "$(med "$2" "$3" 8)")" "$(fmt 1 0 "$(med "$2" "$3" 9)")" \
     "$(fmt 1 0 "$(med "$2" "$3" 10)")" "$(fmt 1 0 "$(med "$2" "$3" 11)")" \
-    "$(fmt 1 0 "$(med "$2" "$3" 12)")" "$(fmt 1 2 "$(med "$2" "$3" 13)")" \
+    "$(fmt 1 0 "$(med "$2" "$3" 12)")" \
+    "$(other "$(med "$2" "$3" 12)" "$(med "$2" "$3" 8)" "$(med "$2" "$3" 10)" "$(med "$2" "$3" 11)")" \
+    "$(fmt 1 2 "$(med "$2" "$3" 13)")" \
     "$(fmt 1 0 "$(med "$2" "$3" 14)")" \
     "$(awk -v c="$2" -v s="$3" '$2 == c && $3 == s && $7 != "0" {k++} END {print k + 0}' "$rows")"
 done
 echo "a sqlite: smqd, sync = full, database on the disk; b pg: smqd on PostgreSQL 15, one active node,"
 echo "no standby; c pg-sync: the same with a synchronous streaming standby; d raw-pg: smqd-peer-pg,"
 echo "16 rows per transaction, on b's server. msg/s: 201s (send), deletes (lifecycle, batch of 16)."
-echo "pg%: every PostgreSQL process of the run (c: primary + standby); commit_ms: mean of"
+echo "pg%: every PostgreSQL process of the run (c: primary + standby); host%: the whole machine;"
+echo "other%: host% - smqd% - pg% - gen% (other jobs, the kernel's softirqs); commit_ms: mean of"
 echo "smqd_wal_flush_duration_seconds (SQLite: fdatasync; PostgreSQL: the flush's COMMIT);"
 echo "busy%: share of the window a flush was in progress."
 
@@ -292,14 +308,14 @@ for cs in "b pg" "c pg-sync"; do
   for sc in send lifecycle batch; do
     awk -v n="$1 $2 $sc" -v sm="$(med "$2" $sc 8)" -v en="$(med "$2" $sc 9)" -v pg="$(med "$2" $sc 10)" \
         -v gen="$(med "$2" $sc 11)" -v host="$(med "$2" $sc 12)" -v busy="$(med "$2" $sc 14)" \
-        -v full=$((cores * 100)) 'BEGIN {
+        -v full=$((cores * 100)) 'BEGIN { ot = host - sm - pg - gen
       if (sm == "-") { printf "  %-20s no clean run\n", n; exit }
       if (en >= 90) why = "smqd: its engine thread is saturated"
       else if (host >= 0.9 * full)
-        why = sprintf("the shared CPU (%d%% of %d%%); the larger user is %s", host, full, sm > pg ? "smqd" : "PostgreSQL")
+        why = sprintf("the shared CPU (%.0f%% of %d%%); of this run, %s uses more", host, full, sm > pg ? "smqd" : "PostgreSQL")
       else if (busy >= 90) why = "PostgreSQL: a flush waits on its COMMIT nearly all the time"
       else why = "nothing saturated: round-trip latency"
-      printf "  %-20s smqd %s%% (engine %s%%), postgres %s%%, generator %s%%, host %s%%, commit busy %s%% -> %s\n",
-             n, sm, en, pg, gen, host, busy, why }'
+      printf "  %-20s smqd %.0f%% (engine %.0f%%), postgres %.0f%%, generator %.0f%%, other %.0f%% of host %.0f%%, commit busy %.0f%% -> %s\n",
+             n, sm, en, pg, gen, ot < 0 ? 0 : ot, host, busy, why }'
   done
 done
