@@ -6,6 +6,10 @@
 #                                 key k / s, sync = full, no request log, no admin
 #                                 listener.  KEY is listen, sync, admin or
 #                                 max_connections.
+#   bench_conf_pg DSN [KEY VALUE]...  the same settings on the PostgreSQL backend:
+#                                 [storage] backend = postgresql, dsn = DSN,
+#                                 [cluster] node_id = a (no path or sync then).
+#                                 KEY is listen, admin or max_connections.
 #   bench_free_port               print a loopback port nothing listens on (20000-31999)
 #   bench_wait_port PORT PID      wait until PORT accepts (0), or PID died / 10 s passed (1)
 #   bench_smqd_port LOG PID       wait for smqd's "listening on" line in LOG and print its
@@ -20,19 +24,37 @@ bench_build() {
 }
 
 bench_conf() {
-  local db=$1 listen=127.0.0.1:0 sync=full admin=off max_conns=""
+  local db=$1
+  shift
+  _bench_conf_print "path = $db" sync full "$@"
+}
+
+bench_conf_pg() {
+  local dsn=$1
+  shift
+  _bench_conf_print "backend = postgresql" dsn "$dsn" "$@"
+}
+
+# _bench_conf_print STORAGE_LINE [KEY VALUE]...: the body of bench_conf and bench_conf_pg.
+# With a dsn the SQLite-only sync is refused (smqd refuses it with backend = postgresql).
+_bench_conf_print() {
+  local storage=$1 listen=127.0.0.1:0 sync="" dsn="" admin=off max_conns=""
   shift
   while [ $# -ge 2 ]; do
     case $1 in
       listen) listen=$2 ;;
       sync) sync=$2 ;;
+      dsn) dsn=$2 ;;
       admin) admin=$2 ;;
       max_connections) max_conns=$2 ;;
       *) echo "bench_conf: unknown key $1" >&2; return 2 ;;
     esac
     shift 2
   done
-  printf '[server]\nlisten = %s\n[storage]\npath = %s\nsync = %s\n' "$listen" "$db" "$sync"
+  if [ -n "$dsn" ] && [ -n "$sync" ]; then echo "bench_conf_pg: no sync with a dsn" >&2; return 2; fi
+  printf '[server]\nlisten = %s\n[storage]\n%s\n' "$listen" "$storage"
+  if [ -n "$sync" ]; then printf 'sync = %s\n' "$sync"; fi
+  if [ -n "$dsn" ]; then printf 'dsn = %s\n[cluster]\nnode_id = a\n' "$dsn"; fi
   printf '[auth]\naccess_key_id = k\naccess_key_secret = s\n'
   if [ -n "$max_conns" ]; then printf '[limits]\nmax_connections = %s\n' "$max_conns"; fi
   printf '[log]\nrequests = false\n[admin]\nlisten = %s\n' "$admin"
