@@ -346,6 +346,10 @@ t_serve_the_copy() {
     assert_status "GetQueueAttributes of the copied queue" 200
     attrs=$(( $(xml_get ActiveMessages) + $(xml_get InactiveMessages) + $(xml_get DelayMessages) ))
     assert_eq "its messages are all there" "$n" "$attrs"
+    attrs=$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")
+    assert_match "/metrics says this node is the active one" '^smqd_cluster_active 1$' "$attrs"
+    assert_match "at lease epoch 1" '^smqd_lease_epoch 1$' "$attrs"
+    assert_match "after one activation" '^smqd_activations_total 1$' "$attrs"
     smqd_stop
 }
 

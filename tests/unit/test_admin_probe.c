@@ -213,6 +213,21 @@ static void test_admin_probe_ready_starting_never_ready(void **state)
     assert_string_not_equal(body(f), "ready\n");
 }
 
+/* A standby on PostgreSQL: 503 "standby" before and after asking the
+ * engine, whatever it answered (a node whose lease proof ran out while its
+ * engine still runs must not look ready). */
+static void test_admin_probe_ready_standby_never_ready(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_true(admin_probe_ready_early(ADMIN_STANDBY, &f->r));
+    assert_text(f, 503, "standby\n");
+    admin_probe_ready(ADMIN_STANDBY, &f->op, &f->r);
+    assert_text(f, 503, "standby\n");
+    admin_probe_ready(ADMIN_STANDBY, NULL, &f->r);
+    assert_text(f, 503, "standby\n");
+}
+
 /* ---- /metrics ---------------------------------------------------------------- */
 
 static void test_admin_probe_metrics_without_snapshot(void **state)
@@ -405,6 +420,7 @@ int main(void)
         T(test_admin_probe_ready_failed_op_is_broken),
         T(test_admin_probe_ready_draining_any_answer),
         T(test_admin_probe_ready_starting_never_ready),
+        T(test_admin_probe_ready_standby_never_ready),
         T(test_admin_probe_metrics_without_snapshot),
         T(test_admin_probe_metrics_file_sizes),
         T(test_admin_probe_metrics_denied),
