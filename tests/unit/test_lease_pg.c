@@ -93,7 +93,7 @@ static int setup(void **state)
     f->peek = PQconnectdb(f->db.dsn);
     if (PQstatus(f->peek) != CONNECTION_OK)
         return -1;
-    store_close(open_store(f, "smqd-test"));        /* the schema, with its lease row */
+    store_close(open_store(f, "smqd-test-lease"));  /* the schema, with its lease row */
     f->a = new_lease(f, "a", TOKEN_A);
     f->b = new_lease(f, "b", TOKEN_B);
     return 0;
