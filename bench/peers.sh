@@ -9,11 +9,17 @@
 #   redis         appendonly, appendfsync always: LPUSH -> BLMOVE -> LREM
 #   postgresql    synchronous_commit=on, fsync=on: INSERT -> DELETE .. SKIP LOCKED
 #                 RETURNING, 1 row and 16 rows per transaction
+#   rabbitmq      3.10, durable quorum queue, persistent messages, publisher
+#                 confirms, manual acks: publish -> confirm, consume -> ack,
+#                 1 and 16 messages per step
 #   sqlite        raw SQLite, WAL, synchronous=FULL, one thread, 1/16/128 rows per
 #                 commit (the storage ceiling; CONNECTIONS do not apply)
 #   httpd-plain   a libmicrohttpd server (2 threads) answering SendMessage's 201,
 #   httpd-xml     and the same parsing the XML body (libxml2) and checking the
 #                 signature (HMAC-SHA1) — the HTTP ceiling, driven by smqd-loadgen send
+#
+# PEERS_ONLY="smqd rabbitmq" (any of smqd beanstalkd redis postgresql rabbitmq
+# sqlite httpd) runs only those sections.
 #
 # Missing servers are installed from Debian packages (as root; PEERS_NO_INSTALL=1
 # skips that).  Every server runs on 127.0.0.1 with a fresh data directory under
@@ -21,7 +27,8 @@
 # the directory is removed.  The last table puts each peer next to the smqd run it
 # compares with (ratio = smqd msg/s ÷ peer msg/s):
 #   beanstalkd, redis, postgresql lifecycle  <-> smqd lifecycle, same connections
-#   postgresql lifecycle-b16                 <-> smqd batch, same connections
+#   postgresql, rabbitmq lifecycle-b16       <-> smqd batch, same connections
+#   rabbitmq lifecycle                       <-> smqd lifecycle, same connections
 #   sqlite 1row <-> smqd lifecycle, 16row/128row <-> smqd batch (smqd's best run)
 #   httpd-*                                  <-> smqd send, same connections
 set -euo pipefail
@@ -32,25 +39,34 @@ shift || true
 conns=("$@")
 [ ${#conns[@]} -gt 0 ] || conns=(1 16 64)
 build=${PEERS_BUILD:-build-release}
+want() { [ -z "${PEERS_ONLY:-}" ] || [[ " $PEERS_ONLY " == *" $1 "* ]]; }
+rmqbin=/usr/lib/rabbitmq/bin        # the real scripts, not the wrapper that su's to rabbitmq
 
 # --- servers, from Debian packages when missing
 need=()
-command -v beanstalkd >/dev/null || need+=(beanstalkd)
-command -v redis-server >/dev/null || need+=(redis-server)
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
-pkg-config --exists libpq 2>/dev/null || need+=(libpq-dev)
+want beanstalkd && ! command -v beanstalkd >/dev/null && need+=(beanstalkd)
+want redis && ! command -v redis-server >/dev/null && need+=(redis-server)
+want postgresql && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && need+=(postgresql)
+want postgresql && ! pkg-config --exists libpq 2>/dev/null && need+=(libpq-dev)
+want rabbitmq && ! [ -x "$rmqbin/rabbitmq-server" ] && need+=(rabbitmq-server)
+want rabbitmq && ! pkg-config --exists librabbitmq 2>/dev/null && need+=(librabbitmq-dev)
 if [ ${#need[@]} -gt 0 ] && [ "${PEERS_NO_INSTALL:-0}" != 1 ] && [ "$(id -u)" = 0 ]; then
   echo "installing: ${need[*]}" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}" >/dev/null 2>&1 ||
     { apt-get update >/dev/null 2>&1 &&
       DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}" >/dev/null 2>&1; } ||
     echo "install failed; the peers it provides are skipped" >&2
+  # the package starts a system broker where an init system runs; ours is private
+  if [[ " ${need[*]} " == *" rabbitmq-server "* ]] && command -v systemctl >/dev/null &&
+     systemctl is-active -q rabbitmq-server 2>/dev/null; then
+    systemctl stop rabbitmq-server; systemctl disable -q rabbitmq-server || true
+  fi
 fi
 
 # --- tools
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
-for t in beanstalk redisq pg sqlite httpd; do
+for t in beanstalk redisq pg sqlite httpd rabbitmq; do
   cmake --build "$build" -j"$(nproc)" --target smqd-peer-$t >/dev/null 2>&1 ||
     echo "smqd-peer-$t not built (its -dev package is missing?)" >&2
 done
@@ -62,8 +78,20 @@ work=$(mktemp -d)
 chmod 755 "$work"                   # postgres (another user) needs to reach its data dir
 pids=()
 pgpid=""
+rmqpid=""                           # the broker's OS process (its pid file)
+epmdpid=""
+rmq_stop() {
+  if [ -n "$rmqpid" ]; then
+    timeout 60 "$rmqbin/rabbitmqctl" -n bench@localhost stop >/dev/null 2>&1 || true
+    for _ in $(seq 100); do kill -0 "$rmqpid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$rmqpid" 2>/dev/null || true
+    rmqpid=""
+  fi
+  if [ -n "$epmdpid" ]; then kill "$epmdpid" 2>/dev/null || true; wait "$epmdpid" 2>/dev/null || true; epmdpid=""; fi
+}
 cleanup() {
   local p
+  rmq_stop
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ -n "$pgpid" ]; then
@@ -76,6 +104,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 rows=$work/rows             # target scenario connections msg/s p50_us p99_us errors
+notes=$work/notes           # NOTE lines of the peer tools (e.g. RabbitMQ's queue type)
+: >"$notes"
 
 start_bg() {   # start_bg LOGFILE CMD... ; sets $bgpid
   "${@:2}" >"$1" 2>&1 &
@@ -93,6 +123,7 @@ peer() {   # peer TOOL ARGS... : runs one peer generator, keeps its ROW
   local out rc=0
   out=$(timeout $((secs + 60)) "$bin/$1" --duration-s "$secs" "${@:2}") || rc=$?
   grep '^ROW ' <<<"$out" | cut -d' ' -f2- | tee -a "$rows" | sed 's/^/  /' >&2
+  grep '^NOTE ' <<<"$out" | cut -d' ' -f2- >>"$notes" || true
   [ $rc -eq 0 ] || echo "  ($1 ${*:2}: exit status $rc)" >&2
 }
 lg_row() {   # lg_row TARGET SCENARIO CONNS ARGS... : one smqd-loadgen run as a ROW
@@ -111,6 +142,7 @@ have() { [ -x "$bin/smqd-peer-$1" ]; }
 echo "peers.sh: ${secs}s per run, connections ${conns[*]}, $(nproc) cores, $(date -u '+%F %T') UTC" >&2
 
 # --- smqd
+if want smqd; then
 echo "smqd" >&2
 port=$(bench_free_port)
 bench_conf "$work/smqd.db" listen "127.0.0.1:$port" > "$work/smqd.conf"
@@ -127,9 +159,10 @@ else
   echo "  smqd did not start:" >&2; cat "$work/smqd.log" >&2
 fi
 stop_bg "$bgpid"
+fi
 
 # --- beanstalkd
-if have beanstalk && command -v beanstalkd >/dev/null; then
+if want beanstalkd && have beanstalk && command -v beanstalkd >/dev/null; then
   echo "beanstalkd" >&2
   for c in "${conns[@]}"; do            # a fresh server (and binlog) per run
     mkdir -p "$work/bs$c"; port=$(bench_free_port)
@@ -140,7 +173,7 @@ if have beanstalk && command -v beanstalkd >/dev/null; then
 fi
 
 # --- redis
-if have redisq && command -v redis-server >/dev/null; then
+if want redis && have redisq && command -v redis-server >/dev/null; then
   echo "redis" >&2
   for c in "${conns[@]}"; do
     mkdir -p "$work/rd$c"; port=$(bench_free_port)
@@ -153,7 +186,7 @@ fi
 
 # --- postgresql
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-if have pg && [ -n "$pgbin" ] && id postgres >/dev/null 2>&1; then
+if want postgresql && have pg && [ -n "$pgbin" ] && id postgres >/dev/null 2>&1; then
   echo "postgresql ($pgbin)" >&2
   mkdir -p "$work/pg"; chown postgres "$work/pg"; port=$(bench_free_port)
   if runuser -u postgres -- "$pgbin/initdb" -D "$work/pg/data" -A trust -U postgres \
@@ -174,8 +207,42 @@ if have pg && [ -n "$pgbin" ] && id postgres >/dev/null 2>&1; then
   fi
 fi
 
+# --- rabbitmq: one private broker on loopback (its own epmd, node name, ports,
+# directories), every run on a fresh queue the tool declares and deletes
+if want rabbitmq && have rabbitmq && [ -x "$rmqbin/rabbitmq-server" ] && command -v epmd >/dev/null; then
+  echo "rabbitmq" >&2
+  r=$work/rmq; mkdir -p "$r"; echo '[].' >"$r/enabled_plugins"
+  port=$(bench_free_port); dport=$(bench_free_port); eport=$(bench_free_port)
+  export HOME=$r ERL_EPMD_PORT=$eport RABBITMQ_NODENAME=bench@localhost \
+    RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$port RABBITMQ_DIST_PORT=$dport \
+    RABBITMQ_MNESIA_BASE=$r/mnesia RABBITMQ_LOG_BASE=$r/log RABBITMQ_PID_FILE=$r/pid \
+    RABBITMQ_ENABLED_PLUGINS_FILE=$r/enabled_plugins RABBITMQ_CONFIG_FILE=$r/rabbitmq \
+    RABBITMQ_ADVANCED_CONFIG_FILE=$r/advanced.config RABBITMQ_CONF_ENV_FILE=$r/env \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+  epmd -address 127.0.0.1 -port "$eport" >"$r/epmd.log" 2>&1 &
+  epmdpid=$!
+  bench_wait_port "$eport" "$epmdpid" || echo "  epmd did not start" >&2
+  "$rmqbin/rabbitmq-server" >"$r/server.log" 2>&1 &
+  pids+=("$!")                      # the script; the broker itself is $rmqpid
+  if timeout 90 "$rmqbin/rabbitmqctl" -n bench@localhost wait "$r/pid" --timeout 60 \
+       >"$r/wait.log" 2>&1; then
+    rmqpid=$(cat "$r/pid")
+    run=0
+    for c in "${conns[@]}"; do
+      for b in 1 16; do
+        run=$((run + 1))
+        peer smqd-peer-rabbitmq --port "$port" --connections "$c" --batch "$b" --extra "q$run"
+      done
+    done
+  else
+    echo "  rabbitmq did not start:" >&2; tail -20 "$r/server.log" "$r/wait.log" >&2
+    [ -s "$r/pid" ] && rmqpid=$(cat "$r/pid")
+  fi
+  rmq_stop
+fi
+
 # --- sqlite (storage ceiling)
-if have sqlite; then
+if want sqlite && have sqlite; then
   echo "sqlite" >&2
   for k in 1 16 128; do
     rm -f "$work"/sq.db*
@@ -184,7 +251,7 @@ if have sqlite; then
 fi
 
 # --- HTTP ceiling
-if have httpd; then
+if want httpd && have httpd; then
   for mode in plain xml; do
     echo "httpd-$mode" >&2
     port=$(bench_free_port)
@@ -223,6 +290,7 @@ awk '
              p50[i] / 1000, p99[i] / 1000, e[i], ref == "" ? "-" : sprintf("%.0f", ref), ratio
     }
   }' "$rows"
-echo "msg/s: deletes (smqd lifecycle/batch, beanstalkd, postgresql), LREMs (redis), 201s (send),"
+sort -u "$notes"
+echo "msg/s: deletes (smqd lifecycle/batch, beanstalkd, postgresql), acks (rabbitmq), LREMs (redis), 201s (send),"
 echo "lifecycles = insert+update+delete (sqlite); latency: per request (sqlite: per commit),"
 echo "empty polls left out; ratio = smqd msg/s / peer msg/s (sqlite: smqd's best lifecycle/batch)"
