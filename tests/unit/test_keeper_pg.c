@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "pg_peek.h"
 #include "pg_scratch.h"
 #include "smqd/clock.h"
 #include "smqd/keeper.h"
@@ -37,14 +38,7 @@ struct fixture {
     struct smq_keeper *a, *b;
 };
 
-static void peek_exec(struct fixture *f, const char *sql)
-{
-    PGresult *r = PQexec(f->peek, sql);
-
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(f->peek));
-    PQclear(r);
-}
+#define peek_exec(f, sql) pg_peek_exec((f)->peek, (sql))
 
 static struct smq_keeper *start(struct fixture *f, const char *node, struct smq_role *role)
 {

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "pg_peek.h"
 #include "pg_scratch.h"
 #include "smqd/buf.h"
 #include "smqd/errors.h"
@@ -50,27 +51,9 @@ static int open_store(struct fixture *f, struct smq_store **out, char *err, size
     return store_open(&cfg, out, err, err_size);
 }
 
-static void peek_exec(struct fixture *f, const char *sql)
-{
-    PGresult *r = PQexec(f->peek, sql);
+#define peek_exec(f, sql) pg_peek_exec((f)->peek, (sql))
 
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", sql, PQerrorMessage(f->peek));
-    PQclear(r);
-}
-
-static long long peek_int(struct fixture *f, const char *sql)
-{
-    PGresult *r = PQexec(f->peek, sql);
-    long long v = -1;
-
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    else
-        fail_msg("%s: %s", sql, PQerrorMessage(f->peek));
-    PQclear(r);
-    return v;
-}
+#define peek_int(f, sql) pg_peek_int((f)->peek, (sql))
 
 static int schema_setup(void **state)
 {
