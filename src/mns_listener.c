@@ -214,7 +214,14 @@ static int gate(struct mns_req *d, struct smq_errinfo *ei)
 {
     struct mns_listener *l = d->l;
 
-    if (l->opts.role == NULL || role_serving(l->opts.role, clock_mono_us())) {
+    /* Without a role the engine is the one given at start, for good: no
+     * lock and no count on every request. */
+    if (l->opts.role == NULL) {
+        d->engine = l->opts.engine;
+        d->api.handle_keys = l->opts.api.handle_keys;
+        return 0;
+    }
+    if (role_serving(l->opts.role, clock_mono_us())) {
         pthread_mutex_lock(&l->attach_lock);
         if (l->engine != NULL) {
             d->attached = true;

@@ -39,8 +39,9 @@ struct mns_listener_opts {
     size_t max_body_bytes;
     bool log_requests;
     struct api_ctx api;
-    /* The engine thread and (api.handle_keys) its keys; NULL = detached
-     * until mns_listener_attach: every request is answered 503. */
+    /* The engine thread and (api.handle_keys) its keys.  With role set,
+     * NULL = detached until mns_listener_attach: every request is answered
+     * 503; without role it must be given. */
     struct smq_server *engine;
     struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
     struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
@@ -62,7 +63,8 @@ int64_t mns_listener_active_requests(struct mns_listener *l);
 /* Stops accepting new connections (existing ones keep working). */
 void mns_listener_quiesce(struct mns_listener *l);
 /* From now on requests go to engine; keys format and check handles
- * (engine_keys).  Thread-safe. */
+ * (engine_keys).  Thread-safe.  Only for a listener with opts.role: one
+ * without serves the engine it was started with until it stops. */
 void mns_listener_attach(struct mns_listener *l, struct smq_server *engine,
                          const struct handle_keys *keys);
 /* No more requests reach the engine (they are answered 503); waits until
