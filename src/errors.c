@@ -70,6 +70,30 @@ static const struct smq_error_info error_table[SMQ_E__COUNT] = {
     [-SMQ_E_STORAGE_FULL] = {500, "InternalError",
         "The server's storage is full; the request was not applied. New messages are "
         "refused until space is freed on the server."},
+    [-SMQ_E_TOPIC_NOT_EXIST] = {404, "TopicNotExist", "The topic name you provided does not exist."},
+    [-SMQ_E_TOPIC_ALREADY_EXIST] = {409, "TopicAlreadyExist",
+                                    "The topic you want to create already exists with other attributes."},
+    [-SMQ_E_TOPIC_NAME_INVALID] = {400, "TopicNameInvalid",
+                                   "The topic name you provided is not valid."},
+    [-SMQ_E_TOPIC_NAME_LENGTH] = {400, "TopicNameLengthError",
+                                  "The length of the topic name must be between 1 and 120."},
+    [-SMQ_E_TOO_MANY_TOPICS] = {400, "TopicNumExceededLimit",
+                                "The number of topics has reached this server's limit."},
+    [-SMQ_E_SUBSCRIPTION_NOT_EXIST] = {404, "SubscriptionNotExist",
+                                       "The subscription name you provided does not exist."},
+    [-SMQ_E_SUBSCRIPTION_ALREADY_EXIST] = {409, "SubscriptionAlreadyExist",
+                                           "The subscription you want to create already exists "
+                                           "with other attributes."},
+    [-SMQ_E_SUBSCRIPTION_NAME_INVALID] = {400, "SubscriptionNameInvalid",
+                                          "The subscription name you provided is not valid."},
+    [-SMQ_E_SUBSCRIPTION_NAME_LENGTH] = {400, "SubscriptionNameLengthError",
+                                         "The length of the subscription name must be between 1 "
+                                         "and 120."},
+    [-SMQ_E_TOO_MANY_SUBSCRIPTIONS] = {400, "SubscriptionNumExceededLimit",
+                                       "The number of subscriptions of this topic has reached "
+                                       "this server's limit."},
+    [-SMQ_E_ENDPOINT_INVALID] = {400, "EndpointInvalid",
+                                 "The endpoint is not a queue of this server or an http(s) URL."},
 };
 
 const struct smq_error_info *errors_info(int err)

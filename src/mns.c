@@ -1,6 +1,7 @@
 /*
  * mns.c — owns the MNS vocabulary's few behaviours (mns.h): action names
- * and classes, and a queue's default attributes, overlay and comparison.
+ * and classes, a queue's default attributes, overlay and comparison, and
+ * a topic's defaults and the names of the notification strategies and formats.
  */
 #include "smqd/mns.h"
 
@@ -25,6 +26,17 @@ static const char *const action_names[MNS__ACTION_COUNT] = {
     [MNS_DELETE_MESSAGE] = "DeleteMessage",
     [MNS_BATCH_DELETE_MESSAGE] = "BatchDeleteMessage",
     [MNS_CHANGE_MESSAGE_VISIBILITY] = "ChangeMessageVisibility",
+    [MNS_CREATE_TOPIC] = "CreateTopic",
+    [MNS_SET_TOPIC_ATTRIBUTES] = "SetTopicAttributes",
+    [MNS_GET_TOPIC_ATTRIBUTES] = "GetTopicAttributes",
+    [MNS_DELETE_TOPIC] = "DeleteTopic",
+    [MNS_LIST_TOPIC] = "ListTopic",
+    [MNS_PUBLISH_MESSAGE] = "PublishMessage",
+    [MNS_SUBSCRIBE] = "Subscribe",
+    [MNS_SET_SUBSCRIPTION_ATTRIBUTES] = "SetSubscriptionAttributes",
+    [MNS_GET_SUBSCRIPTION_ATTRIBUTES] = "GetSubscriptionAttributes",
+    [MNS_UNSUBSCRIBE] = "Unsubscribe",
+    [MNS_LIST_SUBSCRIPTION_BY_TOPIC] = "ListSubscriptionByTopic",
 };
 
 /* docs/protocol.md §3.7 has this table for people. */
@@ -44,6 +56,18 @@ static const unsigned action_classes[MNS__ACTION_COUNT] = {
     [MNS_DELETE_MESSAGE] = GRANT_RECEIVE,
     [MNS_BATCH_DELETE_MESSAGE] = GRANT_RECEIVE,
     [MNS_CHANGE_MESSAGE_VISIBILITY] = GRANT_RECEIVE,
+    /* §13.14: on the topic's name */
+    [MNS_CREATE_TOPIC] = GRANT_MANAGE,
+    [MNS_SET_TOPIC_ATTRIBUTES] = GRANT_MANAGE,
+    [MNS_GET_TOPIC_ATTRIBUTES] = GRANT_LIST,
+    [MNS_DELETE_TOPIC] = GRANT_MANAGE,
+    [MNS_LIST_TOPIC] = GRANT_LIST,
+    [MNS_PUBLISH_MESSAGE] = GRANT_SEND,
+    [MNS_SUBSCRIBE] = GRANT_MANAGE,
+    [MNS_SET_SUBSCRIPTION_ATTRIBUTES] = GRANT_MANAGE,
+    [MNS_GET_SUBSCRIPTION_ATTRIBUTES] = GRANT_LIST,
+    [MNS_UNSUBSCRIBE] = GRANT_MANAGE,
+    [MNS_LIST_SUBSCRIPTION_BY_TOPIC] = GRANT_LIST,
 };
 
 unsigned mns_action_class(enum mns_action a)
@@ -99,4 +123,27 @@ bool mns_attrs_equal(const struct smq_queue_attrs *a, const struct smq_queue_att
         && a->polling_wait_s == b->polling_wait_s && a->logging == b->logging
         && a->dlq.enabled == b->dlq.enabled && strcmp(a->dlq.target, b->dlq.target) == 0
         && a->dlq.max_receive == b->dlq.max_receive;
+}
+
+void mns_default_topic_attrs(struct smq_topic_attrs *a)
+{
+    a->max_msg_size = SMQ_MSG_SIZE_MAX;
+    a->logging = 0;
+}
+
+const char *mns_notify_strategy_name(enum smq_notify_strategy s)
+{
+    return s == SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY ? "EXPONENTIAL_DECAY_RETRY" : "BACKOFF_RETRY";
+}
+
+const char *mns_notify_format_name(enum smq_notify_format f)
+{
+    switch (f) {
+    case SMQ_NOTIFY_JSON:
+        return "JSON";
+    case SMQ_NOTIFY_SIMPLIFIED:
+        return "SIMPLIFIED";
+    default:
+        return "XML";
+    }
 }

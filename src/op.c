@@ -7,6 +7,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The topic kinds' neutral defaults (op_set_kind). */
+static void set_topic_kind(struct smq_op *op, enum smq_op_kind kind)
+{
+    switch (kind) {
+    case SMQ_OP_CREATE_TOPIC:
+    case SMQ_OP_SET_TOPIC:
+    case SMQ_OP_GET_TOPIC:
+        memset(&op->topic, 0, sizeof op->topic);
+        mns_default_topic_attrs(&op->topic.values);
+        break;
+    case SMQ_OP_LIST_TOPICS:
+        memset(&op->tlist, 0, sizeof op->tlist);
+        op->tlist.ret_number = 1000;
+        break;
+    case SMQ_OP_PUBLISH:
+        memset(&op->publish, 0, sizeof op->publish);
+        break;
+    case SMQ_OP_SUBSCRIBE:
+    case SMQ_OP_SET_SUBSCRIPTION:
+    case SMQ_OP_GET_SUBSCRIPTION:
+    case SMQ_OP_UNSUBSCRIBE:
+        memset(&op->sub, 0, sizeof op->sub);
+        break;
+    case SMQ_OP_LIST_SUBSCRIPTIONS:
+        memset(&op->slist, 0, sizeof op->slist);
+        op->slist.ret_number = 1000;
+        break;
+    case SMQ_OP_PUSH_RESULT:
+        memset(&op->push, 0, sizeof op->push);
+        break;
+    default:
+        break;
+    }
+}
+
 void op_set_kind(struct smq_op *op, enum smq_op_kind kind)
 {
     op_release(op);
@@ -49,6 +84,9 @@ void op_set_kind(struct smq_op *op, enum smq_op_kind kind)
         break;
     case SMQ_OP_DELETE_QUEUE:
         break;
+    default:
+        set_topic_kind(op, kind);
+        break;
     }
 }
 
@@ -81,6 +119,16 @@ void op_release(struct smq_op *op)
         op->stats.queues = NULL;
         op->stats.n_queues = 0;
         break;
+    case SMQ_OP_LIST_TOPICS:
+        free(op->tlist.topics);
+        op->tlist.topics = NULL;
+        op->tlist.n_topics = 0;
+        break;
+    case SMQ_OP_LIST_SUBSCRIPTIONS:
+        free(op->slist.subs);
+        op->slist.subs = NULL;
+        op->slist.n_subs = 0;
+        break;
     default:
         break;
     }
@@ -91,6 +139,10 @@ void op_fail(struct smq_op *op, int err, const char *msg)
     op_release(op);
     if (op->kind == SMQ_OP_CREATE_QUEUE)
         op->attrs.created = false;
+    if (op->kind == SMQ_OP_CREATE_TOPIC)
+        op->topic.created = false;
+    if (op->kind == SMQ_OP_SUBSCRIBE)
+        op->sub.created = false;
     errors_set(&op->result, err, msg == NULL ? NULL : "%s", msg);
 }
 

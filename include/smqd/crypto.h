@@ -1,6 +1,7 @@
 /*
  * crypto.h — the OpenSSL primitives smqd needs, behind one small interface:
- * HMAC-SHA1, HMAC-SHA256, MD5, random bytes and base64.  Only crypto.c includes OpenSSL.
+ * HMAC-SHA1, HMAC-SHA256, MD5, random bytes, base64, and the RSA key and
+ * certificate that sign topic pushes (RSA-SHA1, docs/protocol.md §13.11).  Only crypto.c includes OpenSSL.
  */
 #ifndef SMQD_CRYPTO_H
 #define SMQD_CRYPTO_H
@@ -40,5 +41,30 @@ bool crypto_equal(const void *a, const void *b, size_t len);
 
 /* Standard base64 with padding; out needs 4*ceil(len/3)+1 bytes.  Returns length. */
 size_t crypto_base64(const void *data, size_t len, char *out);
+
+/* ---- the push signer: an RSA private key ---- */
+
+struct crypto_signer;
+
+/* Reads a PEM RSA private key (at least 2048 bits).  0, or SMQ_E_INTERNAL
+ * with a reason in err. */
+int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
+                       size_t err_size);
+/* Makes a 2048-bit RSA key and a self-signed X.509 certificate for it
+ * (subject CN = cn, ten years), and writes both as PEM: the key mode 0600,
+ * each file written whole under a temporary name and renamed.  0, or
+ * SMQ_E_INTERNAL with a reason in err. */
+int crypto_signer_generate(const char *key_path, const char *cert_path, const char *cn,
+                           char *err, size_t err_size);
+/* Whether the PEM certificate at cert_path holds k's public key.  0, or
+ * SMQ_E_INTERNAL with a reason in err (unreadable, or another key). */
+int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_path, char *err,
+                             size_t err_size);
+/* base64(RSASSA-PKCS1-v1_5(SHA-1(data))) with padding, NUL-terminated,
+ * into out (out_size >= 4 * ceil(key bytes / 3) + 1; 700 holds 4096 bits).
+ * 0, or SMQ_E_INTERNAL.  Any thread. */
+int crypto_signer_sign(const struct crypto_signer *k, const void *data, size_t len, char *out,
+                       size_t out_size);
+void crypto_signer_free(struct crypto_signer *k);
 
 #endif

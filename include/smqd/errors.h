@@ -42,7 +42,19 @@ enum smq_err {
     SMQ_E_INTERNAL = -28,
     SMQ_E_NOMEM = -29,
     SMQ_E_STORAGE_FULL = -30,
-    SMQ_E__COUNT = 31            /* one past the most negative code */
+    /* topics (docs/protocol.md §13.7) */
+    SMQ_E_TOPIC_NOT_EXIST = -31,
+    SMQ_E_TOPIC_ALREADY_EXIST = -32,
+    SMQ_E_TOPIC_NAME_INVALID = -33,
+    SMQ_E_TOPIC_NAME_LENGTH = -34,
+    SMQ_E_TOO_MANY_TOPICS = -35,
+    SMQ_E_SUBSCRIPTION_NOT_EXIST = -36,
+    SMQ_E_SUBSCRIPTION_ALREADY_EXIST = -37,
+    SMQ_E_SUBSCRIPTION_NAME_INVALID = -38,
+    SMQ_E_SUBSCRIPTION_NAME_LENGTH = -39,
+    SMQ_E_TOO_MANY_SUBSCRIPTIONS = -40,
+    SMQ_E_ENDPOINT_INVALID = -41,
+    SMQ_E__COUNT = 42            /* one past the most negative code */
 };
 
 struct smq_error_info {

@@ -47,6 +47,17 @@ enum mns_action {
     MNS_DELETE_MESSAGE,
     MNS_BATCH_DELETE_MESSAGE,
     MNS_CHANGE_MESSAGE_VISIBILITY,
+    MNS_CREATE_TOPIC,
+    MNS_SET_TOPIC_ATTRIBUTES,
+    MNS_GET_TOPIC_ATTRIBUTES,
+    MNS_DELETE_TOPIC,
+    MNS_LIST_TOPIC,
+    MNS_PUBLISH_MESSAGE,
+    MNS_SUBSCRIBE,
+    MNS_SET_SUBSCRIPTION_ATTRIBUTES,
+    MNS_GET_SUBSCRIPTION_ATTRIBUTES,
+    MNS_UNSUBSCRIBE,
+    MNS_LIST_SUBSCRIPTION_BY_TOPIC,
     MNS__ACTION_COUNT
 };
 
@@ -101,6 +112,72 @@ void mns_overlay_attrs(struct smq_queue_attrs *base, const struct smq_queue_attr
 bool mns_attrs_equal(const struct smq_queue_attrs *a, const struct smq_queue_attrs *b);
 
 #define MNS_MD5_LEN 16
+
+/* ---- topics (docs/protocol.md §13) ---- */
+
+/* Topic and subscription names follow the queue-name rule (qname.h). */
+#define SMQ_TOPIC_NAME_MAX SMQ_QUEUE_NAME_MAX
+/* MessageTag and FilterTag: at most 16 code points; 64 bytes holds them in UTF-8. */
+#define SMQ_TAG_MAX_CHARS 16
+#define SMQ_TAG_MAX_BYTES 64
+/* A subscription's Endpoint text, in bytes. */
+#define SMQ_ENDPOINT_MAX 1024
+/* How long a published message is kept for its pending notifications. */
+#define SMQ_TOPIC_RETENTION_S 86400
+/* Default [limits] max_topics and max_subscriptions_per_topic. */
+#define SMQ_TOPICS_DEFAULT_MAX 1000
+#define SMQ_SUBS_PER_TOPIC_DEFAULT_MAX 1000
+
+struct smq_topic_attrs {
+    int64_t max_msg_size;        /* SMQ_MSG_SIZE_MIN..SMQ_MSG_SIZE_MAX, default the max */
+    int logging;                 /* 0/1 */
+};
+
+/* Which topic attributes a request names (struct smq_op_topic.present). */
+enum {
+    SMQ_TATTR_MAX_MSG_SIZE = 1u << 0,
+    SMQ_TATTR_LOGGING = 1u << 1
+};
+
+enum smq_notify_strategy {
+    SMQ_NOTIFY_BACKOFF_RETRY = 0,            /* the default */
+    SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY = 1
+};
+
+enum smq_notify_format {
+    SMQ_NOTIFY_XML = 0,                      /* the default */
+    SMQ_NOTIFY_JSON = 1,
+    SMQ_NOTIFY_SIMPLIFIED = 2
+};
+
+/* A subscription's dead-letter queue (§13.13): no receive count. */
+struct smq_sub_dlq {
+    int enabled;                             /* 0/1 */
+    char target[SMQ_QUEUE_NAME_MAX + 1];     /* "" when disabled */
+};
+
+struct smq_sub_attrs {
+    char endpoint[SMQ_ENDPOINT_MAX + 1];     /* trimmed, as validated (notify.h) */
+    char filter_tag[SMQ_TAG_MAX_BYTES + 1];  /* "" = no filter */
+    enum smq_notify_strategy strategy;
+    enum smq_notify_format format;
+    struct smq_sub_dlq dlq;
+};
+
+/* Which subscription attributes a request names (struct smq_op_sub.present). */
+enum {
+    SMQ_SATTR_ENDPOINT = 1u << 0,
+    SMQ_SATTR_FILTER_TAG = 1u << 1,
+    SMQ_SATTR_STRATEGY = 1u << 2,
+    SMQ_SATTR_FORMAT = 1u << 3,
+    SMQ_SATTR_DLQ = 1u << 4
+};
+
+/* A new topic's attributes where the request names none. */
+void mns_default_topic_attrs(struct smq_topic_attrs *a);
+/* The wire names: "BACKOFF_RETRY", "XML", ... */
+const char *mns_notify_strategy_name(enum smq_notify_strategy s);
+const char *mns_notify_format_name(enum smq_notify_format f);
 
 /* A body's MD5 as computed at send (MessageBodyMD5); rows stored before
  * smqd kept it have none. */

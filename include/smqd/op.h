@@ -37,7 +37,20 @@ enum smq_op_kind {               /* the union member each kind uses */
     /* administration (admin listener, smqctl) */
     SMQ_OP_PURGE,                /* purge: every message of a queue and/or its DLQ */
     SMQ_OP_REDRIVE,              /* redrive: a DLQ's messages back to their sources */
-    SMQ_OP_STATS                 /* stats: per-queue statistics; queue "" = every queue */
+    SMQ_OP_STATS,                /* stats: per-queue statistics; queue "" = every queue */
+    /* topics (docs/protocol.md §13): op->queue holds the topic's name */
+    SMQ_OP_CREATE_TOPIC,         /* topic */
+    SMQ_OP_SET_TOPIC,            /* topic */
+    SMQ_OP_GET_TOPIC,            /* topic (out: info) */
+    SMQ_OP_DELETE_TOPIC,         /* (none) */
+    SMQ_OP_LIST_TOPICS,          /* tlist */
+    SMQ_OP_PUBLISH,              /* publish */
+    SMQ_OP_SUBSCRIBE,            /* sub */
+    SMQ_OP_SET_SUBSCRIPTION,     /* sub */
+    SMQ_OP_GET_SUBSCRIPTION,     /* sub (out: info) */
+    SMQ_OP_UNSUBSCRIBE,          /* sub (name only) */
+    SMQ_OP_LIST_SUBSCRIPTIONS,   /* slist */
+    SMQ_OP_PUSH_RESULT           /* push: one HTTP push attempt's outcome, from the push pool */
 };
 
 /* A queue as GetQueueAttributes and ListQueue report it. */
@@ -171,6 +184,87 @@ struct smq_op_stats {                        /* STATS */
     struct smq_engine_stats totals;          /* out */
 };
 
+/* ---- topics ---- */
+
+/* A topic as GetTopicAttributes and ListTopic (with meta) report it. */
+struct smq_topic_info {
+    char name[SMQ_TOPIC_NAME_MAX + 1];
+    struct smq_topic_attrs attrs;
+    int64_t create_s, modify_s;
+    uint64_t message_count;                  /* messages kept for pending notifications */
+};
+
+/* A subscription as GetSubscriptionAttributes and its list (with meta) report it. */
+struct smq_sub_info {
+    char topic[SMQ_TOPIC_NAME_MAX + 1];
+    char name[SMQ_TOPIC_NAME_MAX + 1];
+    struct smq_sub_attrs attrs;
+    int64_t create_s, modify_s;
+    uint64_t pending;                        /* notifications not yet delivered or given up */
+};
+
+struct smq_op_topic {                        /* CREATE_TOPIC, SET_TOPIC, GET_TOPIC */
+    struct smq_topic_attrs values;           /* those named in present */
+    unsigned present;                        /* SMQ_TATTR_* bits */
+    bool created;                            /* out, CREATE: true = 201, false = 204 */
+    struct smq_topic_info info;              /* out, GET */
+};
+
+struct smq_op_tlist {                        /* LIST_TOPICS */
+    char prefix[SMQ_TOPIC_NAME_MAX + 1];
+    char marker[SMQ_TOPIC_NAME_MAX + 1];
+    int ret_number;                          /* 1..1000 */
+    struct smq_topic_info *topics;           /* out: malloc'd array */
+    size_t n_topics;
+    char next_marker[SMQ_TOPIC_NAME_MAX + 1];  /* out: "" when no more */
+    const struct grant_set *visible;         /* as smq_op_list.visible, on topic names */
+};
+
+struct smq_op_publish {                      /* PUBLISH */
+    const char *body;                        /* borrowed from the caller until done */
+    size_t body_len;                         /* 1..the topic's MaximumMessageSize */
+    unsigned char body_md5[MNS_MD5_LEN];     /* of the body, raw */
+    char tag[SMQ_TAG_MAX_BYTES + 1];         /* MessageTag, "" = untagged */
+    uint64_t seq;                            /* out: the message's sequence number (its id) */
+    uint32_t n_notifications;                /* out: subscriptions it matched */
+};
+
+struct smq_op_sub {                          /* SUBSCRIBE, SET/GET_SUBSCRIPTION, UNSUBSCRIBE */
+    char name[SMQ_TOPIC_NAME_MAX + 1];
+    struct smq_sub_attrs values;             /* those named in present */
+    unsigned present;                        /* SMQ_SATTR_* bits */
+    bool created;                            /* out, SUBSCRIBE: true = 201, false = 204 */
+    struct smq_sub_info info;                /* out, GET */
+};
+
+struct smq_op_slist {                        /* LIST_SUBSCRIPTIONS */
+    char prefix[SMQ_TOPIC_NAME_MAX + 1];
+    char marker[SMQ_TOPIC_NAME_MAX + 1];
+    int ret_number;                          /* 1..1000 */
+    struct smq_sub_info *subs;               /* out: malloc'd array */
+    size_t n_subs;
+    char next_marker[SMQ_TOPIC_NAME_MAX + 1];  /* out: "" when no more */
+};
+
+/* How one push attempt ended (push.h). */
+enum smq_push_outcome {
+    SMQ_PUSH_OK,                 /* a 2xx status */
+    SMQ_PUSH_REJECTED,           /* 403: the endpoint did not accept the signature */
+    SMQ_PUSH_HTTP_ERROR,         /* any other status */
+    SMQ_PUSH_TIMEOUT,            /* no response headers within the push timeout */
+    SMQ_PUSH_CONNECT_ERROR,      /* DNS, connect, TLS (verification included), closed early */
+    SMQ_PUSH_CANCELLED           /* not attempted: the pool was stopping */
+};
+
+struct smq_op_push {                         /* PUSH_RESULT */
+    int64_t sub_id;                          /* which notification: its subscription, */
+    uint64_t seq;                            /* the published message, */
+    uint32_t attempt;                        /* and the attempt (1 = the first) */
+    enum smq_push_outcome outcome;
+    int http_status;                         /* 0 when none was received */
+    uint64_t latency_us;                     /* start of the attempt to its outcome */
+};
+
 struct smq_op;
 typedef void (*smq_op_done_fn)(struct smq_op *op, void *arg);
 
@@ -191,6 +285,12 @@ struct smq_op {
         struct smq_op_purge purge;
         struct smq_op_redrive redrive;
         struct smq_op_stats stats;
+        struct smq_op_topic topic;
+        struct smq_op_tlist tlist;
+        struct smq_op_publish publish;
+        struct smq_op_sub sub;
+        struct smq_op_slist slist;
+        struct smq_op_push push;
     };
 
     /* ---- completion: called after commit (and flush; see engine_run) ---- */

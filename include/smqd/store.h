@@ -208,6 +208,101 @@ int store_msg_bodies(struct smq_store *s, struct store_body_read *reads, size_t 
 int store_msg_load(struct smq_store *s,
                    int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
 
+/* ---- topics (docs/protocol.md §13) ----
+ *
+ * Four tables beside the queues': topics, their subscriptions, the
+ * published messages kept for pending notifications (with their bodies),
+ * and the pending notifications themselves, one row per (subscription,
+ * message) with its retry state.  Ids are assigned by the engine and never
+ * reused; a message's seq comes from the same sequence as queue messages.
+ * Loads call cb in id (or key) order; a non-zero return from cb stops and
+ * is returned; cb may call other store functions but not the same loader.
+ */
+
+struct store_topic_rec {
+    int64_t id;
+    char name[STORE_QUEUE_NAME_MAX + 1];
+    int64_t create_s, modify_s;          /* epoch seconds */
+    int64_t max_msg_size;
+    int logging;                         /* 0/1 */
+};
+
+struct store_sub_rec {
+    int64_t id;
+    int64_t topic_id;
+    char name[STORE_QUEUE_NAME_MAX + 1];
+    char endpoint[SMQ_ENDPOINT_MAX + 1];
+    char filter_tag[SMQ_TAG_MAX_BYTES + 1];      /* "" = none */
+    int strategy;                                /* enum smq_notify_strategy */
+    int format;                                  /* enum smq_notify_format */
+    int dlq_enabled;                             /* 0/1 */
+    char dlq_target[STORE_QUEUE_NAME_MAX + 1];   /* "" = none */
+    int64_t create_s, modify_s;
+};
+
+/* A published message, kept while it has pending notifications. */
+struct store_tmsg_rec {
+    int64_t topic_id;
+    uint64_t seq;                        /* unique across the database (queue messages too) */
+    int64_t publish_ms;                  /* epoch ms */
+    char tag[SMQ_TAG_MAX_BYTES + 1];     /* "" = untagged */
+    unsigned char md5[MNS_MD5_LEN];      /* of the body */
+    size_t body_len;                     /* load: the stored body's length */
+};
+
+/* One pending notification of message seq to subscription sub_id. */
+struct store_notif_rec {
+    int64_t sub_id;
+    uint64_t seq;
+    uint32_t attempts;                   /* made so far (0 = none yet) */
+    int64_t due_ms;                      /* epoch ms of the next attempt */
+};
+
+/* SMQ_E_INTERNAL also when the name is taken (UNIQUE). */
+int store_topic_insert(struct smq_store *s, const struct store_topic_rec *t);
+/* Rewrites modify_s, max_msg_size and logging.  SMQ_E_TOPIC_NOT_EXIST
+ * (nothing written) if there is no row t->id. */
+int store_topic_update(struct smq_store *s, const struct store_topic_rec *t);
+/* Deletes the topic with its subscriptions, messages and notifications;
+ * an absent one is not an error. */
+int store_topic_delete(struct smq_store *s, int64_t topic_id);
+int store_topic_load(struct smq_store *s,
+                     int (*cb)(void *arg, const struct store_topic_rec *t), void *arg);
+
+/* SMQ_E_INTERNAL also when (topic_id, name) is taken. */
+int store_sub_insert(struct smq_store *s, const struct store_sub_rec *sub);
+/* Rewrites filter_tag, strategy, dlq_enabled, dlq_target and modify_s.
+ * SMQ_E_SUBSCRIPTION_NOT_EXIST (nothing written) if there is no row sub->id. */
+int store_sub_update(struct smq_store *s, const struct store_sub_rec *sub);
+/* Deletes the subscription and its notifications; absent is not an error. */
+int store_sub_delete(struct smq_store *s, int64_t sub_id);
+int store_sub_load(struct smq_store *s,
+                   int (*cb)(void *arg, const struct store_sub_rec *sub), void *arg);
+
+/* Writes the message row with its body.  seq above INT64_MAX:
+ * SMQ_E_INVALID_ARGUMENT. */
+int store_tmsg_insert(struct smq_store *s, const struct store_tmsg_rec *m, const void *body,
+                      size_t body_len);
+/* Deletes the message row and its body (its notifications are the
+ * caller's); absent is not an error. */
+int store_tmsg_delete(struct smq_store *s, uint64_t seq);
+/* Appends the body of message seq to out.  0, SMQ_E_MESSAGE_NOT_EXIST,
+ * SMQ_E_NOMEM or SMQ_E_INTERNAL. */
+int store_tmsg_body(struct smq_store *s, uint64_t seq, struct smq_buf *out);
+/* In seq order, without bodies (body_len filled in). */
+int store_tmsg_load(struct smq_store *s,
+                    int (*cb)(void *arg, const struct store_tmsg_rec *m), void *arg);
+
+int store_notif_insert(struct smq_store *s, const struct store_notif_rec *n);
+/* Rewrites attempts and due_ms.  SMQ_E_MESSAGE_NOT_EXIST (nothing
+ * written) if the row is absent. */
+int store_notif_update(struct smq_store *s, const struct store_notif_rec *n);
+/* Absent is not an error. */
+int store_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
+/* In (sub_id, seq) order. */
+int store_notif_load(struct smq_store *s,
+                     int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
+
 /* ---- upkeep of a local database file (optional: see the top) ---- */
 
 /*

@@ -77,6 +77,17 @@ static void test_mns_action_names(void **state)
         {MNS_DELETE_MESSAGE, "DeleteMessage"},
         {MNS_BATCH_DELETE_MESSAGE, "BatchDeleteMessage"},
         {MNS_CHANGE_MESSAGE_VISIBILITY, "ChangeMessageVisibility"},
+        {MNS_CREATE_TOPIC, "CreateTopic"},
+        {MNS_SET_TOPIC_ATTRIBUTES, "SetTopicAttributes"},
+        {MNS_GET_TOPIC_ATTRIBUTES, "GetTopicAttributes"},
+        {MNS_DELETE_TOPIC, "DeleteTopic"},
+        {MNS_LIST_TOPIC, "ListTopic"},
+        {MNS_PUBLISH_MESSAGE, "PublishMessage"},
+        {MNS_SUBSCRIBE, "Subscribe"},
+        {MNS_SET_SUBSCRIPTION_ATTRIBUTES, "SetSubscriptionAttributes"},
+        {MNS_GET_SUBSCRIPTION_ATTRIBUTES, "GetSubscriptionAttributes"},
+        {MNS_UNSUBSCRIBE, "Unsubscribe"},
+        {MNS_LIST_SUBSCRIPTION_BY_TOPIC, "ListSubscriptionByTopic"},
     };
 
     (void)state;
@@ -133,6 +144,17 @@ static void test_mns_action_classes(void **state)
         {MNS_DELETE_MESSAGE, GRANT_RECEIVE},
         {MNS_BATCH_DELETE_MESSAGE, GRANT_RECEIVE},
         {MNS_CHANGE_MESSAGE_VISIBILITY, GRANT_RECEIVE},
+        {MNS_CREATE_TOPIC, GRANT_MANAGE},
+        {MNS_SET_TOPIC_ATTRIBUTES, GRANT_MANAGE},
+        {MNS_DELETE_TOPIC, GRANT_MANAGE},
+        {MNS_SUBSCRIBE, GRANT_MANAGE},
+        {MNS_SET_SUBSCRIPTION_ATTRIBUTES, GRANT_MANAGE},
+        {MNS_UNSUBSCRIBE, GRANT_MANAGE},
+        {MNS_PUBLISH_MESSAGE, GRANT_SEND},
+        {MNS_GET_TOPIC_ATTRIBUTES, GRANT_LIST},
+        {MNS_LIST_TOPIC, GRANT_LIST},
+        {MNS_GET_SUBSCRIPTION_ATTRIBUTES, GRANT_LIST},
+        {MNS_LIST_SUBSCRIPTION_BY_TOPIC, GRANT_LIST},
     };
 
     (void)state;

@@ -24,7 +24,10 @@ static const enum smq_op_kind all_kinds[] = {
     SMQ_OP_CREATE_QUEUE, SMQ_OP_SET_QUEUE, SMQ_OP_GET_QUEUE, SMQ_OP_DELETE_QUEUE,
     SMQ_OP_LIST_QUEUES,  SMQ_OP_SEND,      SMQ_OP_RECEIVE,   SMQ_OP_PEEK,
     SMQ_OP_DELETE_MSG,   SMQ_OP_CHANGE_VISIBILITY, SMQ_OP_PURGE, SMQ_OP_REDRIVE,
-    SMQ_OP_STATS,
+    SMQ_OP_STATS, SMQ_OP_CREATE_TOPIC, SMQ_OP_SET_TOPIC, SMQ_OP_GET_TOPIC,
+    SMQ_OP_DELETE_TOPIC, SMQ_OP_LIST_TOPICS, SMQ_OP_PUBLISH, SMQ_OP_SUBSCRIBE,
+    SMQ_OP_SET_SUBSCRIPTION, SMQ_OP_GET_SUBSCRIPTION, SMQ_OP_UNSUBSCRIBE,
+    SMQ_OP_LIST_SUBSCRIPTIONS, SMQ_OP_PUSH_RESULT,
 };
 
 #define N_KINDS (sizeof all_kinds / sizeof all_kinds[0])
@@ -89,6 +92,38 @@ static void assert_neutral(const struct smq_op *op)
         break;
     case SMQ_OP_STATS:
         assert_true(all_zero(&op->stats, sizeof op->stats));
+        break;
+    case SMQ_OP_CREATE_TOPIC:
+    case SMQ_OP_SET_TOPIC:
+    case SMQ_OP_GET_TOPIC:
+        assert_int_equal(op->topic.values.max_msg_size, SMQ_MSG_SIZE_MAX);
+        assert_int_equal(op->topic.values.logging, 0);
+        assert_int_equal(op->topic.present, 0);
+        assert_false(op->topic.created);
+        assert_true(all_zero(&op->topic.info, sizeof op->topic.info));
+        break;
+    case SMQ_OP_DELETE_TOPIC:
+        break;
+    case SMQ_OP_LIST_TOPICS:
+        assert_int_equal(op->tlist.ret_number, 1000);
+        assert_null(op->tlist.topics);
+        assert_int_equal(op->tlist.n_topics, 0);
+        break;
+    case SMQ_OP_PUBLISH:
+        assert_true(all_zero(&op->publish, sizeof op->publish));
+        break;
+    case SMQ_OP_SUBSCRIBE:
+    case SMQ_OP_SET_SUBSCRIPTION:
+    case SMQ_OP_GET_SUBSCRIPTION:
+    case SMQ_OP_UNSUBSCRIBE:
+        assert_true(all_zero(&op->sub, sizeof op->sub));
+        break;
+    case SMQ_OP_LIST_SUBSCRIPTIONS:
+        assert_int_equal(op->slist.ret_number, 1000);
+        assert_null(op->slist.subs);
+        break;
+    case SMQ_OP_PUSH_RESULT:
+        assert_true(all_zero(&op->push, sizeof op->push));
         break;
     }
 }

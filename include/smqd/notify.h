@@ -1,0 +1,103 @@
+/*
+ * notify.h — what a topic notification is on the wire (docs/protocol.md
+ * §13.2, §13.9–§13.12), as pure functions with no I/O: the endpoint forms
+ * a subscription may name, the notification body in each format, the
+ * headers and string to sign of an HTTP push, and the retry schedules.
+ * A leaf of layer 1: the engine renders bodies with it, the push pool
+ * builds and signs requests with it.
+ */
+#ifndef SMQD_NOTIFY_H
+#define SMQD_NOTIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smqd/buf.h"
+#include "smqd/mns.h"
+
+/* [topics] account_id's default: TopicOwner and Subscriber (§13.8). */
+#define NOTIFY_ACCOUNT_ID_DEFAULT "1000000000000000"
+#define NOTIFY_ACCOUNT_ID_MAX 64
+
+/* ---- endpoints (§13.2) ---- */
+
+enum notify_endpoint_kind { NOTIFY_EP_QUEUE, NOTIFY_EP_HTTP };
+
+struct notify_endpoint {
+    enum notify_endpoint_kind kind;
+    char queue[SMQ_QUEUE_NAME_MAX + 1];      /* QUEUE: the queue's name */
+    bool https;                              /* HTTP: the scheme */
+    char host[256];                          /* HTTP: as written ([::1] keeps its brackets) */
+    int port;                                /* HTTP: 1..65535 (the scheme's default if none) */
+    char authority[300];                     /* HTTP: host[:port] as written, for Host */
+    char target[SMQ_ENDPOINT_MAX + 1];       /* HTTP: path and query ("/notifications" if none) */
+};
+
+/* Validates an Endpoint's text (len bytes; surrounding blanks trimmed
+ * first) and fills out; trimmed gets the text as stored.  0, or
+ * SMQ_E_ENDPOINT_INVALID. */
+int notify_endpoint_parse(const char *text, size_t len, struct notify_endpoint *out,
+                          char trimmed[SMQ_ENDPOINT_MAX + 1]);
+
+/* ---- the notification (§13.9) ---- */
+
+/* One published message as a notification to one subscription carries it. */
+struct notify_msg {
+    const char *account_id;                  /* TopicOwner and Subscriber */
+    const char *topic;
+    const char *sub;
+    const char *msg_id;                      /* 32 hex digits (handle.h msgid_format) */
+    const char *body;                        /* the published body, body_len bytes */
+    size_t body_len;
+    const unsigned char *md5;                /* MNS_MD5_LEN bytes: of the body */
+    const char *tag;                         /* "" = untagged */
+    int64_t publish_ms;
+};
+
+/* Appends the notification in format f to out: the XML or JSON document,
+ * or the body itself (SIMPLIFIED).  0, or SMQ_E_NOMEM. */
+int notify_render(enum smq_notify_format f, const struct notify_msg *m, struct smq_buf *out);
+
+/* The push's Content-Type for format f (§13.10). */
+const char *notify_content_type(enum smq_notify_format f);
+
+/* ---- the push request (§13.10, §13.11) ---- */
+
+#define NOTIFY_PUSH_HEADERS_MAX 20
+
+struct notify_header {
+    const char *name;                        /* static */
+    char value[600];
+};
+
+/* What one attempt's request carries besides the body. */
+struct notify_push {
+    const struct notify_msg *msg;            /* body and body_len: the rendered notification */
+    enum smq_notify_format format;
+    const struct notify_endpoint *ep;
+    const char *date;                        /* "Www, DD Mmm YYYY HH:MM:SS GMT" */
+    const char *request_id;                  /* x-mns-request-id */
+    const char *cert_url;                    /* the signing certificate's URL, plain */
+};
+
+/* Fills headers[0..*n) with every header of §13.10 except Authorization,
+ * Host, Content-Length and User-Agent, and sets string_to_sign (§13.11)
+ * for body (what is sent).  0, SMQ_E_NOMEM, or SMQ_E_INVALID_ARGUMENT (a
+ * value too long for a header). */
+int notify_push_headers(const struct notify_push *p, const void *body, size_t body_len,
+                        struct notify_header headers[NOTIFY_PUSH_HEADERS_MAX], size_t *n,
+                        struct smq_buf *string_to_sign);
+
+/* "Www, DD Mmm YYYY HH:MM:SS GMT" for epoch_ms (out: 30 bytes). */
+void notify_http_date(int64_t epoch_ms, char out[30]);
+
+/* ---- retries (§13.12) ---- */
+
+/* Attempts in all: 4 (BACKOFF_RETRY) or 177 (EXPONENTIAL_DECAY_RETRY). */
+uint32_t notify_max_attempts(enum smq_notify_strategy s);
+/* The interval before retry n (n >= 1, the attempt n + 1), in ms.  rnd is
+ * a uniform random value; BACKOFF_RETRY draws 10000..20000 ms from it. */
+int64_t notify_retry_interval_ms(enum smq_notify_strategy s, uint32_t retry_n, uint32_t rnd);
+
+#endif
