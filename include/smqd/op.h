@@ -192,6 +192,7 @@ struct smq_topic_info {
     struct smq_topic_attrs attrs;
     int64_t create_s, modify_s;
     uint64_t message_count;                  /* messages kept for pending notifications */
+    uint64_t published;                      /* publishes accepted since start (metrics) */
 };
 
 /* A subscription as GetSubscriptionAttributes and its list (with meta) report it. */
@@ -201,6 +202,10 @@ struct smq_sub_info {
     struct smq_sub_attrs attrs;
     int64_t create_s, modify_s;
     uint64_t pending;                        /* notifications not yet delivered or given up */
+    uint64_t retrying;                       /* of those, the ones with a failed attempt */
+    uint64_t delivered;                      /* since start (metrics) */
+    uint64_t failed;                         /* attempts that failed, since start (metrics) */
+    uint64_t dead;                           /* notifications given up (to the DLQ or dropped) */
 };
 
 struct smq_op_topic {                        /* CREATE_TOPIC, SET_TOPIC, GET_TOPIC */
