@@ -243,8 +243,11 @@ static bool held_by_other(const struct smq_lease *l, const struct lease_row *row
     return row->live && row->token[0] != '\0' && strcmp(row->token, l->token) != 0;
 }
 
+/* The timeout form (PostgreSQL 14+) waits for each session to be gone,
+ * so that a takeover returns with the former holder's sessions ended,
+ * not merely signalled. */
 static const char SQL_TERMINATE[] =
-    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+    "SELECT pg_terminate_backend(pid, 1000) FROM pg_stat_activity"
     " WHERE application_name = $1 AND pid <> pg_backend_pid()";
 
 /*
