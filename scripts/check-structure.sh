@@ -24,16 +24,16 @@ problem() { printf 'check-structure: %s\n' "$*" | tee -a "$work/problems" >&2; }
 # The project's own files: the daemon's and smqctl's sources and headers.
 (cd "$repo" && ls src/*.c src/ctl/*.c src/ctl/*.h include/smqd/*.h) | sort >"$work/files"
 
-# Resolves a short name from the tables (engine.c, ctl_db.h) to its path.
+# Resolves a short name from the tables (engine.c, ctl_db.h) to its path, from a map built once
+# (a lookup per include: forking grep for each would make the check take seconds).
+declare -A path_by_name
+while read -r p; do
+    n=${p##*/}
+    [ -n "${path_by_name[$n]:-}" ] || path_by_name[$n]=$p
+done < <(grep '^src/[^/]*$' "$work/files"; grep '^src/ctl/' "$work/files"; grep '^include/smqd/' "$work/files")
 path_of() {
-    local p
-    for p in "src/$1" "src/ctl/$1" "include/smqd/$1"; do
-        if grep -qxF "$p" "$work/files"; then
-            printf '%s\n' "$p"
-            return 0
-        fi
-    done
-    return 1
+    [ -n "${path_by_name[$1]:-}" ] || return 1
+    printf '%s\n' "${path_by_name[$1]}"
 }
 
 # Rows of a markdown table under a "## HEADING" line: "| `a` | ... |", cells trimmed,
@@ -98,47 +98,45 @@ system_headers=$(echo assert.h ctype.h errno.h fcntl.h float.h getopt.h inttypes
     unistd.h)
 system_headers=" $system_headers "
 
-# Prints the third-party table row a header matches (its key), if any.
-vendor_key() {
-    local key files
-    while IFS=$'\t' read -r key files _; do
-        key=${key//\`/}
-        case $key in
-            */) [[ $1 == "$key"* ]] && { printf '%s\n' "$key"; return 0; } ;;
-            *) [ "$1" = "$key" ] && { printf '%s\n' "$key"; return 0; } ;;
-        esac
-    done <"$work/vendor"
-    return 1
-}
-
-vendor_allows() {
-    local key files f
-    while IFS=$'\t' read -r key files _; do
-        [ "${key//\`/}" = "$1" ] || continue
-        for f in $files; do
-            [ "$(basename "$2")" = "${f//\`/}" ] && return 0
-        done
-    done <"$work/vendor"
-    return 1
-}
-
 # ---- includes ---------------------------------------------------------------------------
+# The third-party table, read once: exact header names and prefixes ("openssl/") to the
+# files allowed to include them.
+declare -A vendor_files
+vendor_prefixes=()
+while IFS=$'\t' read -r key files _; do
+    key=${key//\`/}
+    vendor_files[$key]=" ${files//\`/} "
+    [[ $key == */ ]] && vendor_prefixes+=("$key")
+done <"$work/vendor"
+
+# Sets vkey to the third-party table row a header matches; returns 1 when none does.
+match_vendor() {
+    local k
+    vkey=$1
+    [ -n "${vendor_files[$1]+x}" ] && [[ $1 != */ ]] && return 0
+    for k in "${vendor_prefixes[@]}"; do
+        [[ $1 == "$k"* ]] && { vkey=$k; return 0; }
+    done
+    return 1
+}
+
 : >"$work/edges"                         # module <tab> module, for the cycle check
 : >"$work/vendor_headers"                # headers that include a third-party header
 while read -r p; do
-    mod=$(module_of "$p")
+    mod=${module_by_path[$p]:-}
     [ -n "$mod" ] || continue
-    layer=$(layer_of "$p")
+    layer=${layer_by_path[$p]}
     while read -r inc; do
         case $inc in
             \"*)
                 inc=${inc//\"/}
-                target=$(path_of "$(basename "$inc")") || { problem "$p includes \"$inc\", not a project header"; continue; }
-                tmod=$(module_of "$target")
+                target=${path_by_name[${inc##*/}]:-}
+                [ -n "$target" ] || { problem "$p includes \"$inc\", not a project header"; continue; }
+                tmod=${module_by_path[$target]:-}
                 [ -n "$tmod" ] || continue
                 [ "$tmod" = "$mod" ] && continue
                 printf '%s\t%s\n' "$mod" "$tmod" >>"$work/edges"
-                tlayer=$(layer_of "$target")
+                tlayer=${layer_by_path[$target]}
                 if [ "$tlayer" -gt "$layer" ]; then
                     problem "$p (module $mod, layer $layer) includes $target (module $tmod, layer $tlayer): a layer may use only its own and those below"
                 fi
@@ -146,8 +144,9 @@ while read -r p; do
             \<*)
                 inc=${inc#<}
                 inc=${inc%>}
-                if key=$(vendor_key "$inc"); then
-                    vendor_allows "$key" "$p" || problem "$p includes <$inc>: only the files docs/architecture.md names for $key may"
+                if match_vendor "$inc"; then
+                    [[ ${vendor_files[$vkey]} == *" ${p##*/} "* ]] ||
+                        problem "$p includes <$inc>: only the files docs/architecture.md names for $vkey may"
                     [[ $p == *.h ]] && printf '%s\n' "$p" >>"$work/vendor_headers"
                 elif [[ $inc == sys/* || $inc == netinet/* || $inc == arpa/* ]]; then
                     :
@@ -175,28 +174,32 @@ if ! sort -u "$work/edges" | tr '\t' ' ' | tsort >/dev/null 2>"$work/tsort"; the
 fi
 
 # ---- sizes, top comments, globals -------------------------------------------------------
-while read -r p; do
-    lines=$(wc -l <"$repo/$p")
-    [ "$lines" -le "$max_file_lines" ] || problem "$p has $lines lines (at most $max_file_lines)"
-    [ "$(head -c 2 "$repo/$p")" = "/*" ] || problem "$p does not start with a comment saying what it owns"
-done <"$work/files"
-
+# One awk over every file (a process per file would cost more than the whole check).
 # A function is a line "{" at column 0 up to the next "}" at column 0; its signature starts
 # at the last line before the "{" that is not indented.
-grep '\.c$' "$work/files" | while read -r p; do
-    awk -v file="$p" -v max="$max_function_lines" '
-        /^[^ \t{}#\/]/ { sig = NR; name = $0 }
-        /^\{/ && start == 0 { start = sig }
-        /^\}/ && start > 0 {
-            n = NR - start + 1
-            if (n > max) {
-                sub(/\(.*/, "", name)
-                printf "%s: function %s has %d lines (at most %d)\n", file, name, n, max
-            }
-            start = 0
-        }' "$repo/$p"
-done >"$work/long_functions"
-while read -r line; do problem "$line"; done <"$work/long_functions"
+(cd "$repo" && awk -v max_lines="$max_file_lines" -v max="$max_function_lines" '
+    function finish_file() {
+        if (file == "") return
+        if (FNR_last > max_lines) printf "%s has %d lines (at most %d)\n", file, FNR_last, max_lines
+    }
+    FNR == 1 {
+        finish_file()
+        file = FILENAME; start = 0; sig = 0; name = ""
+        if (substr($0, 1, 2) != "/*") printf "%s does not start with a comment saying what it owns\n", file
+    }
+    { FNR_last = FNR }
+    file ~ /\.c$/ && /^[^ \t{}#\/]/ { sig = FNR; name = $0 }
+    file ~ /\.c$/ && /^\{/ && start == 0 { start = sig }
+    file ~ /\.c$/ && /^\}/ && start > 0 {
+        n = FNR - start + 1
+        if (n > max) {
+            sub(/\(.*/, "", name)
+            printf "%s: function %s has %d lines (at most %d)\n", file, name, n, max
+        }
+        start = 0
+    }
+    END { finish_file() }' $(cat "$work/files")) >"$work/sizes"
+while read -r line; do problem "$line"; done <"$work/sizes"
 
 # Shared state must be read-only: a header may declare const data only.
 (cd "$repo" && grep -n '^[[:space:]]*extern[[:space:]]' $(grep '\.h$' "$work/files") || true) |
