@@ -281,48 +281,127 @@ mns_string_to_sign() {
     printf -v MNS_STS '%s\n%s\n%s\n%s\n%s%s' "$1" "$2" "$3" "$4" "$5" "$6"
 }
 
+# Per request the client forks only openssl, md5sum and curl: everything else (lower-casing,
+# trimming, sorting, base64, header lookups) is bash's own, so a suite's CPU goes to smqd and
+# not to tr, sed and sort.
+
+# b64_hex HEX — base64 of the bytes HEX spells; result in B64 (no subshell).
+B64_ALPHABET=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/
+b64_hex() {
+    local hex=$1 i n v
+    B64=""
+    for ((i = 0; i + 6 <= ${#hex}; i += 6)); do
+        v=$((16#${hex:i:6}))
+        B64+=${B64_ALPHABET:v>>18&63:1}${B64_ALPHABET:v>>12&63:1}${B64_ALPHABET:v>>6&63:1}${B64_ALPHABET:v&63:1}
+    done
+    n=$(( (${#hex} - i) / 2 ))
+    if [ "$n" = 1 ]; then
+        v=$((16#${hex:i:2} << 16))
+        B64+=${B64_ALPHABET:v>>18&63:1}${B64_ALPHABET:v>>12&63:1}==
+    elif [ "$n" = 2 ]; then
+        v=$((16#${hex:i:4} << 8))
+        B64+=${B64_ALPHABET:v>>18&63:1}${B64_ALPHABET:v>>12&63:1}${B64_ALPHABET:v>>6&63:1}=
+    fi
+}
+
+# b64_text TEXT — base64 of an ASCII TEXT; result in B64.
+b64_text() {
+    local LC_ALL=C s=$1 hex="" c i
+    for ((i = 0; i < ${#s}; i++)); do
+        printf -v c '%02x' "'${s:i:1}"
+        hex+=$c
+    done
+    b64_hex "$hex"
+}
+
+# trim_value TEXT — TEXT without leading and trailing white space; result in TRIMMED.
+trim_value() {
+    TRIMMED=$1
+    TRIMMED=${TRIMMED#"${TRIMMED%%[![:space:]]*}"}
+    TRIMMED=${TRIMMED%"${TRIMMED##*[![:space:]]}"}
+}
+
+# sort_lines_c LINE... — the lines in byte order (LC_ALL=C sort), for the few headers a request
+# signs; result in the array SORTED.
+sort_lines_c() {
+    local LC_ALL=C i j x
+    SORTED=("$@")
+    for ((i = 1; i < ${#SORTED[@]}; i++)); do
+        x=${SORTED[i]}
+        for ((j = i - 1; j >= 0; j--)); do
+            [[ ${SORTED[j]} > $x ]] || break
+            SORTED[j + 1]=${SORTED[j]}
+        done
+        SORTED[j + 1]=$x
+    done
+}
+
 # mns_hmac SECRET STRING — base64(HMAC-SHA1(secret, string)).
 mns_hmac() {
-    printf '%s' "$2" | openssl dgst -sha1 -hmac "$1" -binary | base64
+    mns_hmac_v "$1" "$2"
+    printf '%s' "$B64"
+}
+mns_hmac_v() {   # the same, result in B64
+    local out f="$SUITE_TMP/sts.$BASHPID"
+    printf '%s' "$2" >"$f"
+    out=$(openssl dgst -sha1 -hmac "$1" <"$f")
+    b64_hex "${out##* }"
 }
 
 # mns_canon_headers 'name: value'... — lowercase names, trimmed values, byte-order sort,
 # keeps only x-mns-* (docs/protocol.md §3.1).
 mns_canon_headers() {
-    local h name value out=""
+    mns_canon_headers_v "$@"
+    printf '%s' "$CANON"
+}
+mns_canon_headers_v() {   # the same, result in CANON
+    local h name lines=()
+    CANON=""
     for h in "$@"; do
         name=${h%%:*}
-        value=${h#*:}
-        name=$(printf '%s' "$name" | tr 'A-Z' 'a-z')
+        name=${name,,}
         case $name in x-mns-*) ;; *) continue ;; esac
-        value=$(printf '%s' "$value" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//')
-        out+="$name:$value"$'\n'
+        trim_value "${h#*:}"
+        lines+=("$name:$TRIMMED")
     done
-    [ -z "$out" ] && return 0
-    printf '%s' "$out" | LC_ALL=C sort
+    [ ${#lines[@]} -gt 0 ] || return 0
+    sort_lines_c "${lines[@]}"
+    printf -v CANON '%s\n' "${SORTED[@]}"
+    CANON=${CANON%$'\n'}
 }
 
 # content_md5_of FILE — the SDKs' (non-RFC) form: base64 of the lowercase hex MD5.
 content_md5_of() {
     local hex
-    hex=$(md5sum <"$1" | cut -c1-32)
-    printf '%s' "$hex" | base64
+    hex=$(md5sum <"$1")
+    b64_text "${hex:0:32}"
+    printf '%s' "$B64"
 }
 
 # content_md5_text TEXT — the same for a string (a body signed by hand).
 content_md5_text() {
-    printf '%s' "$1" | md5sum | cut -c1-32 | tr -d '\n' | base64
+    local hex f="$SUITE_TMP/md5.$BASHPID"
+    printf '%s' "$1" >"$f"
+    hex=$(md5sum <"$f")
+    b64_text "${hex:0:32}"
+    printf '%s' "$B64"
 }
 
 # mns_authorization AK SK VERB MD5 TYPE DATE RESOURCE ['Name: value']... — the complete
 # Authorization value; mns_request uses it, and the suites check it against the doc vectors.
 mns_authorization() {
+    mns_authorization_v "$@"
+    printf '%s' "$MNS_AUTHZ"
+}
+mns_authorization_v() {   # the same, result in MNS_AUTHZ
     local ak=$1 sk=$2 verb=$3 md5=$4 ctype=$5 date=$6 resource=$7 canon
     shift 7
-    canon=$(mns_canon_headers "$@")
+    mns_canon_headers_v "$@"
+    canon=$CANON
     [ -n "$canon" ] && canon+=$'\n'
     mns_string_to_sign "$verb" "$md5" "$ctype" "$date" "$canon" "$resource"
-    printf 'MNS %s:%s' "$ak" "$(mns_hmac "$sk" "$MNS_STS")"
+    mns_hmac_v "$sk" "$MNS_STS"
+    MNS_AUTHZ="MNS $ak:$B64"
 }
 
 # ---- Signature V4 (docs/protocol.md §3.6) ----
@@ -405,6 +484,9 @@ http_date() {
     if [ $# -gt 0 ]; then LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT' "$@"; return; fi
     LC_ALL=C TZ=UTC0 printf '%(%a, %d %b %Y %H:%M:%S GMT)T\n' -1
 }
+http_date_v() {   # now, result in HTTP_DATE (no subshell)
+    LC_ALL=C TZ=UTC0 printf -v HTTP_DATE '%(%a, %d %b %Y %H:%M:%S GMT)T' -1
+}
 
 # ---------------------------------------------------------------------------------------
 # Requests
@@ -440,7 +522,8 @@ mns_request() {
     done
 
     local ak=${MNS_AK:-$MNS_AK_DEFAULT} sk=${MNS_SK:-$MNS_SK_DEFAULT}
-    local date=${MNS_DATE:-$(http_date)}
+    local date
+    if [ -n "${MNS_DATE:-}" ]; then date=$MNS_DATE; else http_date_v; date=$HTTP_DATE; fi
     local tag="$SUITE_TMP/r.$BASHPID"
     local md5="" ctype="" h
     local -a curl_args=(-s -S --globoff --path-as-is --noproxy '*' -X "$method"
@@ -454,7 +537,11 @@ mns_request() {
         printf '%s' "$body" >"$tag.req"
         ctype=${MNS_CTYPE-text/xml;charset=UTF-8}
         if [ "${MNS_NO_MD5:-0}" != 1 ]; then
-            md5=${MNS_MD5:-$(content_md5_of "$tag.req")}
+            if [ -n "${MNS_MD5:-}" ]; then
+                md5=$MNS_MD5
+            else
+                h=$(md5sum <"$tag.req"); b64_text "${h:0:32}"; md5=$B64
+            fi
         fi
         curl_args+=(--data-binary "@$tag.req")
     fi
@@ -468,8 +555,8 @@ mns_request() {
         # Without Date the server signs with x-mns-date (docs/protocol.md §3.1), so do we.
         date=""
         for h in "${hdrs[@]}"; do
-            case $(printf '%s' "${h%%:*}" | tr 'A-Z' 'a-z') in
-                x-mns-date) date=$(printf '%s' "${h#*:}" | sed 's/^[[:space:]]*//') ;;
+            case ${h%%:*} in
+                [xX]-[mM][nN][sS]-[dD][aA][tT][eE]) date=${h#*:}; date=${date#"${date%%[![:space:]]*}"} ;;
             esac
         done
     else
@@ -482,8 +569,8 @@ mns_request() {
         curl_args+=(-H "Authorization: $(mns_v4_authorization "$ak" "$sk" "${MNS_REGION:-cn-hangzhou}" \
                                            "$method" "$md5" "$ctype" "$date" "$resource" "${hdrs[@]}")")
     elif [ "${MNS_OMIT_AUTH:-0}" != 1 ]; then
-        curl_args+=(-H "Authorization: $(mns_authorization "$ak" "$sk" "$method" "$md5" "$ctype" \
-                                           "$date" "$resource" "${hdrs[@]}")")
+        mns_authorization_v "$ak" "$sk" "$method" "$md5" "$ctype" "$date" "$resource" "${hdrs[@]}"
+        curl_args+=(-H "Authorization: $MNS_AUTHZ")
     fi
     for h in "${hdrs[@]}"; do curl_args+=(-H "$h"); done
     # curl adds "Expect: 100-continue" to larger bodies; left alone on purpose, because the
@@ -499,7 +586,8 @@ mns_request() {
     [ -f "$RESP_HDRS" ] || : >"$RESP_HDRS"
     RESP_BODY=""
     [ -f "$tag.body" ] && RESP_BODY=$(<"$tag.body")
-    RESP_ID=$(header_value x-mns-request-id)
+    header_value_v x-mns-request-id
+    RESP_ID=$HEADER_VALUE
     [ "$SMQD_TEST_VERBOSE" = 1 ] && echo "   $method $resource -> $RESP_STATUS ${RESP_MS}ms"
     return 0
 }
@@ -548,7 +636,8 @@ raw_curl() {
     RESP_HDRS="$tag.hdrs"
     RESP_BODY=""
     [ -f "$tag.body" ] && RESP_BODY=$(<"$tag.body")
-    RESP_ID=$(header_value x-mns-request-id)
+    header_value_v x-mns-request-id
+    RESP_ID=$HEADER_VALUE
 }
 
 # ---------------------------------------------------------------------------------------
@@ -558,25 +647,37 @@ raw_curl() {
 # header_value NAME — value of the header (case-insensitive name) in the final response
 # block (a 100-continue block may precede it); CR stripped.
 header_value() {
-    awk -v want="$(printf '%s' "$1" | tr 'A-Z' 'a-z')" '
-        /^HTTP\// { val = ""; found = 0; next }
-        {
-            sub(/\r$/, "")
-            i = index($0, ":")
-            if (i == 0) next
-            n = tolower(substr($0, 1, i - 1))
-            if (n == want && !found) { v = substr($0, i + 1); sub(/^[ \t]+/, "", v); val = v; found = 1 }
-        }
-        END { printf "%s", val }' "$RESP_HDRS"
+    header_value_v "$1"
+    printf '%s' "$HEADER_VALUE"
+}
+header_value_v() {   # the same, result in HEADER_VALUE (read by bash, no process)
+    local want=${1,,} line name found=0
+    HEADER_VALUE=""
+    [ -f "$RESP_HDRS" ] || return 0
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%$'\r'}
+        if [[ $line == HTTP/* ]]; then HEADER_VALUE=""; found=0; continue; fi
+        [[ $line == *:* ]] || continue
+        name=${line%%:*}
+        if [ "$found" = 0 ] && [ "${name,,}" = "$want" ]; then
+            HEADER_VALUE=${line#*:}
+            HEADER_VALUE=${HEADER_VALUE#"${HEADER_VALUE%%[! $'\t']*}"}
+            found=1
+        fi
+    done <"$RESP_HDRS"
 }
 
 # header_name_exact NAME — succeeds when the final block has a header spelled exactly NAME
 # (case-sensitive: Java and Python read a case-sensitive map, docs/protocol.md §0).
 header_name_exact() {
-    awk -v want="$1" '
-        /^HTTP\// { found = 0; next }
-        { sub(/\r$/, ""); i = index($0, ":"); if (i && substr($0, 1, i - 1) == want) found = 1 }
-        END { exit found ? 0 : 1 }' "$RESP_HDRS"
+    local line found=1
+    [ -f "$RESP_HDRS" ] || return 1
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%$'\r'}
+        if [[ $line == HTTP/* ]]; then found=1; continue; fi
+        [[ $line == *:* && ${line%%:*} == "$1" ]] && found=0
+    done <"$RESP_HDRS"
+    return $found
 }
 
 # xml_get NAME [N] [XML] — text of the Nth (default 1) element with local name NAME.
