@@ -131,7 +131,7 @@ t_second_fill() {
     assert_range "at most one receive or delete was refused again" 0 1 "$DRAIN_REFUSED"
 }
 
-# A volume too small for the default reserve twice over (30 MiB, reserve_mb = 16): the
+# A volume too small for the default reserve twice over (12 MiB, reserve_mb = 16): the
 # reserve is sized from the volume (a quarter), start-up says so, and a drained queue gets
 # its sends back without a restart.
 t_small_volume() {
@@ -141,7 +141,7 @@ t_small_volume() {
         "$("$SMQD_BIN" -t -c "$MNT/smqd.conf" 2>&1 >/dev/null)"
     ACKED=()
     mns_request PUT /queues/full '<Queue><MaximumMessageSize>65536</MaximumMessageSize></Queue>'
-    assert_status "queue on the 30 MiB filesystem" 201
+    assert_status "queue on the 12 MiB filesystem" 201
     fill_disk
     assert_eq "a send is refused once the disk is full" 1 "$REFUSED"
     drain_all
@@ -193,8 +193,8 @@ if start_on_tmpfs; then
     smqd_stop
 fi
 umount "$MNT"
-if ! mount -t tmpfs -o size=30m tmpfs "$MNT" 2>"$SUITE_TMP/mount.err"; then
-    not_ok "mount a 30 MiB tmpfs" "$(cat "$SUITE_TMP/mount.err")"
+if ! mount -t tmpfs -o size=12m tmpfs "$MNT" 2>"$SUITE_TMP/mount.err"; then
+    not_ok "mount a 12 MiB tmpfs" "$(cat "$SUITE_TMP/mount.err")"
     finish
 fi
 write_config "$MNT"
