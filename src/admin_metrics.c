@@ -155,6 +155,9 @@ static void render_engine(const struct smq_engine_stats *t, struct smq_buf *out)
     gauge_u64(out, "smqd_long_poll_waiters", "Receive requests parked on any queue.", t->waiters);
     gauge_u64(out, "smqd_storage_full", "1 while sends are refused because the disk filled up.",
               t->storage_full ? 1 : 0);
+    gauge_u64(out, "smqd_storage_reserve_spent",
+              "1 while the disk is full and its released reserve is spent (or there was none): "
+              "receives and deletes may fail too.", t->storage_reserve_spent ? 1 : 0);
     counter_u64(out, "smqd_engine_reloads_total",
                 "State reloads from the database after a lost transaction.", t->reloads);
     counter_u64(out, "smqd_dlq_move_failures_total",

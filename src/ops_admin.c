@@ -33,6 +33,7 @@ void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
     out->waiters = e->waiters.n;
     out->reloads = e->reloads;
     out->storage_full = e->space.full;
+    out->storage_reserve_spent = e->space.reserve_spent;
     out->broken = e->broken;
     out->dlq_move_failures = e->dlq_move_failures;
     out->db_pages = e->space.db_pages;

@@ -68,8 +68,9 @@ static int write_sent(struct smq_engine *e, struct smq_op *op, struct smq_queue 
 int ops_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *fresh[SMQ_BATCH_MAX] = {0};
-    int rc = e->space.full ? errors_set(&op->result, SMQ_E_STORAGE_FULL, SMQ_STORAGE_FULL_REFUSAL)
-                           : check_send_items(q, op);
+    int rc = e->space.full
+                 ? errors_set(&op->result, SMQ_E_STORAGE_FULL, "%s", space_refusal(&e->space))
+                 : check_send_items(q, op);
     size_t i;
 
     for (i = 0; rc == 0 && i < op->send.n; i++)

@@ -88,7 +88,8 @@ int ops_queue_create(struct smq_engine *e, struct smq_op *op)
     if (q != NULL)
         return create_existing(op, q, &attrs);
     if (e->space.full)
-        return errors_set(&op->result, SMQ_E_STORAGE_FULL, SMQ_STORAGE_FULL_REFUSAL);
+        return errors_set(&op->result, SMQ_E_STORAGE_FULL, "%s",
+                          space_refusal(&e->space));
     rc = check_dlq(e, op, op->queue, &attrs);
     if (rc != 0)
         return rc;

@@ -25,23 +25,43 @@ static void reclaim_now(struct space *s)
 void space_init(struct space *s, struct smq_store *store, const struct smq_clock *clock,
                 uint64_t reserve_margin, bool reserve_missing)
 {
+    /* Without its reserve there is none to release for the deletes. */
     *s = (struct space){.store = store, .clock = clock, .reserve_margin = reserve_margin,
-                        .full = reserve_missing};   /* retried at the first run */
+                        .full = reserve_missing,    /* retried at the first run */
+                        .reserve_spent = reserve_missing};
     if (s->full)
         reclaim_now(s);
 }
 
 void space_full(struct space *s)
 {
-    if (!s->full) {
+    if (!s->full && store_reserve_bytes(s->store) > 0) {
         SMQ_ERROR("engine: storage is full; refusing new messages until the disk reserve "
                   "can be taken back (checked every %d s); receives and deletes are served "
                   "while the released reserve lasts", FULL_COOLDOWN_MS / 1000);
         store_reserve_release(s->store);
         reclaim_now(s);
+    } else if (!s->full) {
+        SMQ_ERROR("engine: storage is full and there is no disk reserve to release; refusing "
+                  "new messages, and receives and deletes may fail too, until space is freed "
+                  "(checked every %d s)", FULL_COOLDOWN_MS / 1000);
+        s->reserve_spent = true;
+        reclaim_now(s);
+    } else if (!s->reserve_spent) {
+        /* Sends are refused without a write: this one was a receive, a
+         * delete or upkeep, on the space the released reserve left. */
+        SMQ_ERROR("engine: storage is still full after the disk reserve was released: the "
+                  "reserve is spent; receives and deletes fail too until space is freed on "
+                  "the database's file system");
+        s->reserve_spent = true;
     }
     s->full = true;
     s->full_until_mono = clock_mono_ms(s->clock) + FULL_COOLDOWN_MS;
+}
+
+const char *space_refusal(const struct space *s)
+{
+    return s->reserve_spent ? SMQ_STORAGE_FULL_SPENT_REFUSAL : SMQ_STORAGE_FULL_REFUSAL;
 }
 
 /* The reserve is taken back only when as much again stays free beside it;
@@ -66,6 +86,7 @@ void space_recheck(struct space *s, uint64_t now_mono)
     /* There is room; a reserve that cannot be created for another reason
      * (the store logged it) must not keep sends refused for ever. */
     s->full = false;
+    s->reserve_spent = false;
     s->full_retries = 0;
     SMQ_WARN("engine: %s; accepting new messages again",
              rc == 0 ? "the disk reserve is back" : "there is room again (without a reserve)");

@@ -76,10 +76,16 @@ struct smq_errinfo {
 };
 
 /* What a send or queue creation refused by the storage-full mode (space.h)
- * is told: unlike a write that failed, it can say what still works. */
+ * is told: unlike a write that failed, it can say what still works, and
+ * once the released disk reserve is spent (or there was none) that nothing
+ * is promised any more (space_refusal chooses). */
 #define SMQ_STORAGE_FULL_REFUSAL \
     "The server's storage is full: new messages are refused until space is freed; " \
     "receives and deletes are served while its disk reserve lasts. The request was not applied."
+#define SMQ_STORAGE_FULL_SPENT_REFUSAL \
+    "The server's storage is full and no disk reserve is left (it is spent): new messages are " \
+    "refused, and receives and deletes may fail too, until space is freed. " \
+    "The request was not applied."
 
 /* Records err with a printf-style message into ei (may be NULL); returns err. */
 int errors_set(struct smq_errinfo *ei, int err, const char *fmt, ...)

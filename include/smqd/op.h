@@ -77,6 +77,7 @@ struct smq_engine_stats {
     size_t queues, messages, waiters;
     uint64_t reloads;             /* state reloads after a lost transaction */
     bool storage_full;            /* refusing sends: the disk filled up */
+    bool storage_reserve_spent;   /* and no released reserve is left for the deletes */
     bool broken;                  /* state could not be reloaded: serving nothing */
     uint64_t dlq_move_failures;   /* moves not made (target missing, write failed) */
     uint64_t db_pages, free_pages, page_size;   /* database file, as of the last run */

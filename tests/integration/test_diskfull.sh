@@ -45,6 +45,12 @@ fill_disk() {
     done
 }
 
+# storage_metric NAME — the value of an unlabelled sample of the admin listener's /metrics.
+storage_metric() {
+    raw_curl "http://$SMQD_ADMIN/metrics"
+    printf '%s\n' "$RESP_BODY" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
 # Fills the disk: sends 60 KB messages until one is refused.
 t_fill() {
     mns_request PUT /queues/full '<Queue><MaximumMessageSize>65536</MaximumMessageSize></Queue>'
@@ -56,6 +62,10 @@ t_fill() {
     assert_range "several sends were acknowledged first" 5 1000 "${#ACKED[@]}"
     mns_request POST /queues/full/messages "<Message><MessageBody>again</MessageBody></Message>"
     assert_error "further sends are refused at once" 500 InternalError
+    assert_match "saying receives and deletes are served while the released reserve lasts" \
+        "while its disk reserve lasts" "$RESP_BODY"
+    assert_eq "/metrics says the storage is full" 1 "$(storage_metric smqd_storage_full)"
+    assert_eq "and that the reserve is not spent" 0 "$(storage_metric smqd_storage_reserve_spent)"
     assert_match "the server says so in its log" "storage is full" "$(cat "$SMQD_LOG")"
 }
 
@@ -164,13 +174,18 @@ t_filled_by_another() {
     assert_no_match "without claiming that receives work" "still work|are served" "$RESP_BODY"
     mns_request POST /queues/full/messages "<Message><MessageBody>x</MessageBody></Message>"
     assert_error "a send is refused" 500 InternalError
-    assert_match "its message says receives and deletes only last with the reserve" \
-        "while its disk reserve lasts" "$RESP_BODY"
+    assert_match "its message says the reserve is spent" "no disk reserve is left \\(it is spent\\)" \
+        "$RESP_BODY"
+    assert_no_match "and no longer that receives and deletes are served" "are served|reserve lasts" \
+        "$RESP_BODY"
+    assert_eq "/metrics says the reserve is spent" 1 "$(storage_metric smqd_storage_reserve_spent)"
+    assert_match "so does the log" "the reserve is spent" "$(cat "$SMQD_LOG")"
     rm -f "$MNT/other-process"
     drain_all
     assert_eq "once the other process freed its space, everything drains" "${#ACKED[@]}" "$DRAINED"
     wait_for "and sends are accepted again" 12000 send_ok
     assert_match "the reserve was taken back" "accepting new messages again" "$(cat "$SMQD_LOG")"
+    assert_eq "/metrics: the reserve is no longer spent" 0 "$(storage_metric smqd_storage_reserve_spent)"
 }
 
 send_ok() {

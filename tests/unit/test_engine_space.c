@@ -205,6 +205,96 @@ static void test_engine_space_starts_full_without_reserve(void **state)
     fx_assert_counts(f, "q", 2, 0, 0);
 }
 
+/* A send refused by the storage-full mode; returns the text it is answered
+ * with (copied into msg). */
+static const char *refused_send_text(struct fx *f, const char *queue, char *msg, size_t size)
+{
+    struct smq_op op;
+
+    fx_prep_op(f, &op, SMQ_OP_SEND, queue);
+    op.send.items[0] = (struct smq_send_item){.body = "refused", .body_len = 7, .priority = 8};
+    op.send.n = 1;
+    assert_int_equal(fx_run_one(f, &op), SMQ_E_STORAGE_FULL);
+    snprintf(msg, size, "%s", errors_message(&op.result));
+    op_release(&op);
+    return msg;
+}
+
+/*
+ * Sends refused while the released reserve lasts say that receives and
+ * deletes are served; once a receive or delete fails for a full disk too
+ * (another process took the space the reserve gave back), the reserve is
+ * spent: refused sends and queue creations no longer claim that, the stats
+ * (smqd_storage_reserve_spent) say so, until the reserve is taken back.
+ */
+static void test_engine_space_storage_full_refusal_says_when_reserve_spent(void **state)
+{
+    struct fx *f = *state;
+    struct smq_msg_view a, b;
+    struct smq_op create;
+    char msg[256];
+
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    assert_int_equal(fx_create_queue(f, "full", NULL, 0, NULL), 0);
+    fx_send_text(f, "full", "one", 0, 8);
+    fx_send_text(f, "full", "two", 0, 8);
+    store_fault_inject_full(f->store, 0);
+    assert_int_equal(fx_send_msg(f, "full", "lost", 4, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_string_equal(refused_send_text(f, "full", msg, sizeof msg), SMQ_STORAGE_FULL_REFUSAL);
+    assert_non_null(strstr(msg, "receives and deletes are served while its disk reserve lasts"));
+    assert_true(fx_stats(f).storage_full);
+    assert_false(fx_stats(f).storage_reserve_spent);
+    assert_int_equal(fx_receive_one(f, "full", &a), 0);    /* served on the reserve */
+
+    store_fault_inject_full(f->store, 0);                   /* and now that is gone too */
+    assert_int_equal(fx_receive_one(f, "full", &b), SMQ_E_STORAGE_FULL);
+    assert_true(fx_stats(f).storage_reserve_spent);
+    refused_send_text(f, "full", msg, sizeof msg);
+    assert_string_equal(msg, SMQ_STORAGE_FULL_SPENT_REFUSAL);
+    assert_non_null(strstr(msg, "reserve is left (it is spent)"));
+    assert_null(strstr(msg, "served"));
+    assert_null(strstr(msg, "lasts"));
+    fx_prep_op(f, &create, SMQ_OP_CREATE_QUEUE, "other");
+    assert_int_equal(fx_run_one(f, &create), SMQ_E_STORAGE_FULL);
+    assert_string_equal(errors_message(&create.result), SMQ_STORAGE_FULL_SPENT_REFUSAL);
+    op_release(&create);
+    /* A delete that works again (space came back) does not bring the reserve back. */
+    assert_int_equal(fx_delete_msg(f, "full", a.seq, a.handle_gen), 0);
+    assert_true(fx_stats(f).storage_reserve_spent);
+
+    fx_tick(f, 5001);                                       /* the reserve is taken back */
+    fx_send_text(f, "full", "three", 0, 8);
+    assert_false(fx_stats(f).storage_full);
+    assert_false(fx_stats(f).storage_reserve_spent);
+    store_fault_inject_full(f->store, 0);                   /* a second full disk: a reserve again */
+    assert_int_equal(fx_send_msg(f, "full", "lost", 4, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_string_equal(refused_send_text(f, "full", msg, sizeof msg), SMQ_STORAGE_FULL_REFUSAL);
+    assert_false(fx_stats(f).storage_reserve_spent);
+}
+
+/* Without a reserve (none held, or none could be made at start) nothing is
+ * released for the deletes: the mode starts with the reserve spent. */
+static void test_engine_space_storage_full_without_reserve_claims_nothing(void **state)
+{
+    struct fx *f = *state;
+    char msg[256];
+
+    assert_int_equal(fx_create_queue(f, "q", NULL, 0, NULL), 0);
+    store_fault_inject_full(f->store, 0);                   /* the fixture holds no reserve */
+    assert_int_equal(fx_send_msg(f, "q", "lost", 4, 0, 8, NULL), SMQ_E_STORAGE_FULL);
+    assert_true(fx_stats(f).storage_reserve_spent);
+    assert_string_equal(refused_send_text(f, "q", msg, sizeof msg), SMQ_STORAGE_FULL_SPENT_REFUSAL);
+
+    assert_int_equal(store_reserve_init(f->store, f->path, 1 << 20), 0);
+    store_reserve_release(f->store);             /* as if there had been no room for it */
+    f->reserve_missing = true;
+    f->reserve_margin = UINT64_MAX / 4;          /* and there still is none */
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_true(fx_stats(f).storage_full);
+    assert_true(fx_stats(f).storage_reserve_spent);
+    assert_string_equal(refused_send_text(f, "q", msg, sizeof msg), SMQ_STORAGE_FULL_SPENT_REFUSAL);
+}
+
 /* ---- reclaiming free pages ----------------------------------------------- */
 
 /* Sends 1,280 messages of 4,000 bytes (about as many pages) to queue in
@@ -347,6 +437,8 @@ int main(void)
         T(test_engine_space_storage_full_sends_wait_for_the_reserve),
         T(test_engine_space_storage_full_unmakeable_reserve_does_not_block),
         T(test_engine_space_storage_full_in_expired_rows_delete),
+        T(test_engine_space_storage_full_refusal_says_when_reserve_spent),
+        T(test_engine_space_storage_full_without_reserve_claims_nothing),
         T(test_engine_space_starts_full_without_reserve),
         T(test_engine_space_reclaims_after_purge),
         T(test_engine_space_reclaims_any_free_page_while_full),

@@ -260,6 +260,77 @@ static void test_space_reserve_missing_starts_full(void **state)
     assert_true(reserve_held(f));
 }
 
+/* How many times needle occurs in the log so far. */
+static int log_count(const struct fixture *f, const char *needle)
+{
+    char text[16384];
+    FILE *fp = fopen(f->logpath, "r");
+    size_t n;
+    int count = 0;
+
+    assert_non_null(fp);
+    n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        count++;
+    return count;
+}
+
+/* A second full disk within the mode (a write failed on the space the
+ * released reserve gave back): the reserve is spent, the refusal stops
+ * claiming that receives and deletes are served, and the log says so once;
+ * retaking the reserve ends that with the mode. */
+static void test_space_full_in_the_mode_spends_the_reserve(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_false(f->sp.reserve_spent);
+    space_full(&f->sp);
+    assert_false(f->sp.reserve_spent);
+    assert_string_equal(space_refusal(&f->sp), SMQ_STORAGE_FULL_REFUSAL);
+    assert_int_equal(log_count(f, "while the released reserve lasts"), 1);
+    assert_int_equal(log_count(f, "reserve is spent"), 0);
+
+    space_full(&f->sp);
+    assert_true(f->sp.full);
+    assert_true(f->sp.reserve_spent);
+    assert_string_equal(space_refusal(&f->sp), SMQ_STORAGE_FULL_SPENT_REFUSAL);
+    assert_null(strstr(space_refusal(&f->sp), "served"));
+    assert_null(strstr(space_refusal(&f->sp), "lasts"));
+    space_full(&f->sp);
+    assert_int_equal(log_count(f, "the reserve is spent"), 1);   /* once, not per failure */
+
+    clock_fake_advance(&f->clock, COOLDOWN_MS);
+    space_recheck(&f->sp, now(f));
+    assert_false(f->sp.full);
+    assert_false(f->sp.reserve_spent);
+    assert_true(reserve_held(f));
+    space_full(&f->sp);                          /* a reserve to release again */
+    assert_false(f->sp.reserve_spent);
+    assert_string_equal(space_refusal(&f->sp), SMQ_STORAGE_FULL_REFUSAL);
+}
+
+/* Nothing to release (no reserve held, or none could be made at start):
+ * the mode starts with the reserve spent. */
+static void test_space_full_without_reserve_is_spent(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(store_reserve_init(f->store, f->path, 0), 0);
+    assert_int_equal(store_reserve_bytes(f->store), 0);
+    space_init(&f->sp, f->store, &f->clock.clock, 0, false);
+    space_full(&f->sp);
+    assert_true(f->sp.reserve_spent);
+    assert_string_equal(space_refusal(&f->sp), SMQ_STORAGE_FULL_SPENT_REFUSAL);
+    assert_int_equal(log_count(f, "no disk reserve to release"), 1);
+
+    space_init(&f->sp, f->store, &f->clock.clock, NO_ROOM, true);
+    assert_true(f->sp.full);
+    assert_true(f->sp.reserve_spent);
+    assert_string_equal(space_refusal(&f->sp), SMQ_STORAGE_FULL_SPENT_REFUSAL);
+}
+
 /* ---- reclamation -------------------------------------------------------------- */
 
 /* Nothing deleted: nothing to do.  After a delete a step is due at once;
@@ -394,6 +465,8 @@ int main(void)
         T(test_space_full_again_restarts_cooldown),
         T(test_space_recheck_without_room_stays_full),
         T(test_space_reserve_missing_starts_full),
+        T(test_space_full_in_the_mode_spends_the_reserve),
+        T(test_space_full_without_reserve_is_spent),
         T(test_space_reclaim_timeout),
         T(test_space_reclaim_waits_for_transaction),
         T(test_space_reclaim_hands_back_pages),
