@@ -1,76 +1,153 @@
 #!/usr/bin/env bash
-# test.sh — builds smqd and runs every test:
-#   0. the structure check (docs/architecture.md's modules and layers) and its own test;
-#   1. unit + integration tests (cmocka, curl, official Node SDK) on a normal build;
-#   2. the same again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the unit tests under valgrind (zero leaks, zero errors);
-#   4. the unit tests that run threads under ThreadSanitizer;
-#   5. every libFuzzer target briefly (5 s each; tests/fuzz/README.md has the long run).
+# test.sh — builds smqd and runs every test; the README's test command (.ci/run runs it).
+#   structure  the structure check (docs/architecture.md's modules and layers) and its own cases;
+#   asan       a Debug build under AddressSanitizer + UndefinedBehaviorSanitizer: the unit tests
+#              and every integration suite (curl, the official Node SDK, crash and power-cut
+#              loops, failover, full disk, hostile input);
+#   release    a Release build (-O3, what scripts/run.sh and bench/ build) with its tests: the
+#              unit tests, each of them again under valgrind, the packaging checks, the
+#              benchmark smokes and a smoke of the integration suites (label "smoke");
+#   tsan       the unit tests that start threads, under ThreadSanitizer;
+#   fuzz       every libFuzzer target for 5 s.
+# Once the ASan tree is built, two lanes run side by side: its tests (the integration suites
+# wait on timeouts much of the time) and, niced so they never slow a suite down, the CPU-bound
+# rest (the Release build and tests, valgrind, TSan, fuzz).  Each lane's output is prefixed
+# with its name; the run ends with a table of each stage's wall time.
+#
+#   scripts/test.sh          the test command
+#   scripts/test.sh --full   also the long forms (label "long": crash-loop and power-cut loops
+#                            of many cycles, the 20-cycle failover matrix, the recipe's long
+#                            run) and every integration suite in the Release tree too
 # Installs missing Debian packages and the pinned npm packages first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=$(nproc)
+full=0
+case ${1:-} in
+  --full) full=1 ;;
+  '') ;;
+  *) echo "usage: $0 [--full]" >&2; exit 2 ;;
+esac
 
-scripts/deps.sh test
-if [ ! -d tests/integration/node/node_modules ]; then
-  npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
-fi
+logs=$root/build-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+t_start=$SECONDS
 
-build_and_test() {   # [CTEST_EXCLUDE=LABEL] build_and_test DIR [cmake args...]
-  local dir=$1; shift
-  local -a only=()
-  [ -n "${CTEST_EXCLUDE:-}" ] && only=(-LE "$CTEST_EXCLUDE")
-  echo "== build $dir $*"
-  cmake -S "$root" -B "$dir" "$@" >/dev/null
-  cmake --build "$dir" -j"$jobs"
-  echo "== test $dir ${only[*]}"
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" "${only[@]}")
+# stage NAME COMMAND... — runs COMMAND and appends "NAME<TAB>seconds<TAB>status" to the table.
+stage() {
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  echo "== $name"
+  "$@" || rc=$?
+  printf '%s\t%s\t%s\n' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] && echo ok || echo "FAILED ($rc)")" \
+    >>"$logs/stages"
+  return $rc
 }
 
-echo "== structure"
-scripts/check-structure.sh
-tests/structure/test_check_structure.sh
+print_stages() {
+  echo "== stage times (wall seconds; the lanes overlap)"
+  [ -f "$logs/stages" ] && awk -F'\t' '{ printf "   %-34s %5d s  %s\n", $1, $2, $3 }' "$logs/stages"
+  printf '   %-34s %5d s\n' "total" $((SECONDS - t_start))
+}
 
-build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-# The Debian package (label "package") builds from the source tree, not from build-asan:
-# the first pass ran it already.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  CTEST_EXCLUDE=package build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON
+configure_and_build() {   # DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S "$root" -B "$dir" -DSMQD_TESTS=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+}
 
-echo "== valgrind (unit tests of build/)"
-# The PostgreSQL backend's own tests get a throw-away server of their own, for valgrind and
-# then ThreadSanitizer (the engine tests run here on SQLite; ctest above ran them on
-# PostgreSQL too).
-pg_dir=$root/build/pg-valgrind
-tests/pg/pg-server.sh stop "$pg_dir" >/dev/null 2>&1 || true
-rm -rf "$pg_dir"
-tests/pg/pg-server.sh start "$pg_dir" 900 >/dev/null
-trap 'tests/pg/pg-server.sh stop "$pg_dir"' EXIT
-for t in build/tests/test_*; do
-  [ -x "$t" ] || continue
-  pg_env=()
-  case $(basename "$t") in test_store_pg|test_store_pg_flow|test_lease_pg|test_pg_conn|test_keeper_pg|test_ctl_migrate) pg_env=(SMQD_TEST_PG_DIR="$pg_dir") ;; esac
-  (cd build/tests && env "${pg_env[@]}" valgrind -q --leak-check=full \
-      --errors-for-leak-kinds=definite,indirect,possible \
-      --error-exitcode=99 "./$(basename "$t")" >/dev/null) \
-    || { echo "valgrind: $(basename "$t") has memory errors or leaks"; exit 1; }
-  echo "valgrind: $(basename "$t") clean"
-done
-echo "== ThreadSanitizer (the unit tests that start threads)"
-threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper test_xml test_httpd
-          test_worker test_crypto test_server test_keeper_pg test_store_pg_flow)
-cmake -S "$root" -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanitize=thread" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"
-for t in "${threaded[@]}"; do
-  (cd build-tsan/tests && SMQD_TEST_PG_DIR="$pg_dir" TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
-     "./$t" >"$t.tsan.log" 2>&1) \
-    || { echo "tsan: $t has a data race or failed:"; tail -n 60 "build-tsan/tests/$t.tsan.log"; exit 1; }
-  echo "tsan: $t clean"
-done
-tests/pg/pg-server.sh stop "$pg_dir"
-trap - EXIT
-echo "== fuzz (clang, ASan+UBSan, 5 s per target)"
-tests/fuzz/run.sh 5
+ctest_in() {   # DIR [ctest args...]
+  local dir=$1
+  shift
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@")
+}
+
+# ---- the lanes ----------------------------------------------------------------------------
+
+asan_tests() {
+  local -a only=(-LE 'package|bench|valgrind|long')
+  # The Debian package and the no-cmocka build build from the source tree, not from this
+  # build directory, and the benchmarks want an optimised build: the Release lane runs those.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest_in build-asan "${only[@]}"
+}
+
+release_tests() {
+  if [ "$full" = 1 ]; then
+    ctest_in build
+  else
+    ctest_in build -L 'unit|valgrind|package|smoke|bench'
+  fi
+}
+
+# The ThreadSanitizer tests, two at a time; the PostgreSQL ones get a throw-away server.
+tsan() {
+  local pg_dir=$root/build-tsan/pg-tsan rc=0
+  local threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper
+                  test_xml test_httpd test_worker test_crypto test_server test_keeper_pg
+                  test_store_pg_flow)
+  cmake -S "$root" -B build-tsan -DSMQD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug -DSMQD_BENCH=OFF \
+    -DCMAKE_C_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+  cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"
+  tests/pg/pg-server.sh stop "$pg_dir" >/dev/null 2>&1 || true
+  rm -rf "$pg_dir"
+  tests/pg/pg-server.sh start "$pg_dir" 900 >/dev/null
+  printf '%s\n' "${threaded[@]}" |
+    SMQD_TEST_PG_DIR="$pg_dir" xargs -P "$jobs" -I{} bash -c '
+      cd build-tsan/tests
+      if TSAN_OPTIONS=halt_on_error=1:exitcode=66 ./{} >{}.tsan.log 2>&1; then
+        echo "tsan: {} clean"
+      else
+        echo "tsan: {} has a data race or failed:"; tail -n 60 {}.tsan.log; exit 1
+      fi' || rc=$?
+  tests/pg/pg-server.sh stop "$pg_dir"
+  return $rc
+}
+
+# prefixed LANE COMMAND... — COMMAND's output, each line prefixed with the lane's name.
+prefixed() {
+  local lane=$1
+  shift
+  set -o pipefail
+  "$@" 2>&1 | sed -u "s/^/[$lane] /"
+}
+
+lane_asan() {
+  stage "asan: tests (unit, integration)" asan_tests
+}
+
+lane_cpu() {
+  stage "release: build" configure_and_build build -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_FLAGS=-g -DSMQD_VALGRIND=ON &&
+    stage "release: tests (unit, valgrind, package, smoke)" release_tests &&
+    stage "tsan: build and tests" tsan &&
+    stage "fuzz: build and 5 s per target" tests/fuzz/run.sh 5
+}
+
+# ---- the run --------------------------------------------------------------------------------
+
+trap print_stages EXIT
+stage "dependencies" bash -c '
+  scripts/deps.sh test
+  if [ ! -d tests/integration/node/node_modules ]; then
+    npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
+  fi'
+stage "structure" bash -c 'scripts/check-structure.sh && tests/structure/test_check_structure.sh'
+stage "asan: build" configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON \
+  -DSMQD_BENCH=OFF
+
+(renice -n 19 -p "$BASHPID" >/dev/null; prefixed cpu lane_cpu) &
+cpu_pid=$!
+asan_rc=0
+prefixed asan lane_asan || asan_rc=$?
+cpu_rc=0
+wait "$cpu_pid" || cpu_rc=$?
+
+if [ "$asan_rc" != 0 ] || [ "$cpu_rc" != 0 ]; then
+  echo "== FAILED: asan lane $asan_rc, cpu lane $cpu_rc (output above, prefixed [asan] and [cpu])"
+  exit 1
+fi
 echo "== all tests passed"
