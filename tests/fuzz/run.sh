@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh — builds the libFuzzer targets in build-fuzz/ and runs each of them in turn.
+# run.sh — builds the libFuzzer targets in build-fuzz/ and runs them, one per core at a time.
 #   tests/fuzz/run.sh [SECONDS]     default 5 per target (the brief run of the test suite);
 #   tests/fuzz/run.sh 600           the longer run documented in tests/fuzz/README.md.
 # Prints per target: executions, exec/s, coverage before -> after, new inputs, crashes.
@@ -25,11 +25,18 @@ cmake --build "$build" --target fuzzers -j"$(nproc)" >/dev/null
 
 targets=$(sed -n 's/^set(SMQD_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)
 echo "== fuzzing ${secs}s per target ($(date -u '+%Y-%m-%d %H:%M UTC'), $(clang --version | head -n 1))"
+# As many targets at a time as there are cores, each one's report printed whole when it ends.
 failed=()
-for t in $targets; do
-  tests/fuzz/fuzz_one.sh "$build/tests/fuzz/$t" tests/fuzz "$secs" "$build/fuzz-work/$t" \
-    || failed+=("$t")
-done
+mkdir -p "$build/fuzz-work"
+rm -f "$build/fuzz-work/failed"
+printf '%s\n' $targets |
+  xargs -P "$(nproc)" -I{} bash -c '
+    if tests/fuzz/fuzz_one.sh "$1/tests/fuzz/{}" tests/fuzz "$2" "$1/fuzz-work/{}" >"$1/fuzz-work/{}.out" 2>&1
+    then cat "$1/fuzz-work/{}.out"
+    else cat "$1/fuzz-work/{}.out"; echo {} >>"$1/fuzz-work/failed"; fi' _ "$build" "$secs" || true
+if [ -f "$build/fuzz-work/failed" ]; then
+  mapfile -t failed <"$build/fuzz-work/failed"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== findings in: ${failed[*]} (inputs in $build/fuzz-work/NAME/artifacts)"
   exit 1
