@@ -95,6 +95,16 @@ int netaddr_ip_of(const struct sockaddr *sa, struct netaddr_ip *out)
     return SMQ_E_INVALID_ARGUMENT;
 }
 
+int netaddr_peer(int fd, struct netaddr_ip *out)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+        return SMQ_E_INVALID_ARGUMENT;
+    return netaddr_ip_of((const struct sockaddr *)&ss, out);
+}
+
 void netaddr_ip_text(const struct netaddr_ip *ip, char out[NETADDR_TEXT_MAX])
 {
     const char *ok = is_v4(ip) ? inet_ntop(AF_INET, ip->b + 12, out, NETADDR_TEXT_MAX)

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "smqd/log.h"
+#include "smqd/netaddr.h"
 #include "smqd/worker.h"
 
 #define REAPER_PERIOD_MS 250
@@ -132,10 +133,17 @@ static void reap_slow(struct conn_reaper *r, uint64_t now)
         uint64_t limit_ms = t->phase == PHASE_IDLE ? r->idle_ms : r->request_ms;
         bool incomplete = t->phase != PHASE_WORKING;
         if (incomplete && !t->shut && now - t->since_ms > limit_ms) {
+            struct netaddr_ip peer;
+            char text[NETADDR_TEXT_MAX] = "-";
+
+            /* Named before the shutdown, while the socket still has its peer
+             * (behind a proxy, the proxy: no header of the request is in). */
+            if (netaddr_peer(t->fd, &peer) == 0)
+                netaddr_ip_text(&peer, text);
             shutdown(t->fd, SHUT_RDWR);
             t->shut = true;
-            SMQ_INFO("%sclosed a connection whose request was incomplete after %d s",
-                     r->listener, (int)(limit_ms / 1000u));
+            SMQ_INFO("%sclosed a connection whose request was incomplete after %d s (peer=%s)",
+                     r->listener, (int)(limit_ms / 1000u), text);
         }
     }
 }

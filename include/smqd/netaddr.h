@@ -60,6 +60,8 @@ int netaddr_ip_parse(const char *text, size_t len, struct netaddr_ip *out);
 /* The address of an AF_INET or AF_INET6 socket address.  0, or
  * SMQ_E_INVALID_ARGUMENT for any other family. */
 int netaddr_ip_of(const struct sockaddr *sa, struct netaddr_ip *out);
+/* The peer address of connected socket fd.  0, or SMQ_E_INVALID_ARGUMENT. */
+int netaddr_peer(int fd, struct netaddr_ip *out);
 /* As text: dotted IPv4 for a mapped address, else IPv6. */
 void netaddr_ip_text(const struct netaddr_ip *ip, char out[NETADDR_TEXT_MAX]);
 bool netaddr_ip_equal(const struct netaddr_ip *a, const struct netaddr_ip *b);

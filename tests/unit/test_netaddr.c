@@ -63,6 +63,17 @@ static void test_netaddr_local(void **state)
     assert_int_equal(netaddr_local(-1, out, sizeof out), SMQ_E_INVALID_ARGUMENT);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
     assert_int_equal(netaddr_local(pair[0], out, sizeof out), SMQ_E_INVALID_ARGUMENT);  /* not IPv4/IPv6 */
+    {
+        struct netaddr_ip peer;
+        char text[NETADDR_TEXT_MAX];
+
+        assert_int_equal(netaddr_peer(afd, &peer), 0);
+        netaddr_ip_text(&peer, text);
+        assert_string_equal(text, "127.0.0.1");
+        assert_int_equal(netaddr_peer(lfd, &peer), SMQ_E_INVALID_ARGUMENT);    /* not connected */
+        assert_int_equal(netaddr_peer(pair[0], &peer), SMQ_E_INVALID_ARGUMENT);
+        assert_int_equal(netaddr_peer(-1, &peer), SMQ_E_INVALID_ARGUMENT);
+    }
 
     close(pair[0]);
     close(pair[1]);
