@@ -605,8 +605,8 @@ bool httpd_client_gone(struct httpd_req *r)
 /*
  * GnuTLS asks for the certificate at each handshake.  libmicrohttpd makes
  * the session's pointer its connection, and the connection's socket
- * context (set when it was accepted, before any handshake) is the reaper's
- * track, whose owner is this httpd: so a reload (tls_creds_reload) reaches
+ * context (set when it was accepted, before any handshake) is its conn_ctx,
+ * which names this httpd: so a reload (tls_creds_reload) reaches
  * the next handshake without restarting the daemon.
  */
 static int pick_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
@@ -698,7 +698,7 @@ int httpd_start(const struct httpd_opts *opts, struct httpd **out, char *err, si
     struct conn_reaper_opts ropts = {.listener = opts->name,
                                      .request_timeout_s = opts->request_timeout_s,
                                      .idle_timeout_s = opts->idle_timeout_s,
-                                     .clock = opts->clock, .owner = h};
+                                     .clock = opts->clock};
     struct sockaddr_storage ss;
     const union MHD_DaemonInfo *info;
     bool ipv6;

@@ -29,7 +29,6 @@ struct conn_track {
 
 struct conn_reaper {
     char listener[16];
-    void *owner;                     /* immutable: opts.owner */
     uint64_t request_ms, idle_ms;
     const struct smq_clock *clock;
     struct worker thread;            /* its lock guards tracked and every conn_track */
@@ -58,11 +57,6 @@ struct conn_track *conn_reaper_track(struct conn_reaper *r, int fd)
     r->tracked.next = t;
     pthread_mutex_unlock(&r->thread.lock);
     return t;
-}
-
-void *conn_reaper_owner(const struct conn_track *t)
-{
-    return t->reaper->owner;
 }
 
 /* The library closes the socket only after it told us, so the reaper
@@ -217,7 +211,6 @@ struct conn_reaper *conn_reaper_start(const struct conn_reaper_opts *opts)
     if (r->idle_ms < r->request_ms)
         r->idle_ms = r->request_ms;
     r->clock = opts->clock != NULL ? opts->clock : clock_system();
-    r->owner = opts->owner;
     r->tracked.next = r->tracked.prev = &r->tracked;
     worker_init(&r->thread);
     if (!opts->no_thread && worker_start(&r->thread, "smqd-reaper", reaper_thread, r) != 0) {
