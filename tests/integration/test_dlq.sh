@@ -28,15 +28,18 @@ receive() {   # Q — ReceiveMessage without waiting; sets RH, MID
 }
 
 # receive_until_gone Q — receives Q's one message until the receive finds nothing (the move
-# happened); counts deliveries in DELIVERIES.
+# happened); counts deliveries in DELIVERIES. After the first, each receive long-polls 3 s:
+# with VisibilityTimeout 1 s the message is Active again within that (the poll wakes then,
+# however late a loaded machine runs the timer), and once it has moved the poll finds nothing.
+# A fixed sleep of 1.1 s assumed the timer had run by then.
 receive_until_gone() {
     local q=$1 i
     DELIVERIES=0
+    receive "$q"
     for i in 1 2 3 4 5 6; do
-        receive "$q"
         [ "$RESP_STATUS" = 200 ] || return 0
         DELIVERIES=$((DELIVERIES + 1))
-        sleep 1.1           # VisibilityTimeout 1 s: Active again
+        mns_request GET "/queues/$q/messages?waitseconds=3"
     done
 }
 
@@ -121,8 +124,8 @@ test_missing_target_never_drops() {
     send_msg fragile "keep me"
     receive fragile
     assert_status "first delivery" 200
-    sleep 1.1
-    receive fragile
+    # VisibilityTimeout 1 s: a long poll wakes when it is Active again (not a fixed sleep).
+    mns_request GET "/queues/fragile/messages?waitseconds=5"
     assert_status "delivered again although past MaxReceiveCount (no target)" 200
     assert_xml "the same message" MessageBody "keep me"
     assert_xml "counted" DequeueCount 2

@@ -401,7 +401,11 @@ t_slow_clients() {
         "10 signed GetQueueAttributes, 0.4 s apart, concurrently with the four cases above" \
         "all 200, each well under 1 s"
     assert_eq "normal requests answered during slow clients" 10 "$n_ok"
-    assert_range "worst latency during slow clients (ms)" 0 1000 "$worst"
+    # Timed around curl (process start included), so the bound is what tells a server held
+    # up by the slow clients apart: it would keep this client until they are cut off, at
+    # request_timeout_s (${REQUEST_S} s); 1 s was load noise on a busy machine or under ASan.
+    assert_range "worst latency during slow clients, under request_timeout_s (ms)" \
+        0 $(( REQUEST_S * 1000 - 500 )) "$worst"
     obs "$n_ok/10 answered 200, worst ${worst} ms"
     case_end
 }

@@ -302,7 +302,7 @@ t_set_queue() {
     create_queue "$q" DelaySeconds 3 PollingWaitSeconds 2
     mns_request GET "/queues/$q"
     created=$(xml_get CreateTime)
-    wait_for "clock moved past CreateTime" 2500 second_ticks_past "$created"
+    wait_for "clock moved past CreateTime" 10000 second_ticks_past "$created"
 
     mns_request PUT "/queues/$q?metaoverride=true" "$(queue_body VisibilityTimeout 60)"
     assert_status "SetQueueAttributes -> 204" 204

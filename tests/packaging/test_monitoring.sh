@@ -144,6 +144,11 @@ JS
 
 DLQ_BODY='<?xml version="1.0" encoding="UTF-8"?><Queue xmlns="http://mns.aliyuncs.com/doc/v1/"><VisibilityTimeout>1</VisibilityTimeout><DlqPolicy><Enabled>true</Enabled><DeadLetterTargetQueue>orders-dlq</DeadLetterTargetQueue><MaxReceiveCount>1</MaxReceiveCount></DlqPolicy></Queue>'
 
+dlq_holds_one() {
+    mns_request GET /queues/orders-dlq
+    [ "$(xml_get ActiveMessages)" = 1 ]
+}
+
 # traffic — a queue with a DLQ, a send, a receive, the move to the DLQ at the next receive,
 # a long poll, and a request the second key's grant refuses: every family gets its rows.
 traffic() {
@@ -153,9 +158,12 @@ traffic() {
     send_msg orders "poison"
     mns_request GET "/queues/orders/messages?waitseconds=0"
     assert_status "first receive" 200
-    sleep 1.2                                   # VisibilityTimeout 1 s: visible again
-    mns_request GET "/queues/orders/messages?waitseconds=1"
+    # VisibilityTimeout 1 s: the message is due again within this poll (which wakes then,
+    # however late a loaded machine runs the timer; a fixed sleep assumed it had run), and
+    # is moved instead of delivered.
+    mns_request GET "/queues/orders/messages?waitseconds=3"
     assert_eq "second receive finds nothing: the message moved to orders-dlq" 404 "$RESP_STATUS"
+    wait_for "orders-dlq holds it" 10000 dlq_holds_one
     MNS_AK=secondKey MNS_SK=secondSecret mns_request POST /queues/orders/messages "$(message_body denied)"
     assert_eq "secondKey may only list: its send is refused" 403 "$RESP_STATUS"
 }

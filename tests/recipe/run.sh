@@ -106,9 +106,12 @@ node_start() {
     not_ok "node $name: no /health 200 within 10 s" "$(tail -20 "$WORK/$name/smqd.log")"
 }
 
-# probe NAME health|ready: the admin listener's status code (000: no answer).
+# probe NAME health|ready [MAX_S]: the admin listener's status code (000: no answer). A dead node
+# refuses the connection at once; a live one may take more than a second to answer on a
+# loaded machine or under ASan, and a 000 then would read as "not active" in the single-shot
+# checks (active_node, "still a standby"): 5 s before giving up (or the third argument's seconds).
 probe() {
-    curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --max-time 1 \
+    curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --max-time "${3:-5}" \
          -H "Authorization: Bearer $RTOKEN" "http://127.0.0.1:${ADMIN_PORT[$1]}/$2" 2>/dev/null
 }
 
@@ -121,7 +124,9 @@ active_node() {   # the node whose /ready is 200, or nothing
 # sampler: both nodes' /ready every 250 ms, one line "a b" per sample, until the run ends.
 sampler() {
     while [ -e "$WORK/sampling" ] && [ "$SECONDS" -lt "$RECIPE_MAX_S" ]; do
-        echo "$(probe a ready) $(probe b ready)" >>"$WORK/ready.samples"
+        # 1 s at most: both answers of a sample must come from about the same moment for
+        # "two nodes active at once" to mean something (a late one is dropped as 000).
+        echo "$(probe a ready 1) $(probe b ready 1)" >>"$WORK/ready.samples"
         sleep 0.25
     done
 }

@@ -25,9 +25,23 @@ after(async () => {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function receiveOrNull(q) {
+// waitFor(what, fn, ms) — polls fn() until true, failing with `what` after ms.
+async function waitFor(what, fn, ms) {
+  const deadline = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() >= deadline) assert.fail(`${what} (not within ${ms} ms)`);
+    await sleep(50);
+  }
+}
+
+const activeOf = async (q) => Number((await mns.getQueueAttributes(q)).body.ActiveMessages);
+
+// receiveOrNull(q[, waitSeconds]) — a long poll when waitSeconds > 0: it wakes when a
+// message whose visibility timeout ran out is due again, however late a loaded machine
+// runs smqd's timer (a fixed sleep before a short poll assumed it had run).
+async function receiveOrNull(q, waitSeconds = 0) {
   try {
-    return (await mns.receiveMessage(q, 0)).body;
+    return (await mns.receiveMessage(q, waitSeconds)).body;
   } catch (err) {
     if (err.name === 'MNSMessageNotExistError') return null;
     throw err;
@@ -60,12 +74,10 @@ test('a message received MaxReceiveCount times moves to the DLQ intact', async (
   const sent = (await mns.sendMessage('sdk-src', { MessageBody: 'poison from node', Priority: 2 })).body;
   const first = await receiveOrNull('sdk-src');
   assert.equal(first.MessageId, sent.MessageId);
-  await sleep(1100);
-  const second = await receiveOrNull('sdk-src');
+  const second = await receiveOrNull('sdk-src', 5);
   assert.equal(second.MessageId, sent.MessageId);
   assert.equal(second.DequeueCount, '2');
-  await sleep(1100);
-  assert.equal(await receiveOrNull('sdk-src'), null, 'the third receive finds it gone');
+  assert.equal(await receiveOrNull('sdk-src', 3), null, 'the third receive finds it gone');
 
   const moved = await receiveOrNull('sdk-dlq');
   assert.ok(moved, 'it is in the DLQ');
@@ -86,21 +98,30 @@ test('redrive through the admin API puts dead-lettered messages back, rate-limit
     ids.push((await mns.sendMessage('sdk-src', { MessageBody: `retry ${i}` })).body.MessageId);
   }
   for (let round = 0; round < 2; round++) {
-    for (let i = 0; i < 3; i++) assert.ok(await receiveOrNull('sdk-src'));
-    await sleep(1100);
+    for (let i = 0; i < 3; i++) assert.ok(await receiveOrNull('sdk-src', round === 0 ? 0 : 5));
   }
-  assert.equal(await receiveOrNull('sdk-src'), null, 'all three moved on the third receive');
-  assert.equal((await mns.getQueueAttributes('sdk-dlq')).body.ActiveMessages, '3');
+  assert.equal(await receiveOrNull('sdk-src', 3), null, 'all three moved on the third receive');
+  await waitFor('the DLQ holds all three', async () => (await activeOf('sdk-dlq')) === 3, 10000);
 
   assert.ok(server.admin, 'the admin listener address is logged');
-  const r = await adminRequest(server, 'POST', '/v1/queues/sdk-dlq/redrive?rate=2');
+  const t0 = Date.now();
+  const r = await adminRequest(server, 'POST', '/v1/queues/sdk-dlq/redrive?rate=1');
   assert.equal(r.status, 200, r.body);
   assert.equal(JSON.parse(r.body).scheduled, 3);
-  // 2 per second: after about half a second at most two are back, after 2 s all three.
-  await sleep(600);
-  const early = Number((await mns.getQueueAttributes('sdk-src')).body.ActiveMessages);
-  assert.ok(early >= 1 && early <= 2, `rate-limited: ${early} back after 0.6 s`);
-  await sleep(1600);
+  // 1 per second: the credit starts when smqd takes the request (after t0), so when the
+  // first is seen back (polled, however late the machine runs the redrive's ticks) at most
+  // 1 + whole seconds since t0 are back (+1 of slack) — 2 of 3 unless the machine took 2 s
+  // to answer; the bound comes from the time measured, not from a sleep assumed on time.
+  let early = 0;
+  let seenAt = 0;
+  await waitFor('the redrive starts', async () => {
+    early = await activeOf('sdk-src');
+    seenAt = Date.now();
+    return early >= 1;
+  }, 10000);
+  const most = Math.min(3, Math.floor((seenAt - t0) / 1000) + 1);
+  assert.ok(early <= most, `rate-limited: ${early} back ${seenAt - t0} ms after the request (at most ${most})`);
+  await waitFor('all three are back', async () => (await activeOf('sdk-src')) === 3, 15000);
   const back = [];
   let m;
   while ((m = await receiveOrNull('sdk-src')) !== null) {
