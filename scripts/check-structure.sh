@@ -21,16 +21,22 @@ problem() { printf 'check-structure: %s\n' "$*" | tee -a "$work/problems" >&2; }
 
 [ -r "$doc" ] || { echo "check-structure: cannot read $doc" >&2; exit 1; }
 
-# The project's own files: the daemon's and smqctl's sources and headers.
-(cd "$repo" && ls src/*.c src/ctl/*.c src/ctl/*.h include/smqd/*.h) | sort >"$work/files"
+# The project's own files: the sources and private headers in the folders under src/ (the
+# daemon's and smqctl's), and the shared headers of include/smqd/.
+(cd "$repo" && find src -name '*.[ch]' && find include/smqd -maxdepth 1 -name '*.h') | LC_ALL=C sort >"$work/files"
 
 # Resolves a short name from the tables (engine.c, ctl_db.h) to its path, from a map built once
-# (a lookup per include: forking grep for each would make the check take seconds).
+# (a lookup per include: forking grep for each would make the check take seconds).  Short
+# names stand for paths, so no two files may share one.
 declare -A path_by_name
 while read -r p; do
     n=${p##*/}
-    [ -n "${path_by_name[$n]:-}" ] || path_by_name[$n]=$p
-done < <(grep '^src/[^/]*$' "$work/files"; grep '^src/ctl/' "$work/files"; grep '^include/smqd/' "$work/files")
+    if [ -n "${path_by_name[$n]:-}" ]; then
+        problem "$p and ${path_by_name[$n]} have the same name: the tables name files by name alone"
+    else
+        path_by_name[$n]=$p
+    fi
+done <"$work/files"
 path_of() {
     [ -n "${path_by_name[$1]:-}" ] || return 1
     printf '%s\n' "${path_by_name[$1]}"

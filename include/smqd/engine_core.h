@@ -17,15 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "oplog.h"
+#include "queue.h"
 #include "smqd/clock.h"
 #include "smqd/handle.h"
-#include "smqd/oplog.h"
-#include "smqd/queue.h"
-#include "smqd/space.h"
 #include "smqd/store.h"
 #include "smqd/twheel.h"
-#include "smqd/txn.h"
-#include "smqd/waiters.h"
+#include "space.h"
+#include "txn.h"
+#include "waiters.h"
 
 /* Keys of the store's meta table that the engine keeps. */
 #define META_KEYS "handle_keys"

@@ -1,0 +1,34 @@
+/*
+ * api_message.h — the message actions of the MNS API (docs/protocol.md
+ * §7.6–§7.13): one handler per route of api.c, and the responses.
+ */
+#ifndef SMQD_API_MESSAGE_H
+#define SMQD_API_MESSAGE_H
+
+#include "api_call.h"
+
+/* POST /queues/{q}/messages: SendMessage, or BatchSendMessage (root <Messages>). */
+int api_message_send(const struct api_ctx *ctx, const struct api_request *req,
+                     const struct query *query, struct api_call *call, struct smq_errinfo *ei);
+/* GET /queues/{q}/messages: ReceiveMessage, BatchReceiveMessage, PeekMessage
+ * and BatchPeekMessage (peekonly, numOfMessages). */
+int api_message_receive(const struct api_ctx *ctx, const struct api_request *req,
+                        const struct query *query, struct api_call *call,
+                        struct smq_errinfo *ei);
+/* DELETE /queues/{q}/messages: DeleteMessage (?ReceiptHandle), or
+ * BatchDeleteMessage (a body). */
+int api_message_delete(const struct api_ctx *ctx, const struct api_request *req,
+                       const struct query *query, struct api_call *call,
+                       struct smq_errinfo *ei);
+/* PUT /queues/{q}/messages: ChangeMessageVisibility. */
+int api_message_change_visibility(const struct api_ctx *ctx, const struct api_request *req,
+                                  const struct query *query, struct api_call *call,
+                                  struct smq_errinfo *ei);
+
+/* The response of a finished message action: 0, or SMQ_E_INTERNAL when a
+ * body's MD5 could not be computed (nothing usable was rendered: the
+ * caller answers the error instead). */
+int api_message_render(const struct api_ctx *ctx, struct api_call *call,
+                       struct api_response *resp);
+
+#endif
