@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_core.h"
 #include "msgs.h"
 #include "ops_admin.h"
 #include "ops_message.h"
 #include "ops_queue.h"
 #include "ops_redrive.h"
 #include "recover.h"
-#include "smqd/engine_core.h"
 
 const struct handle_keys *engine_keys(const struct smq_engine *e)
 {

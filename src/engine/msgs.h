@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "smqd/engine_core.h"
+#include "engine_core.h"
 
 /* Sets up the message wheel (at open). */
 void msgs_init(struct smq_engine *e, uint64_t now_mono);

@@ -8,7 +8,7 @@
 #ifndef SMQD_OPS_ADMIN_H
 #define SMQD_OPS_ADMIN_H
 
-#include "smqd/engine_core.h"
+#include "engine_core.h"
 
 /* The engine-wide figures (engine_stats and a totals-only STATS). */
 void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out);

@@ -8,7 +8,7 @@
 #ifndef SMQD_OPS_MESSAGE_H
 #define SMQD_OPS_MESSAGE_H
 
-#include "smqd/engine_core.h"
+#include "engine_core.h"
 
 int ops_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);
 /* Receives now, or parks op (waiters_is_parked, then 0) when nothing is

@@ -8,7 +8,7 @@
 #ifndef SMQD_OPS_QUEUE_H
 #define SMQD_OPS_QUEUE_H
 
-#include "smqd/engine_core.h"
+#include "engine_core.h"
 
 int ops_queue_create(struct smq_engine *e, struct smq_op *op);
 int ops_queue_set(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "smqd/engine_core.h"
+#include "engine_core.h"
 
 /* Starts (or replaces) the redrive of the DLQ q.  0 or an SMQ_E_* code. */
 int ops_redrive_start(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);

@@ -10,7 +10,7 @@
 #ifndef SMQD_RECOVER_H
 #define SMQD_RECOVER_H
 
-#include "smqd/engine_core.h"
+#include "engine_core.h"
 
 /* Loads every queue and message from the store (expired rows are queued for
  * deletion) and the id high-water marks.  0 or an SMQ_E_* code. */

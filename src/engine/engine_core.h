@@ -27,11 +27,6 @@
 #include "txn.h"
 #include "waiters.h"
 
-/* Keys of the store's meta table that the engine keeps. */
-#define META_KEYS "handle_keys"
-#define META_NEXT_SEQ "next_seq"
-#define META_NEXT_QUEUE_ID "next_queue_id"
-
 #define EXPIRED_FLUSH_AT 1024        /* lazily deleted expired rows per flush */
 
 /* Ids are never reused: each is handed out below a persisted mark (msgs.c). */
