@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "admin_probe.h"
+#include "smqd/admin_probe.h"
 #include "smqd/buf.h"
 #include "smqd/handle.h"
 #include "smqd/role.h"

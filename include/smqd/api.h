@@ -13,7 +13,7 @@
 #ifndef SMQD_API_H
 #define SMQD_API_H
 
-#include "api_call.h"
+#include "smqd/api_call.h"
 
 /* 0: call->op is ready to submit.  Otherwise an SMQ_E_* code with ei filled:
  * answer it with api_render_error.  call->action is set as far as known. */

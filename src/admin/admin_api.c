@@ -7,7 +7,7 @@
  * loudly (unknown or repeated parameters, "12abc", "+5", out-of-range
  * values are 400) instead of silently doing something else.
  */
-#include "admin_api.h"
+#include "smqd/admin_api.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * admin_probe.c — owns what /health, /ready and /metrics answer
  * (admin_probe.h).
  */
-#include "admin_probe.h"
+#include "smqd/admin_probe.h"
 
 #include "admin_metrics.h"
 #include "smqd/clock.h"

@@ -1,7 +1,7 @@
 /*
  * api_call.c — owns the life of an MNS API call's state (api_call.h).
  */
-#include "api_call.h"
+#include "smqd/api_call.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
 #ifndef SMQD_API_MESSAGE_H
 #define SMQD_API_MESSAGE_H
 
-#include "api_call.h"
+#include "smqd/api_call.h"
 
 /* POST /queues/{q}/messages: SendMessage, or BatchSendMessage (root <Messages>). */
 int api_message_send(const struct api_ctx *ctx, const struct api_request *req,

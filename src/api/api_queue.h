@@ -5,7 +5,7 @@
 #ifndef SMQD_API_QUEUE_H
 #define SMQD_API_QUEUE_H
 
-#include "api_call.h"
+#include "smqd/api_call.h"
 
 /* GET /queues: ListQueue. */
 int api_queue_list(const struct api_ctx *ctx, const struct api_request *req,

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admin_api.h"
 #include "fuzz_common.h"
+#include "smqd/admin_api.h"
 #include "smqd/json.h"
 #include "smqd/qname.h"
 #include "smqd/query.h"

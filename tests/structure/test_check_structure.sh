@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_check_structure.sh — shows that scripts/check-structure.sh passes on the tree as it is
 # and fails, naming the problem, on each kind of violation it exists to catch: every case
-# copies the sources to a scratch directory, breaks one rule there and runs the check.
+# copies the sources (the folders under src/ and include/smqd/) to a scratch directory,
+# breaks one rule there and runs the check.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,6 +66,31 @@ fresh_copy
 append src/api/api.c '#include "xml_doc.h"'
 expect_violation "libxml2 reached through a private header" \
     "src/api/api.c includes src/mns/xml_doc.h, which carries a third-party header"
+
+fresh_copy
+append src/api/api.c '#include "txn.h"'
+expect_violation "a header private to the engine used by the API" \
+    "src/api/api.c includes src/engine/txn.h, a header private to src/engine/"
+
+fresh_copy
+append src/mns/query.c '#include "smqd/ratelimit.h"'
+expect_violation "two folders include each other (no module cycle, no upward layer)" \
+    "folders src/meter/ and src/mns/ include each other: include/smqd/metrics.h includes include/smqd/mns.h, and src/mns/query.c includes include/smqd/ratelimit.h"
+
+fresh_copy
+append src/mns/grant.c '#include "smqd/role.h"'
+append src/cluster/role.c '#include "smqd/storage.h"'
+expect_violation "three folders around a loop (config/ already includes mns/)" \
+    "the folders include each other around a loop"
+
+fresh_copy
+mv "$scratch/tree/src/mns/xml_write.c" "$scratch/tree/src/api/"
+expect_violation "a module split between two folders" \
+    "module xml has files in src/mns/ and src/api/"
+
+fresh_copy
+cp "$scratch/tree/src/base/buf.c" "$scratch/tree/src/engine/buf.c"
+expect_violation "two files of one name" "have the same name"
 
 fresh_copy
 append src/base/buf.c '#include <zlib.h>'

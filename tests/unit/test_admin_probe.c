@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "admin_api.h"
-#include "admin_probe.h"
+#include "smqd/admin_api.h"
+#include "smqd/admin_probe.h"
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/op.h"

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "admin_api.h"
+#include "smqd/admin_api.h"
 #include "smqd/op.h"
 
 enum admin_state {
