@@ -12,6 +12,7 @@
 
 #include "smqd/auth.h"
 #include "smqd/log.h"
+#include "smqd/netaddr.h"
 #include "smqd/qname.h"
 #include "smqd/storage.h"
 
@@ -51,6 +52,11 @@ struct smq_config {
     char tls_cert_file[4096];     /* "" = plain HTTP */
     char tls_key_file[4096];
     enum smq_url_scheme url_scheme;   /* of QueueURL / Location; default auto */
+    /* trusted_proxies = addresses and CIDR ranges, as written (for smqd -t)
+     * and parsed: connections from them skip max_connections_per_ip, and
+     * their requests' X-Forwarded-For names the client (netaddr.h). */
+    char trusted_proxies_text[256];   /* a line holds at most 198 characters */
+    struct netaddr_trust trusted_proxies;
     /* [storage] */
     char storage_path[4096];      /* SQLite file; default ./smqd.db */
     enum smq_sync_mode sync;      /* default full */

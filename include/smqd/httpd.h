@@ -32,6 +32,8 @@
 #include "smqd/clock.h"
 #include "smqd/errors.h"
 #include "smqd/http_header.h"
+#include "smqd/metrics.h"
+#include "smqd/netaddr.h"
 
 #define HTTPD_MAX_HEADERS 128
 
@@ -53,8 +55,15 @@ struct httpd_opts {
     const char *host;            /* IPv4/IPv6 literal or "localhost" */
     uint16_t port;               /* 0 = any free port */
     int threads;                 /* HTTP worker threads */
+    /* At max_connections new connections wait in the accept queue; beyond
+     * max_connections_per_ip from one address one is closed at once.
+     * Connections from trusted_proxies skip the latter (connlimit.h). */
     int max_connections;
     int max_connections_per_ip;  /* from one client address; 0 = no limit of its own */
+    /* Borrowed for the call to httpd_start (copied); NULL = none.  Their
+     * requests' X-Forwarded-For names the client (netaddr.h). */
+    const struct netaddr_trust *trusted_proxies;
+    struct smq_metrics *metrics; /* borrowed: open and refused connections; NULL = not counted */
     struct tls_creds *tls;       /* HTTPS with these (borrowed); NULL = plain HTTP */
     int idle_timeout_s;          /* a connection silent this long is closed */
     int request_timeout_s;       /* a request still incomplete after this is dropped */
@@ -96,6 +105,12 @@ const struct http_header *httpd_req_headers(const struct httpd_req *r, size_t *n
  * reached when it sent none (HTTP/1.0). */
 const char *httpd_req_host(const struct httpd_req *r);
 const char *httpd_req_body(const struct httpd_req *r, size_t *len);
+/* The client's address as text: the peer's, or through a trusted proxy the
+ * address its X-Forwarded-For names; "-" when unknown.  For the log. */
+const char *httpd_req_client(const struct httpd_req *r);
+/* The trusted proxy the request came through (the peer), or NULL when the
+ * client is the peer itself. */
+const char *httpd_req_proxy(const struct httpd_req *r);
 /* The monotonic microsecond the request line was read. */
 uint64_t httpd_req_start_us(const struct httpd_req *r);
 

@@ -34,6 +34,7 @@
 
 #include "smqd/mns.h"
 #include "smqd/buf.h"
+#include "smqd/connlimit.h"
 #include "smqd/ratelimit.h"
 
 struct smq_metrics;                       /* thread-safe, owned by main */
@@ -55,6 +56,10 @@ void metrics_request_done(struct smq_metrics *m, enum mns_action a, int status,
                           uint64_t duration_us);
 /* A request was refused with QpsLimitExceeded by the limit of scope. */
 void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope);
+/* A new connection was refused by the cap of verdict (connlimit.h). */
+void metrics_connection_refused(struct smq_metrics *m, enum connlimit_verdict cap);
+/* Connections admitted (+1) or closed after being admitted (-1). */
+void metrics_connections_open(struct smq_metrics *m, int delta);
 /* A request of access_key_id was refused with AccessDenied (grant.h). */
 void metrics_access_denied(struct smq_metrics *m, const char *access_key_id, enum mns_action a);
 /* The syncer flushed the WAL (syncer.h): how long it took, and whether it failed. */

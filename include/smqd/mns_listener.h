@@ -9,7 +9,8 @@
  * operation's done callback resumes it, and the answer is rendered on an
  * HTTP thread.  Every response carries x-mns-request-id; every XML
  * response Content-Type text/xml;charset=utf-8.  One log line per
- * request, counted in opts.metrics.
+ * request, counted in opts.metrics, naming the client (and the proxy it
+ * came through) and what it asked for, never a signature or a secret.
  */
 #ifndef SMQD_MNS_LISTENER_H
 #define SMQD_MNS_LISTENER_H
@@ -20,6 +21,7 @@
 
 #include "smqd/api.h"
 #include "smqd/metrics.h"
+#include "smqd/netaddr.h"
 #include "smqd/ratelimit.h"
 #include "smqd/server.h"
 
@@ -32,6 +34,9 @@ struct mns_listener_opts {
     int threads;
     int max_connections;
     int max_connections_per_ip;  /* 0 = no limit of its own */
+    /* [server] trusted_proxies (borrowed for the start; NULL = none): exempt
+     * from the per-address cap, and their X-Forwarded-For names the client. */
+    const struct netaddr_trust *trusted_proxies;
     struct tls_creds *tls;       /* HTTPS with these (borrowed); NULL = plain HTTP */
     const char *url_scheme;      /* "http" or "https", for QueueURL, Location, HostId */
     int idle_timeout_s;          /* a connection silent this long is closed */

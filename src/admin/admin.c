@@ -335,12 +335,12 @@ static bool read_only_request(const char *method, const char *path)
 /* 403 for a request beyond the read-only token's scope, logged (never the
  * token) and counted, so an operator sees a scraper that was given too
  * little or a token that is being tried on more than it may do. */
-static void deny_read_token(struct smq_admin *a, const char *method, const char *path,
-                            struct admin_reply *reply)
+static void deny_read_token(struct smq_admin *a, const struct httpd_req *r, const char *method,
+                            const char *path, struct admin_reply *reply)
 {
     __atomic_add_fetch(&a->denied, 1, __ATOMIC_RELAXED);
-    SMQ_WARN("admin: %.16s %.256s refused: the read-only token may not make this request",
-             method, path);
+    SMQ_WARN("admin: %.16s %.256s refused: the read-only token may not make this request "
+             "(client=%s)", method, path, httpd_req_client(r));
     admin_reply_error(reply, 403, "Forbidden", "The read-only token may not %.16s %.256s; "
                       "use the [admin] token.", method, path);
 }
@@ -366,7 +366,7 @@ static bool refused(struct smq_admin *a, struct httpd_req *r, const char *path,
         admin_reply_error(reply, 401, "Unauthorized", "%s",
                           "Send the [admin] token as Authorization: Bearer <token>.");
     else if (token == TOKEN_READ && !read_only_request(method, path))
-        deny_read_token(a, method, path, reply);
+        deny_read_token(a, r, method, path, reply);
     else if (body_len > 0 || problem == SMQ_E_REQUEST_TOO_LARGE)
         admin_reply_error(reply, 400, "InvalidArgument", "%s", "Admin requests take no body; "
                           "parameters go in the query string.");

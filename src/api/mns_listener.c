@@ -165,6 +165,15 @@ static bool on_client_gone(struct smq_op *op, void *arg)
     return httpd_client_gone(d->http);
 }
 
+/* Who asked, for a log line: "client=A" or "client=A proxy=P". */
+static void who(const struct mns_req *d, char *out, size_t size)
+{
+    const char *proxy = httpd_req_proxy(d->http);
+
+    snprintf(out, size, "client=%s%s%s", httpd_req_client(d->http), proxy ? " proxy=" : "",
+             proxy ? proxy : "");
+}
+
 /* Whether this denial gets its line; *unlogged is set to the denials
  * since the last line that went without one. */
 static bool denied_line_due(struct mns_listener *l, uint64_t *unlogged)
@@ -194,6 +203,7 @@ static bool denied_line_due(struct mns_listener *l, uint64_t *unlogged)
 static void note_denied(const struct mns_req *d, const struct smq_errinfo *ei)
 {
     uint64_t unlogged;
+    char client[2 * NETADDR_TEXT_MAX + 16];
 
     metrics_access_denied(d->l->opts.metrics, d->call.access_key_id, d->call.action);
     if (!denied_line_due(d->l, &unlogged))
@@ -202,9 +212,10 @@ static void note_denied(const struct mns_req *d, const struct smq_errinfo *ei)
         SMQ_WARN("access denied: %llu more denial(s) before this one were not logged (at most "
                  "%d lines a second; smqd_access_denied_total counts them all)",
                  (unsigned long long)unlogged, DENIED_LINES_PER_S);
-    SMQ_WARN("access denied id=%s access_key=%s action=%s queue=%s: %s", d->request_id,
+    who(d, client, sizeof client);
+    SMQ_WARN("access denied id=%s access_key=%s action=%s queue=%s %s: %s", d->request_id,
              d->call.access_key_id, mns_action_name(d->call.action),
-             d->call.op.queue[0] ? d->call.op.queue : "-", errors_message(ei));
+             d->call.op.queue[0] ? d->call.op.queue : "-", client, errors_message(ei));
 }
 
 /* The active/standby gate: checked on every request against the lease's
@@ -308,13 +319,40 @@ static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
     release_engine(d);
 }
 
+/*
+ * What was asked, for a log line: the method and the path, without the
+ * query (the resource as MNS names it; nothing secret is in either, and
+ * the signature travels in a header).  The path is the client's: bytes
+ * outside printable ASCII, blanks, quotes and backslashes are written %XX
+ * so that a line cannot be forged or broken, and it is cut at 160 bytes.
+ */
+static void what(const struct mns_req *d, char *out, size_t size)
+{
+    const char *t = httpd_req_target(d->http);
+    int n = snprintf(out, size, "method=%s resource=", httpd_req_method(d->http));
+    size_t used = n > 0 && (size_t)n < size ? (size_t)n : 0;
+
+    for (size_t i = 0; t[i] != '\0' && t[i] != '?' && i < 160 && used + 4 < size; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c > ' ' && c < 0x7f && c != '"' && c != '\\')
+            out[used++] = (char)c;
+        else
+            used += (size_t)snprintf(out + used, size - used, "%%%02X", c);
+    }
+    out[used] = '\0';
+}
+
 static void log_request(const struct mns_req *d, uint64_t latency_us)
 {
     const struct smq_op *op = &d->call.op;
+    char client[2 * NETADDR_TEXT_MAX + 16], asked[256];
 
-    SMQ_INFO("request id=%s access_key=%s action=%s queue=%s status=%d code=%s latency_ms=%.3f",
-             d->request_id, d->call.access_key_id ? d->call.access_key_id : "-",
-             mns_action_name(d->call.action), op->queue[0] ? op->queue : "-", d->status, d->error_code ? d->error_code : "-", (double)latency_us / 1000.0);
+    who(d, client, sizeof client);
+    what(d, asked, sizeof asked);
+    SMQ_INFO("request id=%s access_key=%s action=%s queue=%s status=%d code=%s latency_ms=%.3f "
+             "%s %s", d->request_id, d->call.access_key_id ? d->call.access_key_id : "-",
+             mns_action_name(d->call.action), op->queue[0] ? op->queue : "-", d->status,
+             d->error_code ? d->error_code : "-", (double)latency_us / 1000.0, client, asked);
 }
 
 /* A request whose headers arrived but that never reached the handler (its
@@ -328,6 +366,7 @@ static void on_done(void *arg, struct httpd_req *r)
 
     if (!httpd_req_started(r))
         return;
+    d->http = r;                 /* unset when the handler never saw it */
     release_engine(d);
     if (!d->counted) {
         metrics_request_started(l->opts.metrics);
@@ -348,6 +387,8 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
                                .threads = opts->threads,
                                .max_connections = opts->max_connections,
                                .max_connections_per_ip = opts->max_connections_per_ip,
+                               .trusted_proxies = opts->trusted_proxies,
+                               .metrics = opts->metrics,
                                .tls = opts->tls,
                                .idle_timeout_s = opts->idle_timeout_s,
                                .request_timeout_s = opts->request_timeout_s,

@@ -48,6 +48,10 @@ const struct setting config_settings[] = {
      FIELD(tls_key_file), "PEM private key of tls_cert_file"},
     {"server", "url_scheme", OPT_ENUM, "auto", 0, 0, scheme_names, FIELD(url_scheme),
      "scheme of QueueURL and Location: auto (https with TLS), or http/https behind a proxy"},
+    {"server", "trusted_proxies", OPT_PROXIES, "", 0, FIELD_LEN(trusted_proxies_text), NULL,
+     FIELD(trusted_proxies_text),
+     "proxies in front (e.g. HAProxy): addresses and CIDR ranges; they skip "
+     "max_connections_per_ip and their X-Forwarded-For names the client"},
     {"storage", "path", OPT_PATH, "./smqd.db", 1, FIELD_LEN(storage_path), NULL,
      FIELD(storage_path),
      "SQLite database file, relative to the working directory"},
@@ -277,6 +281,23 @@ static const char *parse_admin_listen(const char *v, struct smq_config *cfg)
     return parse_address(v, cfg->admin_host, &cfg->admin_port);
 }
 
+/* [server] trusted_proxies: parsed once here, so that a wrong entry is
+ * the file's error at its line (the message quotes the value), and kept
+ * as written for smqd -t. */
+static const char *parse_proxies(const char *v, const struct setting *s, struct smq_config *cfg)
+{
+    char bad[80];
+
+    if (strlen(v) > (size_t)s->max)
+        return "too long";
+    if (netaddr_trust_parse(v, &cfg->trusted_proxies, bad, sizeof bad) != 0)
+        return strncmp(bad, "more than", 9) == 0
+                   ? "too many entries"
+                   : "an entry is not an IP address or ADDR/BITS range (no host names)";
+    memcpy(cfg->trusted_proxies_text, v, strlen(v) + 1);
+    return NULL;
+}
+
 static bool is_key_id_char(char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -358,6 +379,8 @@ const char *config_table_parse(struct smq_config *cfg, const struct setting *s, 
             return "too long";
         memcpy(field, v, strlen(v) + 1);
         return NULL;
+    case OPT_PROXIES:
+        return parse_proxies(v, s, cfg);
     case OPT_NODE_ID:
         why = strlen(v) > (size_t)s->max ? "too long"
               : strspn(v, NODE_ID_CHARS) != strlen(v) ? "a character other than A-Z a-z 0-9 _ . -"
@@ -413,6 +436,10 @@ void config_table_describe(const struct setting *s, char *buf, size_t size)
         return;
     case OPT_NODE_ID:
         snprintf(buf, size, "up to %lld characters of A-Z a-z 0-9 _ . -", s->max);
+        return;
+    case OPT_PROXIES:
+        snprintf(buf, size, "up to %d IPv4/IPv6 addresses or ADDR/BITS ranges, separated by "
+                 "commas or blanks; empty = none", NETADDR_TRUST_MAX);
         return;
     }
 }

@@ -30,7 +30,8 @@ enum opt_type {
     OPT_ADMIN_LISTEN, /* [admin] listen: HOST:PORT into admin_host + admin_port, or off */
     OPT_TOKEN,      /* [admin] token, read_token: a secret kept in a char array; empty = none */
     OPT_DSN,        /* a libpq conninfo string in a char array; printed with its password masked */
-    OPT_NODE_ID     /* a name of 1..max characters of A-Z a-z 0-9 _ . - in a char array */
+    OPT_NODE_ID,    /* a name of 1..max characters of A-Z a-z 0-9 _ . - in a char array */
+    OPT_PROXIES     /* [server] trusted_proxies: text into a char array, ranges into trusted_proxies */
 };
 
 struct setting {

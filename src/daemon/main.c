@@ -313,6 +313,7 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
         .host = cfg->listen_host, .port = cfg->listen_port, .threads = cfg->threads,
         .max_connections = cfg->max_connections,
         .max_connections_per_ip = cfg->max_connections_per_ip,
+        .trusted_proxies = &cfg->trusted_proxies,
         .tls = p->tls.mns, .url_scheme = url_scheme(cfg),
         .idle_timeout_s = cfg->idle_timeout_s,
         .request_timeout_s = cfg->request_timeout_s,

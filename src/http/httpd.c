@@ -3,7 +3,8 @@
  * request (httpd.h): the raw target, the headers collected once, the body
  * under its cap, suspend and resume with a deadline, the answer, and the
  * references that keep a request's storage alive while another thread may
- * still use it.
+ * still use it; and which connections are served at all (the two caps, with
+ * connlimit.h) and who the client of a request is (netaddr.h).
  */
 #define _GNU_SOURCE       /* POLLRDHUP */
 #include "smqd/httpd.h"
@@ -17,9 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "reaper.h"
 #include "smqd/clock.h"
+#include "smqd/connlimit.h"
 #include "smqd/errors.h"
 #include "smqd/log.h"
 #include "smqd/netaddr.h"
@@ -34,12 +37,27 @@ struct httpd {
     uint16_t port;
     int64_t active;              /* atomic: requests begun and not yet completed */
     struct conn_reaper *reaper;  /* bounds slow requests, fires deadlines */
+    struct connlimit *limit;     /* the two connection caps */
+    struct netaddr_trust trusted;   /* opts.trusted_proxies, copied */
     char log_prefix[32];         /* "libmicrohttpd" or "admin: libmicrohttpd" */
+};
+
+/* One connection's: libmicrohttpd's socket context, from its start to its
+ * close. */
+struct conn_ctx {
+    struct httpd *h;
+    struct conn_track *track;    /* in the reaper; NULL when out of memory */
+    struct netaddr_ip peer;
+    bool has_peer;               /* an IPv4/IPv6 peer (always, on a TCP listener) */
+    bool admitted;               /* counted in h->limit until the close */
+    bool per_ip;                 /* ... against its address too */
+    bool refused;                /* beyond a cap: being closed, never served */
 };
 
 struct httpd_req {
     struct httpd *h;
     struct MHD_Connection *conn;
+    struct conn_ctx *ctx;        /* the connection's; NULL when out of memory */
     struct conn_track *track;    /* the connection's, in the reaper */
     int refs;                    /* atomic: libmicrohttpd's, a suspension's, a deadline's */
     int state;                   /* atomic, enum req_state */
@@ -57,6 +75,8 @@ struct httpd_req {
     char method[16];
     const char *host;
     char local_host[64];         /* the address the client reached, when it sent no Host */
+    char client[NETADDR_TEXT_MAX];  /* the client's address, for the log ("-" unknown) */
+    char proxy[NETADDR_TEXT_MAX];   /* the trusted proxy it came through, or "" */
     struct smq_buf body;
     struct http_header headers[HTTPD_MAX_HEADERS];
     size_t n_headers;
@@ -152,6 +172,21 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
+/* Who sent the request: needs the headers, for X-Forwarded-For. */
+static void find_client(struct httpd_req *r)
+{
+    struct netaddr_ip client;
+
+    snprintf(r->client, sizeof r->client, "-");
+    r->proxy[0] = '\0';
+    if (r->ctx == NULL || !r->ctx->has_peer)
+        return;
+    if (netaddr_forwarded_client(&r->h->trusted, &r->ctx->peer, r->headers, r->n_headers,
+                                 &client))
+        netaddr_ip_text(&r->ctx->peer, r->proxy);
+    netaddr_ip_text(&client, r->client);
+}
+
 /* The headers, once, when they are complete.  Their strings stay in
  * libmicrohttpd's memory until the request is completed. */
 static void collect_headers(struct httpd_req *r)
@@ -168,6 +203,7 @@ static void collect_headers(struct httpd_req *r)
         host = netaddr_local(r->fd, r->local_host, sizeof r->local_host) == 0 ? r->local_host
                                                                                : "";
     r->host = host;
+    find_client(r);
 }
 
 /* ---- the request's life ------------------------------------------------------- */
@@ -179,29 +215,79 @@ static int connection_fd(struct MHD_Connection *conn)
     return info != NULL ? info->connect_fd : -1;
 }
 
-static struct conn_track *track_of(struct MHD_Connection *conn)
+static struct conn_ctx *ctx_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info != NULL ? info->socket_context : NULL;
 }
 
+static bool peer_of(struct MHD_Connection *conn, struct netaddr_ip *peer)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info != NULL && netaddr_ip_of(info->client_addr, peer) == 0;
+}
+
+/*
+ * A new connection, before anything is read from it.  Over its address's
+ * cap it is shut down at once: the point of that cap is that one client's
+ * idle sockets cannot make every other client wait, so the refused one
+ * must not hold a slot.  The total cap is libmicrohttpd's too (see
+ * library_line), which stops accepting at it, so connections
+ * beyond it wait in the kernel's accept queue; connlimit's count of all
+ * connections refuses only what slips past that.
+ */
+static void admit(struct httpd *h, struct conn_ctx *c, int fd)
+{
+    enum connlimit_verdict v;
+
+    /* Without a peer address (not on a TCP listener) c->peer is all zeros:
+     * such connections share one count. */
+    v = connlimit_admit(h->limit, &c->peer, &c->per_ip);
+    if (v == CONNLIMIT_ADMITTED) {
+        c->admitted = true;
+        metrics_connections_open(h->opts.metrics, 1);
+        return;
+    }
+    metrics_connection_refused(h->opts.metrics, v);
+    c->refused = true;
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);     /* libmicrohttpd sees the end and closes it */
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
     struct httpd *h = cls;
+    struct conn_ctx *c = *socket_context;
     struct httpd_req *pending;
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         int fd = connection_fd(conn);
-        *socket_context = fd >= 0 ? conn_reaper_track(h->reaper, fd) : NULL;
+        c = calloc(1, sizeof *c);
+        *socket_context = c;
+        if (c == NULL) {
+            if (fd >= 0)
+                shutdown(fd, SHUT_RDWR);     /* not served without its context */
+            return;
+        }
+        c->h = h;
+        c->has_peer = peer_of(conn, &c->peer);
+        admit(h, c, fd);
+        c->track = fd >= 0 ? conn_reaper_track(h->reaper, fd) : NULL;
         return;
     }
-    if (*socket_context == NULL)
+    if (c == NULL)
         return;
-    /* A deadline still pending at close (only at shutdown) holds its request. */
-    pending = conn_reaper_untrack(h->reaper, *socket_context);
     *socket_context = NULL;
+    if (c->admitted) {
+        connlimit_leave(h->limit, &c->peer, c->per_ip);
+        metrics_connections_open(h->opts.metrics, -1);
+    }
+    /* A deadline still pending at close (only at shutdown) holds its request. */
+    pending = c->track != NULL ? conn_reaper_untrack(h->reaper, c->track) : NULL;
+    free(c);
     if (pending != NULL)
         release(pending);
 }
@@ -219,7 +305,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     r->refs = 1;                 /* libmicrohttpd's, until the request completes */
     r->conn = conn;
     r->fd = connection_fd(conn);
-    r->track = track_of(conn);
+    r->ctx = ctx_of(conn);
+    r->track = r->ctx != NULL ? r->ctx->track : NULL;
     r->target = strdup(uri != NULL ? uri : "");
     r->nul_in_target = uri != NULL && target_has_nul(uri);
     r->start_us = clock_mono_us();
@@ -336,6 +423,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     (void)cls, (void)conn, (void)url, (void)version;
     if (r == NULL || r->target == NULL)
         return MHD_NO;                  /* out of memory at on_uri: drop the connection */
+    if (r->ctx == NULL || r->ctx->refused)
+        return MHD_NO;                  /* shut down at accept: never served */
     if (!r->started)
         return start_request(r, method);
     if (*upload_data_size > 0)
@@ -390,6 +479,16 @@ const char *httpd_req_body(const struct httpd_req *r, size_t *len)
 {
     *len = r->body.len;
     return r->body.data != NULL ? r->body.data : "";
+}
+
+const char *httpd_req_client(const struct httpd_req *r)
+{
+    return r->client[0] != '\0' ? r->client : "-";
+}
+
+const char *httpd_req_proxy(const struct httpd_req *r)
+{
+    return r->proxy[0] != '\0' ? r->proxy : NULL;
 }
 
 uint64_t httpd_req_start_us(const struct httpd_req *r)
@@ -506,8 +605,8 @@ bool httpd_client_gone(struct httpd_req *r)
 /*
  * GnuTLS asks for the certificate at each handshake.  libmicrohttpd makes
  * the session's pointer its connection, and the connection's socket
- * context (set when it was accepted, before any handshake) is the reaper's
- * track, whose owner is this httpd: so a reload (tls_creds_reload) reaches
+ * context (set when it was accepted, before any handshake) is its conn_ctx,
+ * which names this httpd: so a reload (tls_creds_reload) reaches
  * the next handshake without restarting the daemon.
  */
 static int pick_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
@@ -516,8 +615,8 @@ static int pick_certificate(gnutls_session_t session, const gnutls_datum_t *req_
                             gnutls_privkey_t *key)
 {
     struct MHD_Connection *conn = gnutls_session_get_ptr(session);
-    struct conn_track *track = conn != NULL ? track_of(conn) : NULL;
-    struct httpd *h = track != NULL ? conn_reaper_owner(track) : NULL;
+    struct conn_ctx *c = conn != NULL ? ctx_of(conn) : NULL;
+    struct httpd *h = c != NULL ? c->h : NULL;
     struct tls_cert_view v;
 
     (void)req_ca_dn, (void)n_req_ca_dn, (void)pk_algos, (void)n_pk_algos;
@@ -528,6 +627,21 @@ static int pick_certificate(gnutls_session_t session, const gnutls_datum_t *req_
     *n_pcerts = v.n_pcerts;
     *key = v.key;
     return 0;
+}
+
+/*
+ * libmicrohttpd stops accepting when it holds max_connections, so that
+ * connections beyond wait in the kernel's accept queue rather than being
+ * refused; it says so in a log line when it closes one instead (a race at
+ * the limit), which is the one refusal of that cap that can be counted.
+ */
+static void library_line(void *cls, const char *fmt, va_list ap)
+{
+    struct httpd *h = cls;
+
+    if (strstr(fmt, "reached connection limit") != NULL)
+        metrics_connection_refused(h->opts.metrics, CONNLIMIT_OVER_TOTAL);
+    log_library_line(h->log_prefix, fmt, ap);
 }
 
 /* TLS 1.2 and 1.3 only: every SDK's HTTP stack speaks 1.2. */
@@ -554,14 +668,12 @@ static struct MHD_Daemon *start_daemon(struct httpd *h, const struct sockaddr_st
     return MHD_start_daemon(
         flags, o->port, NULL, NULL, on_access, h,
         /* First, so it sees every message. */
-        MHD_OPTION_EXTERNAL_LOGGER, log_library_line, (void *)h->log_prefix,
+        MHD_OPTION_EXTERNAL_LOGGER, library_line, (void *)h,
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(o->threads > 0 ? o->threads : 1),
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)o->max_connections,
-        /* Beyond it a new connection from that address is closed at once, so
-         * one client's idle sockets cannot hold every other client in the
-         * accept queue until they time out. */
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)o->max_connections_per_ip,
+        /* max_connections_per_ip is connlimit's (admit), which exempts the
+         * trusted proxies: libmicrohttpd's own cap cannot. */
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)o->idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->conn_memory > 0 ? o->conn_memory : 32768u,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
@@ -576,6 +688,7 @@ static struct MHD_Daemon *start_daemon(struct httpd *h, const struct sockaddr_st
 static void httpd_free(struct httpd *h)
 {
     conn_reaper_free(h->reaper);
+    connlimit_free(h->limit);
     free(h);
 }
 
@@ -585,7 +698,7 @@ int httpd_start(const struct httpd_opts *opts, struct httpd **out, char *err, si
     struct conn_reaper_opts ropts = {.listener = opts->name,
                                      .request_timeout_s = opts->request_timeout_s,
                                      .idle_timeout_s = opts->idle_timeout_s,
-                                     .clock = opts->clock, .owner = h};
+                                     .clock = opts->clock};
     struct sockaddr_storage ss;
     const union MHD_DaemonInfo *info;
     bool ipv6;
@@ -605,6 +718,14 @@ int httpd_start(const struct httpd_opts *opts, struct httpd **out, char *err, si
     if (netaddr_make(opts->host, opts->port, &ss, &ipv6) != 0) {
         snprintf(err, err_size, "listen address '%s'%s is not an IP literal", opts->host,
                  h->opts.label);
+        goto fail;
+    }
+    if (opts->trusted_proxies != NULL)
+        h->trusted = *opts->trusted_proxies;
+    h->opts.trusted_proxies = &h->trusted;
+    h->limit = connlimit_new(opts->max_connections, opts->max_connections_per_ip, &h->trusted);
+    if (h->limit == NULL) {
+        snprintf(err, err_size, "out of memory");
         goto fail;
     }
     h->reaper = conn_reaper_start(&ropts);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "smqd/log.h"
+#include "smqd/netaddr.h"
 #include "smqd/worker.h"
 
 #define REAPER_PERIOD_MS 250
@@ -28,7 +29,6 @@ struct conn_track {
 
 struct conn_reaper {
     char listener[16];
-    void *owner;                     /* immutable: opts.owner */
     uint64_t request_ms, idle_ms;
     const struct smq_clock *clock;
     struct worker thread;            /* its lock guards tracked and every conn_track */
@@ -57,11 +57,6 @@ struct conn_track *conn_reaper_track(struct conn_reaper *r, int fd)
     r->tracked.next = t;
     pthread_mutex_unlock(&r->thread.lock);
     return t;
-}
-
-void *conn_reaper_owner(const struct conn_track *t)
-{
-    return t->reaper->owner;
 }
 
 /* The library closes the socket only after it told us, so the reaper
@@ -132,10 +127,17 @@ static void reap_slow(struct conn_reaper *r, uint64_t now)
         uint64_t limit_ms = t->phase == PHASE_IDLE ? r->idle_ms : r->request_ms;
         bool incomplete = t->phase != PHASE_WORKING;
         if (incomplete && !t->shut && now - t->since_ms > limit_ms) {
+            struct netaddr_ip peer;
+            char text[NETADDR_TEXT_MAX] = "-";
+
+            /* Named before the shutdown, while the socket still has its peer
+             * (behind a proxy, the proxy: no header of the request is in). */
+            if (netaddr_peer(t->fd, &peer) == 0)
+                netaddr_ip_text(&peer, text);
             shutdown(t->fd, SHUT_RDWR);
             t->shut = true;
-            SMQ_INFO("%sclosed a connection whose request was incomplete after %d s",
-                     r->listener, (int)(limit_ms / 1000u));
+            SMQ_INFO("%sclosed a connection whose request was incomplete after %d s (peer=%s)",
+                     r->listener, (int)(limit_ms / 1000u), text);
         }
     }
 }
@@ -209,7 +211,6 @@ struct conn_reaper *conn_reaper_start(const struct conn_reaper_opts *opts)
     if (r->idle_ms < r->request_ms)
         r->idle_ms = r->request_ms;
     r->clock = opts->clock != NULL ? opts->clock : clock_system();
-    r->owner = opts->owner;
     r->tracked.next = r->tracked.prev = &r->tracked;
     worker_init(&r->thread);
     if (!opts->no_thread && worker_start(&r->thread, "smqd-reaper", reaper_thread, r) != 0) {

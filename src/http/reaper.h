@@ -40,7 +40,6 @@ struct conn_reaper_opts {
     int idle_timeout_s;          /* a kept-alive connection may idle max(this, request) */
     const struct smq_clock *clock;   /* monotonic time; NULL = the real clock */
     bool no_thread;              /* tests: no thread, conn_reaper_scan by hand */
-    void *owner;                 /* handed back by conn_reaper_owner */
 };
 
 /* Starts the reaper (and its thread).  NULL when it cannot. */
@@ -49,9 +48,6 @@ struct conn_reaper *conn_reaper_start(const struct conn_reaper_opts *opts);
 /* A new connection on socket fd (phase NEW); NULL when out of memory (the
  * connection is then left to the library's idle timeout). */
 struct conn_track *conn_reaper_track(struct conn_reaper *r, int fd);
-/* opts.owner of the reaper tracking t (any thread): what a library
- * callback that only has the connection finds its listener by. */
-void *conn_reaper_owner(const struct conn_track *t);
 /* The connection closed: forget it.  Returns the ctx of a deadline that
  * was still pending (it will not fire), or NULL. */
 void *conn_reaper_untrack(struct conn_reaper *r, struct conn_track *t);

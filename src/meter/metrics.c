@@ -99,6 +99,8 @@ struct smq_metrics {
     struct action_stats actions[MNS__ACTION_COUNT];
     struct flush_stats flushes;
     uint64_t throttled[SMQ_LIMIT__COUNT];
+    uint64_t conn_refused[CONNLIMIT_OVER_PER_IP + 1];   /* by enum connlimit_verdict */
+    int64_t conn_open;
     int64_t in_flight;
     struct denied_table denied;
 };
@@ -179,6 +181,18 @@ void metrics_throttled(struct smq_metrics *m, enum smq_limit_scope scope)
 {
     if (m != NULL && scope > SMQ_LIMIT_NONE && scope < SMQ_LIMIT__COUNT)
         add(&m->throttled[scope], 1);
+}
+
+void metrics_connection_refused(struct smq_metrics *m, enum connlimit_verdict cap)
+{
+    if (m != NULL && cap > CONNLIMIT_ADMITTED && cap <= CONNLIMIT_OVER_PER_IP)
+        add(&m->conn_refused[cap], 1);
+}
+
+void metrics_connections_open(struct smq_metrics *m, int delta)
+{
+    if (m != NULL)
+        __atomic_add_fetch(&m->conn_open, delta, __ATOMIC_RELAXED);
 }
 
 /* The row of (key, a), made if there is room; the last row is kept for
@@ -323,6 +337,24 @@ static void render_gauge_and_throttled(struct smq_metrics *m, struct smq_buf *ou
                    ratelimit_scope_name(s), load(&m->throttled[s]));
 }
 
+/* Named by the setting that refused them, so an alert says what to raise. */
+static void render_connections(struct smq_metrics *m, struct smq_buf *out)
+{
+    buf_printf(out, "# HELP smqd_connections_open MNS API connections open (each waiting "
+                    "long poll holds one); at [limits] max_connections new ones wait to be "
+                    "accepted.\n"
+                    "# TYPE smqd_connections_open gauge\n"
+                    "smqd_connections_open %" PRId64 "\n",
+               __atomic_load_n(&m->conn_open, __ATOMIC_RELAXED));
+    buf_puts(out, "# HELP smqd_connections_refused_total New connections closed at once, by the "
+                  "cap that refused them.\n"
+                  "# TYPE smqd_connections_refused_total counter\n");
+    buf_printf(out, "smqd_connections_refused_total{cap=\"max_connections\"} %" PRIu64 "\n",
+               load(&m->conn_refused[CONNLIMIT_OVER_TOTAL]));
+    buf_printf(out, "smqd_connections_refused_total{cap=\"max_connections_per_ip\"} %" PRIu64 "\n",
+               load(&m->conn_refused[CONNLIMIT_OVER_PER_IP]));
+}
+
 /* Only once a flush happened: with sync = normal there is no syncer. */
 static void render_flushes(struct smq_metrics *m, struct smq_buf *out)
 {
@@ -361,6 +393,7 @@ int metrics_render(struct smq_metrics *m, struct smq_buf *out)
     render_requests(m, out);
     render_durations(m, out);
     render_gauge_and_throttled(m, out);
+    render_connections(m, out);
     render_denied(m, out);
     render_flushes(m, out);
     return buf_failed(out) ? SMQ_E_NOMEM : 0;

@@ -78,12 +78,13 @@ render_node() {
         /^access_key_secret = / { k = "access_key_secret"; v = sk }
         /^token = / { k = "token"; v = tok }
         /^read_token = / { k = "read_token"; v = rtok }
+        /^trusted_proxies = / { k = "trusted_proxies"; v = "127.0.0.1" }
         k != "" { print k " = " v; n++ }
         k == "" { print }
         END { print n > cnt }' "$ROOT/conf/smqd-pg.conf.example" >"$dir/smqd.conf"
     chmod 600 "$dir/smqd.conf"
     n=$(cat "$dir/replaced")
-    [ "$n" = 8 ] || not_ok "conf/smqd-pg.conf.example: replaced $n of 8 keys"
+    [ "$n" = 9 ] || not_ok "conf/smqd-pg.conf.example: replaced $n of 9 keys"
     "$SMQD_BIN" -t -c "$dir/smqd.conf" >"$dir/check.out" 2>&1 \
         && ok "smqd -t accepts node $name's configuration" \
         || not_ok "smqd -t rejects node $name's configuration" "$(tail -5 "$dir/check.out")"

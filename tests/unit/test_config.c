@@ -103,6 +103,8 @@ static void test_config_defaults(void **state)
     assert_int_equal(c->max_clock_skew_s, 900);
     assert_int_equal(c->max_connections, 1024);
     assert_int_equal(c->max_connections_per_ip, 256);
+    assert_string_equal(c->trusted_proxies_text, "");
+    assert_int_equal(c->trusted_proxies.n, 0);
     assert_int_equal(c->idle_timeout_s, 75);
     assert_int_equal(c->request_timeout_s, 30);
     assert_int_equal(c->max_queues, 1000);
@@ -205,7 +207,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 29);   /* every row but the three key rows and the [admin] tokens */
+    assert_int_equal(checked, 30);   /* every row but the three key rows and the [admin] tokens */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -416,7 +418,7 @@ static void test_config_unknown_key_and_section(void **state)
     static const struct bad_case cases[] = {
         {"[server]\nport = 80\n", 2,
          "[server] unknown key \"port\" (known: listen, threads, tls_cert_file, tls_key_file, "
-         "url_scheme)"},
+         "url_scheme, trusted_proxies)"},
         {"[server]\nthreads = 2\n\n[store]\npath = x\n", 4,
          "unknown section [store] (known: server, storage, cluster, auth, limits, log, admin, queue.<NAME>, "
          "grant.<ACCESS_KEY_ID>)"},
@@ -725,6 +727,37 @@ static void test_config_print_shows_effective_values(void **state)
     }
     assert_null(strstr(text, "PW-"));
     free(text);
+}
+
+/* [server] trusted_proxies: addresses and ranges of both families, any
+ * mix of commas and blanks; a name or a malformed range is the file's
+ * error at its line; smqd -t prints it back as written. */
+static void test_config_trusted_proxies(void **state)
+{
+    struct fixture *f = *state;
+    struct netaddr_ip ip;
+    char *text;
+
+    expect_ok(f, AUTH_OK "[server]\ntrusted_proxies = 127.0.0.1, 10.0.0.0/8 fd00::/8\n");
+    assert_int_equal(f->cfg.trusted_proxies.n, 3);
+    assert_int_equal(netaddr_ip_parse("10.20.30.40", 11, &ip), 0);
+    assert_true(netaddr_trusted(&f->cfg.trusted_proxies, &ip));
+    assert_int_equal(netaddr_ip_parse("127.0.0.2", 9, &ip), 0);
+    assert_false(netaddr_trusted(&f->cfg.trusted_proxies, &ip));
+    text = print_to_string(&f->cfg);
+    assert_non_null(strstr(text, "\ntrusted_proxies = 127.0.0.1, 10.0.0.0/8 fd00::/8\n"));
+    expect_ok(f, text);
+    free(text);
+    assert_int_equal(f->cfg.trusted_proxies.n, 3);
+    expect_ok(f, AUTH_OK "[server]\ntrusted_proxies =\n");
+    assert_int_equal(f->cfg.trusted_proxies.n, 0);
+
+    expect_error(f, AUTH_OK "[server]\ntrusted_proxies = 127.0.0.1, haproxy.local\n", 5,
+                 "[server] trusted_proxies = \"127.0.0.1, haproxy.local\": an entry is not an IP "
+                 "address or ADDR/BITS range");
+    expect_error(f, AUTH_OK "[server]\ntrusted_proxies = 10.0.0.0/33\n", 5, "not an IP address");
+    expect_error(f, AUTH_OK "[server]\ntrusted_proxies = 10.0.0.1/8\n", 5, "not an IP address");
+    expect_error(f, AUTH_OK "[server]\ntrusted_proxies = [::1]\n", 5, "not an IP address");
 }
 
 /* load -> print -> load gives the same settings; only the secrets differ
@@ -1126,6 +1159,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_config_admin_listen_clash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_shows_effective_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_trusted_proxies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_print_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_level_names_match_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_failure_leaves_defaults, setup, teardown),

@@ -88,9 +88,10 @@ static void echo(struct httpd_req *r)
 
     httpd_req_headers(r, &n_headers);
     snprintf(text, sizeof text, "method=%s\ntarget=%s\nhost=%s\nx-test=%s\nheaders=%zu\n"
-             "body=%.*s\nproblem=%d\n", httpd_req_method(r), httpd_req_target(r),
-             httpd_req_host(r), x != NULL ? x : "(none)", n_headers, (int)body_len, body,
-             httpd_req_problem(r, &ei));
+             "body=%.*s\nproblem=%d\nclient=%s\nproxy=%s\n", httpd_req_method(r),
+             httpd_req_target(r), httpd_req_host(r), x != NULL ? x : "(none)", n_headers,
+             (int)body_len, body, httpd_req_problem(r, &ei), httpd_req_client(r),
+             httpd_req_proxy(r) != NULL ? httpd_req_proxy(r) : "(none)");
     respond_text(r, 200, text);
 }
 
@@ -141,16 +142,22 @@ static void on_done(void *arg, struct httpd_req *r)
     pthread_mutex_unlock(&f->lock);
 }
 
-static int setup(void **state)
+/* A listener trusting these proxies ("" = none), with this per-address cap. */
+static int start(void **state, const char *trusted, int per_ip)
 {
     static struct fixture f;
+    static struct netaddr_trust trust;
+    char bad[80];
     struct httpd_opts opts = {.name = "test: ", .host = "127.0.0.1", .port = 0, .threads = 1,
-                              .max_connections = 16, .idle_timeout_s = IDLE_S,
+                              .max_connections = 16, .max_connections_per_ip = per_ip,
+                              .trusted_proxies = &trust, .idle_timeout_s = IDLE_S,
                               .request_timeout_s = REQUEST_S, .max_body_bytes = MAX_BODY,
                               .data_size = sizeof(struct test_data),
                               .handler = {on_request, on_resume, on_done}};
     char err[256];
 
+    if (netaddr_trust_parse(trusted, &trust, bad, sizeof bad) != 0)
+        return -1;
     memset(&f, 0, sizeof f);
     pthread_mutex_init(&f.lock, NULL);
     f.mono_ms = 1000000;
@@ -164,6 +171,22 @@ static int setup(void **state)
     return 0;
 }
 
+static int setup(void **state)
+{
+    return start(state, "", 0);
+}
+
+/* Loopback is the proxy; at most two connections from any other address. */
+static int setup_proxied(void **state)
+{
+    return start(state, "127.0.0.1", 2);
+}
+
+static int setup_capped(void **state)
+{
+    return start(state, "", 2);
+}
+
 static int teardown(void **state)
 {
     struct fixture *f = *state;
@@ -171,6 +194,20 @@ static int teardown(void **state)
     httpd_stop(f->h);
     pthread_mutex_destroy(&f->lock);
     return 0;
+}
+
+/* A connection to the listener from the loopback address from (host order). */
+static int connect_from(const struct fixture *f, uint32_t from)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(f->port)};
+    struct sockaddr_in local = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(from)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&local, sizeof local), 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
 }
 
 static int connect_to(const struct fixture *f)
@@ -500,6 +537,96 @@ static void test_httpd_kept_alive_connection_gets_the_idle_limit(void **state)
     close(fd);
 }
 
+#define XFF_REQUEST "GET /echo HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1, 127.0.0.2\r\n\r\n"
+
+/* No trusted proxy: the client is the peer, whatever X-Forwarded-For says. */
+static void test_httpd_client_is_the_peer(void **state)
+{
+    struct fixture *f = *state;
+    char resp[4096];
+    int fd = connect_from(f, 0x7f000003);
+
+    send_text(fd, XFF_REQUEST);
+    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "client=127.0.0.3\nproxy=(none)\n"));
+    close(fd);
+}
+
+/* From the trusted proxy the client is the rightmost untrusted address of
+ * X-Forwarded-For; from anyone else the header is not believed. */
+static void test_httpd_client_through_a_trusted_proxy(void **state)
+{
+    struct fixture *f = *state;
+    char resp[4096];
+    int fd = connect_from(f, 0x7f000001);
+
+    send_text(fd, XFF_REQUEST);
+    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "client=127.0.0.2\nproxy=127.0.0.1\n"));
+    /* The proxy's own request (a health check) is the proxy's. */
+    send_text(fd, "GET /echo HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "client=127.0.0.1\nproxy=(none)\n"));
+    close(fd);
+    fd = connect_from(f, 0x7f000002);
+    send_text(fd, XFF_REQUEST);
+    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "client=127.0.0.2\nproxy=(none)\n"));
+    close(fd);
+}
+
+/* The per-address cap closes the third connection from one address at
+ * once, and lets the next in once one closed. */
+static void test_httpd_per_address_cap(void **state)
+{
+    struct fixture *f = *state;
+    char resp[4096];
+    int a = connect_from(f, 0x7f000002), b = connect_from(f, 0x7f000002);
+    int c = connect_from(f, 0x7f000002), d;
+
+    assert_true(closed_soon(c));
+    close(c);
+    send_text(a, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_int_equal(read_response(a, resp, sizeof resp), 200);
+    send_text(b, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_int_equal(read_response(b, resp, sizeof resp), 200);
+    d = connect_from(f, 0x7f000003);                 /* another address: its own count */
+    send_text(d, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_int_equal(read_response(d, resp, sizeof resp), 200);
+    close(d);
+    close(a);
+    /* The close reaches the server asynchronously: retry for a while. */
+    for (int i = 0; i < 50; i++) {
+        c = connect_from(f, 0x7f000002);
+        if (!closed_soon(c))
+            break;
+        close(c);
+        c = -1;
+    }
+    assert_true(c >= 0);
+    send_text(c, "GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+    assert_int_equal(read_response(c, resp, sizeof resp), 200);
+    close(c);
+    close(b);
+}
+
+/* Connections of a trusted proxy are not held to the per-address cap. */
+static void test_httpd_trusted_proxy_skips_the_cap(void **state)
+{
+    struct fixture *f = *state;
+    char resp[4096];
+    int fds[6];
+
+    for (int i = 0; i < 6; i++)
+        fds[i] = connect_from(f, 0x7f000001);
+    for (int i = 0; i < 6; i++) {
+        send_text(fds[i], "GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_int_equal(read_response(fds[i], resp, sizeof resp), 200);
+    }
+    for (int i = 0; i < 6; i++)
+        close(fds[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +647,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_httpd_kept_alive_connection_gets_the_idle_limit,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd_client_is_the_peer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd_client_through_a_trusted_proxy,
+                                        setup_proxied, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd_per_address_cap, setup_capped, teardown),
+        cmocka_unit_test_setup_teardown(test_httpd_trusted_proxy_skips_the_cap, setup_proxied,
+                                        teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

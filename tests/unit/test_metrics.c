@@ -32,6 +32,16 @@
     "# HELP smqd_throttled_requests_total Requests refused with QpsLimitExceeded, by the " \
     "limit that refused them.\n" \
     "# TYPE smqd_throttled_requests_total counter\n"
+#define CONNS(open, total, per_ip) \
+    "# HELP smqd_connections_open MNS API connections open (each waiting long poll holds " \
+    "one); at [limits] max_connections new ones wait to be accepted.\n" \
+    "# TYPE smqd_connections_open gauge\n" \
+    "smqd_connections_open " open "\n" \
+    "# HELP smqd_connections_refused_total New connections closed at once, by the cap that " \
+    "refused them.\n" \
+    "# TYPE smqd_connections_refused_total counter\n" \
+    "smqd_connections_refused_total{cap=\"max_connections\"} " total "\n" \
+    "smqd_connections_refused_total{cap=\"max_connections_per_ip\"} " per_ip "\n"
 #define HELP_DENIED \
     "# HELP smqd_access_denied_total Requests refused with AccessDenied because the access " \
     "key has no grant for them, by access key id and action.\n" \
@@ -78,6 +88,7 @@ static void test_metrics_empty(void **state)
                    HELP_THROTTLED
                    "smqd_throttled_requests_total{scope=\"queue\"} 0\n"
                    "smqd_throttled_requests_total{scope=\"access_key\"} 0\n"
+                   CONNS("0", "0", "0")
                    HELP_DENIED);
     metrics_free(m);
 }
@@ -96,6 +107,14 @@ static void test_metrics_known_requests(void **state)
     metrics_throttled(m, SMQ_LIMIT_QUEUE);
     metrics_throttled(m, SMQ_LIMIT_QUEUE);
     metrics_throttled(m, SMQ_LIMIT_NONE);                          /* not a scope: ignored */
+    metrics_connection_refused(m, CONNLIMIT_OVER_TOTAL);
+    metrics_connection_refused(m, CONNLIMIT_OVER_PER_IP);
+    metrics_connection_refused(m, CONNLIMIT_OVER_PER_IP);
+    metrics_connection_refused(m, CONNLIMIT_ADMITTED);             /* not a refusal: ignored */
+    metrics_connections_open(m, 1);
+    metrics_connections_open(m, 1);
+    metrics_connections_open(m, 1);
+    metrics_connections_open(m, -1);
     assert_renders(m,
         HELP_REQUESTS
         "smqd_http_requests_total{action=\"-\",code=\"403\"} 1\n"
@@ -119,6 +138,7 @@ static void test_metrics_known_requests(void **state)
         HELP_THROTTLED
         "smqd_throttled_requests_total{scope=\"queue\"} 2\n"
         "smqd_throttled_requests_total{scope=\"access_key\"} 0\n"
+        CONNS("2", "1", "2")
         HELP_DENIED);
     metrics_free(m);
 }
