@@ -101,8 +101,8 @@ static void test_config_defaults(void **state)
     assert_null(c->keys.keys);
     assert_int_equal(c->keys.n, 0);
     assert_int_equal(c->max_clock_skew_s, 900);
-    assert_int_equal(c->max_connections, 1024);
-    assert_int_equal(c->max_connections_per_ip, 256);
+    assert_int_equal(c->max_connections, 4096);
+    assert_int_equal(c->max_connections_per_ip, 1024);
     assert_string_equal(c->trusted_proxies_text, "");
     assert_int_equal(c->trusted_proxies.n, 0);
     assert_int_equal(c->idle_timeout_s, 75);
