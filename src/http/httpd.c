@@ -635,6 +635,7 @@ static int pick_certificate(gnutls_session_t session, const gnutls_datum_t *req_
  * refused; it says so in a log line when it closes one instead (a race at
  * the limit), which is the one refusal of that cap that can be counted.
  */
+__attribute__((format(printf, 2, 0)))
 static void library_line(void *cls, const char *fmt, va_list ap)
 {
     struct httpd *h = cls;
