@@ -4,7 +4,10 @@
 # pointing only to the same layer or below with no cycle between modules, each
 # third-party header included only by the files its table names, no file over 800
 # lines, no function over 60, a comment at the top of every file, and no mutable
-# global declared in a header.  Prints every violation; exits 1 if there is one.
+# global declared in a header.  It also checks the folders under src/: a header that
+# lives beside the sources (private to its folder) is included only from that folder and
+# the folders below it, a module keeps its files in one folder, and no two folders include
+# each other's headers.  Prints every violation; exits 1 if there is one.
 #
 #   scripts/check-structure.sh [REPO]        (default: the repository holding this script)
 set -euo pipefail
@@ -21,16 +24,22 @@ problem() { printf 'check-structure: %s\n' "$*" | tee -a "$work/problems" >&2; }
 
 [ -r "$doc" ] || { echo "check-structure: cannot read $doc" >&2; exit 1; }
 
-# The project's own files: the daemon's and smqctl's sources and headers.
-(cd "$repo" && ls src/*.c src/ctl/*.c src/ctl/*.h include/smqd/*.h) | sort >"$work/files"
+# The project's own files: the sources and private headers in the folders under src/ (the
+# daemon's and smqctl's), and the shared headers of include/smqd/.
+(cd "$repo" && find src -name '*.[ch]' && find include/smqd -maxdepth 1 -name '*.h') | LC_ALL=C sort >"$work/files"
 
 # Resolves a short name from the tables (engine.c, ctl_db.h) to its path, from a map built once
-# (a lookup per include: forking grep for each would make the check take seconds).
+# (a lookup per include: forking grep for each would make the check take seconds).  Short
+# names stand for paths, so no two files may share one.
 declare -A path_by_name
 while read -r p; do
     n=${p##*/}
-    [ -n "${path_by_name[$n]:-}" ] || path_by_name[$n]=$p
-done < <(grep '^src/[^/]*$' "$work/files"; grep '^src/ctl/' "$work/files"; grep '^include/smqd/' "$work/files")
+    if [ -n "${path_by_name[$n]:-}" ]; then
+        problem "$p and ${path_by_name[$n]} have the same name: the tables name files by name alone"
+    else
+        path_by_name[$n]=$p
+    fi
+done <"$work/files"
 path_of() {
     [ -n "${path_by_name[$1]:-}" ] || return 1
     printf '%s\n' "${path_by_name[$1]}"
@@ -85,6 +94,25 @@ while IFS=$'\t' read -r p name layer; do
     layer_by_path[$p]=$layer
 done <"$work/owner"
 module_of() { printf '%s\n' "${module_by_path[$1]:-}"; }
+
+# ---- folders: each module's files in one folder under src/ -------------------------------
+# A module's folder is the one its sources (and private headers) are in; its shared header in
+# include/smqd/ counts as that folder's when the folder-to-folder includes are checked.  A
+# module with no file under src/ (a header-only interface) is in no folder.
+declare -A folder_of_module
+while IFS=$'\t' read -r p name _; do
+    [[ $p == src/* ]] || continue
+    d=${p%/*}
+    f=${folder_of_module[$name]:-}
+    if [ -z "$f" ]; then
+        folder_of_module[$name]=$d
+    elif [ "$f" != "$d" ]; then
+        problem "module $name has files in $f/ and $d/: a module lives in one folder"
+    fi
+done <"$work/owner"
+folder_of() {
+    if [[ $1 == src/* ]]; then folder=${1%/*}; else folder=${folder_of_module[${module_by_path[$1]:-}]:-}; fi
+}
 layer_of() { printf '%s\n' "${layer_by_path[$1]:-}"; }
 
 # ---- the third-party header table: header (or prefix/), files allowed --------------------
@@ -121,6 +149,7 @@ match_vendor() {
 }
 
 : >"$work/edges"                         # module <tab> module, for the cycle check
+: >"$work/folder_edges"                  # folder <tab> folder <tab> file <tab> header
 : >"$work/vendor_headers"                # headers that include a third-party header
 while read -r p; do
     mod=${module_by_path[$p]:-}
@@ -132,6 +161,16 @@ while read -r p; do
                 inc=${inc//\"/}
                 target=${path_by_name[${inc##*/}]:-}
                 [ -n "$target" ] || { problem "$p includes \"$inc\", not a project header"; continue; }
+                if [[ $target == src/* ]]; then
+                    tdir=${target%/*}
+                    [[ $p == "$tdir"/* ]] ||
+                        problem "$p includes $target, a header private to $tdir/: only its folder's files may; a header other folders use belongs in include/smqd/"
+                fi
+                folder_of "$p"
+                pfolder=$folder
+                folder_of "$target"
+                [ -n "$pfolder" ] && [ -n "$folder" ] && [ "$pfolder" != "$folder" ] &&
+                    printf '%s\t%s\t%s\t%s\n' "$pfolder" "$folder" "$p" "$target" >>"$work/folder_edges"
                 tmod=${module_by_path[$target]:-}
                 [ -n "$tmod" ] || continue
                 [ "$tmod" = "$mod" ] && continue
@@ -167,6 +206,24 @@ sort -u "$work/vendor_headers" | while read -r h; do
                 problem "$user includes $h, which carries a third-party header of module $hmod"
         done
 done
+
+# No two folders include each other's headers: the folders are layers or groups, and a
+# back-arrow between two of them means one of them holds a module of the wrong side.
+awk -F'\t' '
+    !(($1 FS $2) in first) { first[$1 FS $2] = $3 " includes " $4 }
+    END {
+        for (k in first) {
+            split(k, f, FS)
+            if (f[1] < f[2] && ((f[2] FS f[1]) in first))
+                printf "folders %s/ and %s/ include each other: %s, and %s\n", f[1], f[2], first[k], first[f[2] FS f[1]]
+        }
+    }' "$work/folder_edges" | sort >"$work/backarrows"
+while read -r line; do problem "$line"; done <"$work/backarrows"
+# ... nor around a longer loop.
+if [ ! -s "$work/backarrows" ] &&
+    ! cut -f1,2 "$work/folder_edges" | sort -u | tr '\t' ' ' | tsort >/dev/null 2>"$work/tsort"; then
+    problem "the folders include each other around a loop: $(grep -v 'input contains a loop' "$work/tsort" | sed 's/^tsort: //' | tr '\n' ' ')"
+fi
 
 # No cycle between modules (tsort names the modules of a loop on stderr).
 if ! sort -u "$work/edges" | tr '\t' ' ' | tsort >/dev/null 2>"$work/tsort"; then

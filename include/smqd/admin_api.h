@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "smqd/buf.h"
-#include "smqd/op.h"
 #include "smqd/handle.h"
+#include "smqd/op.h"
 
 /* A reply as admin.c sends it. */
 struct admin_reply {

@@ -150,6 +150,11 @@ int store_fence(struct smq_store *s, const char *holder_token, int64_t epoch);
 int store_meta_get(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
 int store_meta_set(struct smq_store *s, const char *key, const void *value, size_t len);
 
+/* The keys the engine keeps there (smqctl's store copy carries them over too). */
+#define META_KEYS "handle_keys"
+#define META_NEXT_SEQ "next_seq"
+#define META_NEXT_QUEUE_ID "next_queue_id"
+
 /* SMQ_E_INTERNAL also when the name is already taken (UNIQUE).
  * Names longer than STORE_QUEUE_NAME_MAX: SMQ_E_INVALID_ARGUMENT. */
 int store_queue_insert(struct smq_store *s, const struct store_queue_rec *q);

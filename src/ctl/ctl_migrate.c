@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 
 #include "smqd/buf.h"
-#include "smqd/engine_core.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
 
@@ -25,7 +24,7 @@
  * 64 KiB each) stay a bounded amount of memory. */
 #define MIGRATE_CHUNK 256
 
-/* The metadata the engine keeps (engine_core.h): the receipt-handle secret
+/* The metadata the engine keeps (store.h): the receipt-handle secret
  * and the marks below which ids were handed out. */
 static const char *const meta_keys[] = {META_KEYS, META_NEXT_SEQ, META_NEXT_QUEUE_ID};
 

@@ -17,9 +17,9 @@
 
 #include "fuzz_common.h"
 #include "smqd/admin_api.h"
+#include "smqd/json.h"
 #include "smqd/qname.h"
 #include "smqd/query.h"
-#include "smqd/json.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "smqd/auth_v4.h"
+#include "auth_v4.h"
 #include "smqd/buf.h"
 #include "smqd/xml.h"
 

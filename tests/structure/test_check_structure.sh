@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_check_structure.sh — shows that scripts/check-structure.sh passes on the tree as it is
 # and fails, naming the problem, on each kind of violation it exists to catch: every case
-# copies the sources to a scratch directory, breaks one rule there and runs the check.
+# copies the sources (the folders under src/ and include/smqd/) to a scratch directory,
+# breaks one rule there and runs the check.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,53 +49,78 @@ else
 fi
 
 fresh_copy
-append src/buf.c '#include "smqd/engine.h"'
+append src/base/buf.c '#include "smqd/engine.h"'
 expect_violation "a base module includes the engine" \
-    "src/buf.c (module buf, layer 0) includes include/smqd/engine.h (module engine, layer 3)"
+    "src/base/buf.c (module buf, layer 0) includes include/smqd/engine.h (module engine, layer 3)"
 
 fresh_copy
 append include/smqd/errors.h '#include "smqd/log.h"'
 expect_violation "two modules of one layer include each other" "the module graph has a cycle"
 
 fresh_copy
-append src/engine.c '#include <sqlite3.h>'
+append src/engine/engine.c '#include <sqlite3.h>'
 expect_violation "the engine includes sqlite3.h" \
-    "src/engine.c includes <sqlite3.h>: only the files docs/architecture.md names"
+    "src/engine/engine.c includes <sqlite3.h>: only the files docs/architecture.md names"
 
 fresh_copy
-append src/api.c '#include "smqd/xml_doc.h"'
+append src/api/api.c '#include "xml_doc.h"'
 expect_violation "libxml2 reached through a private header" \
-    "src/api.c includes include/smqd/xml_doc.h, which carries a third-party header"
+    "src/api/api.c includes src/mns/xml_doc.h, which carries a third-party header"
 
 fresh_copy
-append src/buf.c '#include <zlib.h>'
-expect_violation "an unlisted library" "src/buf.c includes <zlib.h>, neither a C/POSIX header"
+append src/api/api.c '#include "txn.h"'
+expect_violation "a header private to the engine used by the API" \
+    "src/api/api.c includes src/engine/txn.h, a header private to src/engine/"
+
+fresh_copy
+append src/mns/query.c '#include "smqd/ratelimit.h"'
+expect_violation "two folders include each other (no module cycle, no upward layer)" \
+    "folders src/meter/ and src/mns/ include each other: include/smqd/metrics.h includes include/smqd/mns.h, and src/mns/query.c includes include/smqd/ratelimit.h"
+
+fresh_copy
+append src/mns/grant.c '#include "smqd/role.h"'
+append src/cluster/role.c '#include "smqd/storage.h"'
+expect_violation "three folders around a loop (config/ already includes mns/)" \
+    "the folders include each other around a loop"
+
+fresh_copy
+mv "$scratch/tree/src/mns/xml_write.c" "$scratch/tree/src/api/"
+expect_violation "a module split between two folders" \
+    "module xml has files in src/mns/ and src/api/"
+
+fresh_copy
+cp "$scratch/tree/src/base/buf.c" "$scratch/tree/src/engine/buf.c"
+expect_violation "two files of one name" "have the same name"
+
+fresh_copy
+append src/base/buf.c '#include <zlib.h>'
+expect_violation "an unlisted library" "src/base/buf.c includes <zlib.h>, neither a C/POSIX header"
 
 fresh_copy
 printf '/* stray.c — owns nothing. */\n' >"$scratch/tree/src/stray.c"
 expect_violation "a file of no module" "src/stray.c belongs to no module"
 
 fresh_copy
-rm "$scratch/tree/src/heap.c"
+rm "$scratch/tree/src/base/heap.c"
 expect_violation "the table names a file that is gone" "module heap lists heap.c, which does not exist"
 
 fresh_copy
-for _ in $(seq 800); do append src/buf.c '/* padding */'; done
-expect_violation "a file over 800 lines" "src/buf.c has "
+for _ in $(seq 800); do append src/base/buf.c '/* padding */'; done
+expect_violation "a file over 800 lines" "src/base/buf.c has "
 
 fresh_copy
 {
     printf 'int check_structure_long(int x);\nint check_structure_long(int x)\n{\n'
     for i in $(seq 70); do printf '    x += %d;\n' "$i"; done
     printf '    return x;\n}\n'
-} >>"$scratch/tree/src/buf.c"
+} >>"$scratch/tree/src/base/buf.c"
 expect_violation "a function over 60 lines" \
-    "src/buf.c: function int check_structure_long has 74 lines (at most 60)"
+    "src/base/buf.c: function int check_structure_long has 74 lines (at most 60)"
 
 fresh_copy
-sed -i '1i\\' "$scratch/tree/src/heap.c"
+sed -i '1i\\' "$scratch/tree/src/base/heap.c"
 expect_violation "a file without its top comment" \
-    "src/heap.c does not start with a comment saying what it owns"
+    "src/base/heap.c does not start with a comment saying what it owns"
 
 fresh_copy
 append include/smqd/buf.h 'extern int buf_calls;'

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
+#include "admin_metrics.h"
 #include "smqd/admin_api.h"
-#include "smqd/admin_metrics.h"
 #include "smqd/json.h"
 
 struct fx {

@@ -1,6 +1,6 @@
 /*
  * test_admin_probe.c — unit tests for what the admin listener's probes
- * answer (src/admin_probe.c): /health, /ready in every state with no
+ * answer (src/admin/admin_probe.c): /health, /ready in every state with no
  * statistics op, a successful one and a failed one (failed = broken), and
  * /metrics without a snapshot (process families, smqd_engine_up 0), with
  * one (engine and per-queue families), with a failed or broken one, and

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
+#include "auth_v4.h"
 #include "smqd/auth.h"
-#include "smqd/auth_v4.h"
 
 #define AK "testAccessKeyId"
 #define SK "testAccessKeySecret"

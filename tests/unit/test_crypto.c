@@ -1,5 +1,5 @@
 /*
- * test_crypto.c — unit tests for the OpenSSL wrapper (src/crypto.c):
+ * test_crypto.c — unit tests for the OpenSSL wrapper (src/base/crypto.c):
  * HMAC-SHA1 against the RFC 2202 vectors (also across more keys than a
  * thread caches and from a second thread), MD5 against the RFC 1321 suite
  * in raw and both hex forms, random bytes, base64 (RFC 4648 vectors) and

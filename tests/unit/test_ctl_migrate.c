@@ -21,7 +21,6 @@
 #include "pg_scratch.h"
 #include "scratch_dir.h"
 #include "smqd/buf.h"
-#include "smqd/engine_core.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
 

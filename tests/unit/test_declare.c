@@ -18,7 +18,7 @@
 
 #include "engine_fixture.h"
 
-#include "smqd/declare.h"
+#include "declare.h"
 #include "smqd/mns.h"
 
 static struct smq_queue_decl decl(const char *name, const char *target, int max_receive,

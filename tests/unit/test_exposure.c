@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exposure.h"
 #include "scratch_dir.h"
-#include "smqd/exposure.h"
 
 struct fx {
     char dir[256];

@@ -1,5 +1,5 @@
 /*
- * test_json.c — unit tests for the JSON writers (src/json.c): string
+ * test_json.c — unit tests for the JSON writers (src/base/json.c): string
  * escaping of quotes, backslashes and control characters, invalid UTF-8
  * (as utf8.h defines it) replaced by U+FFFD one byte at a time, valid
  * UTF-8 passed through, the output always being a valid JSON string, and

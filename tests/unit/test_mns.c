@@ -1,5 +1,5 @@
 /*
- * test_mns.c — unit tests for the MNS vocabulary (src/mns.c): every
+ * test_mns.c — unit tests for the MNS vocabulary (src/mns/mns.c): every
  * action's wire name and "-" for MNS_UNKNOWN and out-of-range values, a
  * new queue's default attributes (docs/protocol.md §5), the overlay of a
  * request's attributes by their present bits (each bit alone, the

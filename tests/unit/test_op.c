@@ -1,6 +1,6 @@
 /*
  * test_op.c — unit tests for an operation's life outside the engine
- * (src/op.c): op_init and op_set_kind's neutral defaults for every kind,
+ * (src/mns/op.c): op_init and op_set_kind's neutral defaults for every kind,
  * what op_set_kind keeps (queue, request id, completion), op_release
  * freeing exactly what each kind owns (run under valgrind for leaks),
  * op_fail clearing outputs and "created", and op_answer calling done in

@@ -1,5 +1,5 @@
 /*
- * test_oplog.c — unit tests for the operation log (src/oplog.c): events
+ * test_oplog.c — unit tests for the operation log (src/engine/oplog.c): events
  * kept only for queues with logging on, written at flush only when the
  * run committed (except expiries, written either way), in order, with the
  * MessageId, dequeue count and request id; a move written for each side
@@ -19,11 +19,11 @@
 
 #include <cmocka.h>
 
+#include "oplog.h"
+#include "queue.h"
 #include "smqd/handle.h"
 #include "smqd/log.h"
 #include "smqd/mns.h"
-#include "smqd/oplog.h"
-#include "smqd/queue.h"
 
 #define CAP 65536                    /* events one run holds (oplog.c) */
 #define ID(seqhex) "0102030405060708" seqhex

@@ -24,8 +24,8 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "pg_conn.h"
 #include "pg_scratch.h"
-#include "smqd/pg_conn.h"
 
 /* A listener that reads what a client sends first, then hangs up. */
 struct closer {

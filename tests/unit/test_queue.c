@@ -1,5 +1,5 @@
 /*
- * test_queue.c — unit tests for the in-memory queue model (src/queue.c):
+ * test_queue.c — unit tests for the in-memory queue model (src/engine/queue.c):
  * the name-sorted registry (find, find_id, lower_bound, reserve, insert,
  * remove), the seq → message table (including growth past many entries),
  * placement (the state derived from the times, the wheel deadline, exact
@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
+#include "queue.h"
 #include "smqd/errors.h"
 #include "smqd/mns.h"
-#include "smqd/queue.h"
 #include "smqd/twheel.h"
 
 #define T0 ((int64_t)1700000000000)   /* epoch ms at wheel time 0 */

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
+#include "reaper.h"
 #include "smqd/clock.h"
-#include "smqd/reaper.h"
 
 #define REQUEST_S 10
 #define IDLE_S 30

@@ -1,5 +1,5 @@
 /*
- * test_space.c — unit tests for the engine's disk space (src/space.c) on a
+ * test_space.c — unit tests for the engine's disk space (src/engine/space.c) on a
  * real SQLite store in a mkdtemp directory: entering the storage-full mode
  * releases the disk reserve, a recheck before the cool-down does nothing
  * and one after it retakes the reserve and leaves the mode (or, with no
@@ -22,12 +22,12 @@
 
 #include <cmocka.h>
 
+#include "scratch_dir.h"
 #include "smqd/clock.h"
 #include "smqd/errors.h"
 #include "smqd/log.h"
-#include "smqd/space.h"
 #include "smqd/store.h"
-#include "scratch_dir.h"
+#include "space.h"
 
 #define RESERVE_BYTES ((uint64_t)1 << 20)
 #define COOLDOWN_MS 5000             /* space.c FULL_COOLDOWN_MS */

@@ -33,10 +33,10 @@
 
 #include "pg_peek.h"
 #include "pg_scratch.h"
+#include "pg_store.h"
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/log.h"
-#include "smqd/pg_store.h"
 #include "smqd/store.h"
 
 struct fixture {

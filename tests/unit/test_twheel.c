@@ -1,5 +1,5 @@
 /*
- * test_twheel.c — unit tests for the timer wheel (src/twheel.c): exact firing
+ * test_twheel.c — unit tests for the timer wheel (src/base/twheel.c): exact firing
  * times across every level boundary and wrap, ordering, callbacks that arm
  * and cancel, catch-up after stalls, next_timeout_ms and count bookkeeping.
  * Time is only numbers passed in; nothing sleeps.

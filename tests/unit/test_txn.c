@@ -1,5 +1,5 @@
 /*
- * test_txn.c — unit tests for the engine's run transaction (src/txn.c) on
+ * test_txn.c — unit tests for the engine's run transaction (src/engine/txn.c) on
  * a real SQLite store in a mkdtemp directory: the first write opens the
  * transaction and later ones join it, a failed write undoes only its own
  * savepoint, a store that drops the whole transaction (or a failed
@@ -21,14 +21,14 @@
 
 #include <cmocka.h>
 
+#include "scratch_dir.h"
 #include "smqd/clock.h"
 #include "smqd/errors.h"
 #include "smqd/log.h"
 #include "smqd/op.h"
-#include "smqd/space.h"
 #include "smqd/store.h"
-#include "smqd/txn.h"
-#include "scratch_dir.h"
+#include "space.h"
+#include "txn.h"
 
 struct fixture {
     char dir[64];

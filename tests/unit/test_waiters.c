@@ -1,5 +1,5 @@
 /*
- * test_waiters.c — unit tests for parked long polls (src/waiters.c): park
+ * test_waiters.c — unit tests for parked long polls (src/engine/waiters.c): park
  * and unlink keep each queue's FIFO and every count, a deadline completes
  * its poll with MessageNotExist on the advance that reaches it (and the
  * timeout the module reports leads exactly there), failing a queue's
@@ -19,13 +19,13 @@
 
 #include <cmocka.h>
 
+#include "queue.h"
 #include "smqd/clock.h"
 #include "smqd/errors.h"
 #include "smqd/mns.h"
 #include "smqd/op.h"
-#include "smqd/queue.h"
-#include "smqd/txn.h"
-#include "smqd/waiters.h"
+#include "txn.h"
+#include "waiters.h"
 
 #define T0 1000                       /* mono ms at the start of each test */
 #define FAR (T0 + 60000)              /* a deadline no test reaches by accident */

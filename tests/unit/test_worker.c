@@ -1,5 +1,5 @@
 /*
- * test_worker.c — unit tests for smqd's own threads (src/worker.c): start
+ * test_worker.c — unit tests for smqd's own threads (src/base/worker.c): start
  * and stop (the stop wakes a waiting thread and joins it), worker_wait
  * timing out (a real 20 ms wait, the one place a test waits on the clock)
  * and returning true when signalled, with and without a timeout, the

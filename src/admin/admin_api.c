@@ -1,0 +1,587 @@
+/*
+ * admin_api.c — owns the JSON API of the admin listener (admin_api.h,
+ * docs/admin-api.md): routing of /v1 paths, strict checks of every query
+ * parameter, and the JSON documents.
+ *
+ * Strictness is deliberate: this API can purge queues, so a typo must fail
+ * loudly (unknown or repeated parameters, "12abc", "+5", out-of-range
+ * values are 400) instead of silently doing something else.
+ */
+#include "smqd/admin_api.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "smqd/json.h"
+#include "smqd/query.h"
+#include "smqd/strnum.h"
+
+#define JSON_CT "application/json"
+
+/* ---- replies --------------------------------------------------------------- */
+
+void admin_reply_init(struct admin_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    buf_init(&r->body);
+    r->status = 200;
+    r->content_type = JSON_CT;
+}
+
+void admin_reply_free(struct admin_reply *r)
+{
+    buf_free(&r->body);
+}
+
+void admin_reply_error(struct admin_reply *r, int status, const char *code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);   /* a cut message is still a message */
+    va_end(ap);
+    r->status = status;
+    r->content_type = JSON_CT;
+    buf_reset(&r->body);
+    buf_puts(&r->body, "{\"error\":");
+    json_cstr(&r->body, code);
+    buf_puts(&r->body, ",\"message\":");
+    json_cstr(&r->body, msg);
+    buf_puts(&r->body, "}\n");
+}
+
+void admin_reply_errinfo(struct admin_reply *r, const struct smq_errinfo *ei)
+{
+    const struct smq_error_info *info = errors_info(ei->err);
+
+    admin_reply_error(r, info->http_status, info->code, "%s", errors_message(ei));
+}
+
+/* A 400 InvalidArgument; returns SMQ_E_INVALID_ARGUMENT so that callers can
+ * `return bad_argument(...)`. */
+__attribute__((format(printf, 2, 3)))
+static int bad_argument(struct admin_reply *r, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    admin_reply_error(r, 400, "InvalidArgument", "%s", msg);
+    return SMQ_E_INVALID_ARGUMENT;
+}
+
+/* ---- strict values ---------------------------------------------------------- */
+
+/* Digits only (no sign, no blanks), no overflow, min..max. */
+static bool parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t n;
+
+    if (v == NULL || strnum_u64(v, strlen(v), &n) != 0 || n < min || n > max)
+        return false;
+    *out = n;
+    return true;
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+    if (strcasecmp(v, "true") == 0)
+        *out = true;
+    else if (strcasecmp(v, "false") == 0)
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
+/* Copies a checked queue name (the MNS API's rule, query.h). */
+static int take_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
+                           struct admin_reply *r)
+{
+    struct smq_errinfo ei = {0, ""};
+
+    if (query_queue_name(raw, len, out, &ei) != 0) {
+        admin_reply_errinfo(r, &ei);
+        return ei.err;
+    }
+    return 0;
+}
+
+/* ---- query parameters --------------------------------------------------------- */
+
+/* Every parameter must be one of allowed (NULL-terminated) and appear once. */
+static int check_params(const struct query *q, const char *const *allowed,
+                        struct admin_reply *r)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        bool known = false;
+        for (size_t a = 0; allowed[a] != NULL && !known; a++)
+            known = strcasecmp(q->names[i], allowed[a]) == 0;
+        if (!known)
+            return bad_argument(r, "Unknown query parameter \"%.64s\".", q->names[i]);
+        for (size_t j = 0; j < i; j++)
+            if (strcasecmp(q->names[i], q->names[j]) == 0)
+                return bad_argument(r, "Query parameter \"%.64s\" is given twice.", q->names[i]);
+    }
+    return 0;
+}
+
+static int prepare_peek(const struct query *q, struct smq_op *op, struct admin_reply *r)
+{
+    static const char *const allowed[] = {"n", NULL};
+    const char *n = query_get(q, "n");
+    uint64_t v = SMQ_BATCH_MAX;
+    int rc = check_params(q, allowed, r);
+
+    if (rc != 0)
+        return rc;
+    if (n != NULL && !parse_u64(n, 1, SMQ_BATCH_MAX, &v))
+        return bad_argument(r, "n must be an integer from 1 to 16, not \"%.64s\".", n);
+    op_set_kind(op, SMQ_OP_PEEK);
+    op->recv.max_msgs = (int)v;
+    return 0;
+}
+
+static int prepare_purge(const struct query *q, struct smq_op *op, struct admin_reply *r)
+{
+    static const char *const allowed[] = {"type", NULL};
+    const char *type = query_get(q, "type");
+    int rc = check_params(q, allowed, r);
+
+    if (rc != 0)
+        return rc;
+    op_set_kind(op, SMQ_OP_PURGE);
+    if (type == NULL || strcmp(type, "normal") == 0)
+        op->purge.main = true;
+    else if (strcmp(type, "dlq") == 0)
+        op->purge.dlq = true;
+    else if (strcmp(type, "both") == 0)
+        op->purge.main = op->purge.dlq = true;
+    else
+        return bad_argument(r, "type must be normal, dlq or both, not \"%.64s\".", type);
+    return 0;
+}
+
+#define REDRIVE_RATE_MAX 100000u
+#define REDRIVE_RATE_DEFAULT 100u
+/* Far above any queue smqd can hold; only there to reject nonsense. */
+#define REDRIVE_MAX_MAX 1000000000000ull
+
+static int prepare_redrive(const struct query *q, struct smq_op *op, struct admin_reply *r)
+{
+    static const char *const allowed[] = {"rate", "max", NULL};
+    const char *rate = query_get(q, "rate"), *max = query_get(q, "max");
+    uint64_t rate_v = REDRIVE_RATE_DEFAULT, max_v = 0;
+    int rc = check_params(q, allowed, r);
+
+    if (rc != 0)
+        return rc;
+    if (rate != NULL && !parse_u64(rate, 1, REDRIVE_RATE_MAX, &rate_v))
+        return bad_argument(r, "rate must be an integer from 1 to 100000, not \"%.64s\".", rate);
+    if (max != NULL && !parse_u64(max, 0, REDRIVE_MAX_MAX, &max_v))
+        return bad_argument(r, "max must be an integer from 0 (all) to 10^12, not \"%.64s\".",
+                            max);
+    op_set_kind(op, SMQ_OP_REDRIVE);
+    op->redrive.rate_per_s = (uint32_t)rate_v;
+    op->redrive.max = max_v;
+    return 0;
+}
+
+/* ---- queue attributes ----------------------------------------------------------- */
+
+struct int_attr {
+    const char *name;
+    unsigned bit;
+    uint64_t min, max;
+    size_t field;                /* int64_t in struct smq_queue_attrs */
+};
+
+static const struct int_attr int_attrs[] = {
+    {"DelaySeconds", SMQ_ATTR_DELAY, 0, SMQ_DELAY_MAX_S,
+     offsetof(struct smq_queue_attrs, delay_s)},
+    {"MaximumMessageSize", SMQ_ATTR_MAX_MSG_SIZE, SMQ_MSG_SIZE_MIN, SMQ_MSG_SIZE_MAX,
+     offsetof(struct smq_queue_attrs, max_msg_size)},
+    {"MessageRetentionPeriod", SMQ_ATTR_RETENTION, SMQ_RETENTION_MIN_S, SMQ_RETENTION_MAX_S,
+     offsetof(struct smq_queue_attrs, retention_s)},
+    {"VisibilityTimeout", SMQ_ATTR_VISIBILITY, SMQ_VISIBILITY_MIN_S, SMQ_VISIBILITY_MAX_S,
+     offsetof(struct smq_queue_attrs, visibility_s)},
+    {"PollingWaitSeconds", SMQ_ATTR_POLLING_WAIT, 0, SMQ_POLLING_WAIT_MAX_S,
+     offsetof(struct smq_queue_attrs, polling_wait_s)},
+};
+
+#define N_INT_ATTRS (sizeof int_attrs / sizeof int_attrs[0])
+
+/* The dead-letter parameters, collected before they become one policy. */
+struct dlq_params {
+    const char *enabled, *target, *max_receive;
+};
+
+static int take_int_attr(const struct int_attr *a, const char *v, struct smq_op *op,
+                         struct admin_reply *r)
+{
+    uint64_t n;
+
+    if (!parse_u64(v, a->min, a->max, &n)) {
+        admin_reply_error(r, 400, "InvalidArgument",
+                          "%s must be an integer from %llu to %llu.", a->name,
+                          (unsigned long long)a->min, (unsigned long long)a->max);
+        return SMQ_E_INVALID_ARGUMENT;
+    }
+    *(int64_t *)(void *)((char *)&op->attrs.values + a->field) = (int64_t)n;
+    op->attrs.present |= a->bit;
+    return 0;
+}
+
+/* One NAME=VALUE of PUT .../attributes. */
+static int take_attr(const char *name, const char *v, struct smq_op *op, struct dlq_params *d,
+                     struct admin_reply *r)
+{
+    bool b;
+
+    for (size_t i = 0; i < N_INT_ATTRS; i++)
+        if (strcasecmp(name, int_attrs[i].name) == 0)
+            return take_int_attr(&int_attrs[i], v, op, r);
+    if (strcasecmp(name, "LoggingEnabled") == 0) {
+        if (!parse_bool(v, &b))
+            return bad_argument(r, "LoggingEnabled must be true or false, not \"%.64s\".", v);
+        op->attrs.values.logging = b;
+        op->attrs.present |= SMQ_ATTR_LOGGING;
+        return 0;
+    }
+    if (strcasecmp(name, "DlqEnabled") == 0)
+        d->enabled = v;
+    else if (strcasecmp(name, "DlqTargetQueue") == 0)
+        d->target = v;
+    else if (strcasecmp(name, "DlqMaxReceiveCount") == 0)
+        d->max_receive = v;
+    else
+        return bad_argument(r, "Unknown queue attribute \"%.64s\".", name);
+    return 0;
+}
+
+/*
+ * The three Dlq* parameters replace the whole policy (SMQ_ATTR_DLQ).
+ * DlqEnabled=false clears it and takes nothing else; otherwise (true, or
+ * absent next to the other two) both the target and the count are needed,
+ * so a policy is never half-specified.
+ */
+static int take_dlq(const struct dlq_params *d, struct smq_op *op, struct admin_reply *r)
+{
+    struct smq_dlq_policy *p = &op->attrs.values.dlq;
+    struct smq_errinfo ei = {0, ""};
+    bool enabled = true;
+    uint64_t n;
+
+    if (d->enabled == NULL && d->target == NULL && d->max_receive == NULL)
+        return 0;
+    if (d->enabled != NULL && !parse_bool(d->enabled, &enabled))
+        return bad_argument(r, "DlqEnabled must be true or false, not \"%.64s\".", d->enabled);
+    op->attrs.present |= SMQ_ATTR_DLQ;
+    memset(p, 0, sizeof *p);
+    if (!enabled) {
+        if (d->target != NULL || d->max_receive != NULL)
+            return bad_argument(r, "%s", "DlqEnabled=false clears the policy; do not also give "
+                                "DlqTargetQueue or DlqMaxReceiveCount.");
+        return 0;
+    }
+    if (d->target == NULL || d->max_receive == NULL)
+        return bad_argument(r, "%s", "A dead-letter policy needs both DlqTargetQueue and "
+                            "DlqMaxReceiveCount.");
+    if (qname_check_err(d->target, strlen(d->target), &ei) != 0) {
+        admin_reply_errinfo(r, &ei);
+        return ei.err;
+    }
+    if (strcmp(d->target, op->queue) == 0)
+        return bad_argument(r, "%s", "A queue cannot be its own dead-letter queue.");
+    if (!parse_u64(d->max_receive, SMQ_DLQ_MAX_RECEIVE_MIN, SMQ_DLQ_MAX_RECEIVE_MAX, &n))
+        return bad_argument(r, "DlqMaxReceiveCount must be an integer from 1 to 1000, not "
+                            "\"%.64s\".", d->max_receive);
+    p->enabled = 1;
+    memcpy(p->target, d->target, strlen(d->target) + 1);
+    p->max_receive = (int64_t)n;
+    return 0;
+}
+
+static int prepare_set(const struct query *q, struct admin_job *job, struct admin_reply *r)
+{
+    struct smq_op *set = &job->ops[0], *stats = &job->ops[1];
+    struct dlq_params d = {NULL, NULL, NULL};
+    int rc;
+
+    op_set_kind(set, SMQ_OP_SET_QUEUE);
+    for (size_t i = 0; i < q->n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (strcasecmp(q->names[i], q->names[j]) == 0)
+                return bad_argument(r, "Attribute \"%.64s\" is given twice.", q->names[i]);
+        if ((rc = take_attr(q->names[i], q->values[i], set, &d, r)) != 0)
+            return rc;
+    }
+    if ((rc = take_dlq(&d, set, r)) != 0)
+        return rc;
+    if (set->attrs.present == 0)
+        return bad_argument(r, "%s", "Give at least one attribute, e.g. ?VisibilityTimeout=60.");
+    /* The answer is the queue after the change: a STATS right behind the SET
+     * in the engine's inbox sees its result (ops run in order). */
+    op_init(stats, SMQ_OP_STATS);
+    memcpy(stats->queue, set->queue, sizeof stats->queue);
+    job->n_ops = 2;
+    return 0;
+}
+
+/* ---- routing --------------------------------------------------------------------- */
+
+struct route {
+    const char *suffix;          /* after /v1/queues/NAME; "" = the queue itself */
+    const char *method;
+    enum admin_job_kind kind;
+};
+
+static const struct route routes[] = {
+    {"", "GET", ADMIN_JOB_QUEUE},
+    {"/messages", "GET", ADMIN_JOB_PEEK},
+    {"/purge", "POST", ADMIN_JOB_PURGE},
+    {"/redrive", "POST", ADMIN_JOB_REDRIVE},
+    {"/attributes", "PUT", ADMIN_JOB_SET},
+};
+
+static bool method_is(const char *method, const char *want)
+{
+    /* HEAD is a GET without the body (libmicrohttpd drops it). */
+    return strcmp(method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+static int wrong_method(struct admin_reply *r, const char *method, const char *allowed)
+{
+    admin_reply_error(r, 405, "MethodNotAllowed", "%.16s is not allowed here; use %s.", method,
+                      allowed);
+    r->allow = strcmp(allowed, "GET") == 0 ? "GET, HEAD" : allowed;
+    return SMQ_E_INVALID_REQUEST_URL;
+}
+
+static int not_found(struct admin_reply *r)
+{
+    admin_reply_error(r, 404, "NotFound", "%s", "No such admin resource (docs/admin-api.md).");
+    return SMQ_E_INVALID_REQUEST_URL;
+}
+
+/* Fills the job's first op for its route and query. */
+static int prepare_kind(const struct query *q, struct admin_job *job, struct admin_reply *r)
+{
+    static const char *const none[] = {NULL};
+    struct smq_op *op = &job->ops[0];
+
+    switch (job->kind) {
+    case ADMIN_JOB_LIST:
+    case ADMIN_JOB_QUEUE:
+        op_set_kind(op, SMQ_OP_STATS);
+        return check_params(q, none, r);
+    case ADMIN_JOB_PEEK:
+        return prepare_peek(q, op, r);
+    case ADMIN_JOB_PURGE:
+        return prepare_purge(q, op, r);
+    case ADMIN_JOB_REDRIVE:
+        return prepare_redrive(q, op, r);
+    case ADMIN_JOB_SET:
+        return prepare_set(q, job, r);
+    }
+    return not_found(r);
+}
+
+/* Matches "/v1/queues[/NAME[SUFFIX]]"; sets job->kind and ops[0].queue. */
+static int route_path(const char *method, const char *path, struct admin_job *job,
+                      struct admin_reply *r)
+{
+    static const char prefix[] = "/v1/queues";
+    const char *rest, *slash;
+    size_t name_len;
+
+    if (strncmp(path, prefix, sizeof prefix - 1) != 0)
+        return not_found(r);
+    rest = path + sizeof prefix - 1;
+    if (*rest == '\0') {
+        job->kind = ADMIN_JOB_LIST;
+        return method_is(method, "GET") ? 0 : wrong_method(r, method, "GET");
+    }
+    if (*rest != '/' || rest[1] == '\0')
+        return not_found(r);
+    rest++;
+    slash = strchr(rest, '/');
+    name_len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (strcmp(rest + name_len, routes[i].suffix) != 0)
+            continue;
+        if (!method_is(method, routes[i].method))
+            return wrong_method(r, method, routes[i].method);
+        job->kind = routes[i].kind;
+        return take_queue_name(rest, name_len, job->ops[0].queue, r);
+    }
+    return not_found(r);
+}
+
+int admin_api_prepare(const char *method, const char *path, const char *query,
+                      struct admin_job *job, struct admin_reply *reply)
+{
+    struct query q;
+    struct smq_errinfo ei = {0, ""};
+    int rc;
+
+    memset(job, 0, sizeof *job);
+    op_init(&job->ops[0], SMQ_OP_STATS);
+    job->n_ops = 1;
+    if ((rc = route_path(method, path, job, reply)) != 0)
+        return rc;
+    if (query_parse(query, &q, &ei) != 0) {
+        query_free(&q);
+        admin_reply_errinfo(reply, &ei);
+        return ei.err;
+    }
+    rc = prepare_kind(&q, job, reply);
+    query_free(&q);
+    return rc;
+}
+
+void admin_api_release(struct admin_job *job)
+{
+    for (size_t i = 0; i < job->n_ops; i++)
+        op_release(&job->ops[i]);
+    job->n_ops = 0;
+}
+
+/* ---- rendering ------------------------------------------------------------------------ */
+
+static void attrs_json(struct smq_buf *b, const struct smq_queue_attrs *a)
+{
+    buf_printf(b, "{\"DelaySeconds\":%lld,\"MaximumMessageSize\":%lld,"
+               "\"MessageRetentionPeriod\":%lld,\"VisibilityTimeout\":%lld,"
+               "\"PollingWaitSeconds\":%lld,\"LoggingEnabled\":%s,\"DlqEnabled\":%s,"
+               "\"DlqTargetQueue\":",
+               (long long)a->delay_s, (long long)a->max_msg_size, (long long)a->retention_s,
+               (long long)a->visibility_s, (long long)a->polling_wait_s,
+               a->logging ? "true" : "false", a->dlq.enabled ? "true" : "false");
+    json_cstr(b, a->dlq.enabled ? a->dlq.target : "");
+    buf_printf(b, ",\"DlqMaxReceiveCount\":%lld}",
+               (long long)(a->dlq.enabled ? a->dlq.max_receive : 0));
+}
+
+void admin_api_queue_json(struct smq_buf *b, const struct smq_queue_stats *st, int64_t now_ms)
+{
+    const struct smq_queue_info *i = &st->info;
+    int64_t age_ms = st->oldest_enqueue_ms > 0 ? now_ms - st->oldest_enqueue_ms : 0;
+
+    buf_puts(b, "{\"name\":");
+    json_cstr(b, i->name);
+    buf_printf(b, ",\"active\":%llu,\"inactive\":%llu,\"delayed\":%llu,\"waiters\":%llu,"
+               "\"oldest_age_s\":",
+               (unsigned long long)i->n_active, (unsigned long long)i->n_inactive,
+               (unsigned long long)i->n_delayed, (unsigned long long)st->waiters);
+    json_seconds(b, age_ms > 0 ? age_ms : 0);   /* clocks differ by a few ms */
+    buf_printf(b, ",\"create_time\":%lld,\"modify_time\":%lld,\"attributes\":",
+               (long long)i->create_s, (long long)i->modify_s);
+    attrs_json(b, &i->attrs);
+    buf_printf(b, ",\"counters\":{\"sent\":%llu,\"received\":%llu,\"deleted\":%llu,"
+               "\"expired\":%llu,\"dead_lettered\":%llu,\"redriven\":%llu},"
+               "\"redrive_pending\":%llu}",
+               (unsigned long long)st->sent, (unsigned long long)st->received,
+               (unsigned long long)st->deleted, (unsigned long long)st->expired,
+               (unsigned long long)st->dead_lettered, (unsigned long long)st->redriven,
+               (unsigned long long)st->redrive_pending);
+}
+
+static void render_list(const struct smq_op *op, int64_t now_ms, struct smq_buf *b)
+{
+    buf_puts(b, "{\"queues\":[");
+    for (size_t i = 0; i < op->stats.n_queues; i++) {
+        if (i > 0)
+            buf_puts(b, ",");
+        admin_api_queue_json(b, &op->stats.queues[i], now_ms);
+    }
+    buf_puts(b, "]}\n");
+}
+
+static void render_queue(const struct smq_op *op, int64_t now_ms, struct admin_reply *r)
+{
+    if (op->stats.n_queues != 1) {              /* the engine found it; cannot happen */
+        admin_reply_error(r, 500, "InternalError", "%s", "The queue statistics are missing.");
+        return;
+    }
+    admin_api_queue_json(&r->body, &op->stats.queues[0], now_ms);
+    buf_puts(&r->body, "\n");
+}
+
+static void render_peek(const struct smq_op *op, const struct handle_keys *keys,
+                        struct smq_buf *b)
+{
+    char id[MSGID_TEXT_LEN + 1];
+
+    buf_puts(b, "{\"messages\":[");
+    for (size_t i = 0; i < op->recv.n_msgs; i++) {
+        const struct smq_msg_view *m = &op->recv.msgs[i];
+        msgid_format(keys, m->seq, id);
+        buf_printf(b, "%s{\"id\":\"%s\",\"enqueue_time_ms\":%lld,\"first_dequeue_time_ms\":%lld,"
+                   "\"dequeue_count\":%u,\"priority\":%d,\"body\":",
+                   i > 0 ? "," : "", id, (long long)m->enqueue_ms,
+                   (long long)m->first_dequeue_ms, (unsigned)m->dequeue_count, m->priority);
+        json_str(b, m->body != NULL ? m->body : "", m->body != NULL ? m->body_len : 0);
+        buf_puts(b, "}");
+    }
+    buf_puts(b, "]}\n");
+}
+
+/* The op whose failure answers the request, or NULL when all succeeded.
+ * An empty queue is not an error for peek: it is an empty list. */
+static const struct smq_op *failed_op(const struct admin_job *job)
+{
+    for (size_t i = 0; i < job->n_ops; i++) {
+        const struct smq_op *op = &job->ops[i];
+        if (op->result.err == 0)
+            continue;
+        if (job->kind == ADMIN_JOB_PEEK && op->result.err == SMQ_E_MESSAGE_NOT_EXIST)
+            continue;
+        return op;
+    }
+    return NULL;
+}
+
+void admin_api_render(const struct admin_job *job, const struct handle_keys *keys,
+                      int64_t now_ms, struct admin_reply *r)
+{
+    const struct smq_op *failed = failed_op(job), *op = &job->ops[0];
+
+    r->status = 200;
+    r->content_type = JSON_CT;
+    buf_reset(&r->body);
+    if (failed != NULL) {
+        admin_reply_errinfo(r, &failed->result);
+        return;
+    }
+    switch (job->kind) {
+    case ADMIN_JOB_LIST:
+        render_list(op, now_ms, &r->body);
+        break;
+    case ADMIN_JOB_QUEUE:
+        render_queue(op, now_ms, r);
+        break;
+    case ADMIN_JOB_SET:
+        render_queue(&job->ops[1], now_ms, r);
+        break;
+    case ADMIN_JOB_PEEK:
+        render_peek(op, keys, &r->body);
+        break;
+    case ADMIN_JOB_PURGE:
+        buf_printf(&r->body, "{\"purged\":%llu,\"dlq_purged\":%llu}\n",
+                   (unsigned long long)op->purge.n_main, (unsigned long long)op->purge.n_dlq);
+        break;
+    case ADMIN_JOB_REDRIVE:
+        buf_printf(&r->body, "{\"scheduled\":%llu,\"rate\":%u}\n",
+                   (unsigned long long)op->redrive.n_scheduled, (unsigned)op->redrive.rate_per_s);
+        break;
+    }
+}

@@ -1,0 +1,215 @@
+/*
+ * api.c — owns the MNS queue API's front: authentication of every request,
+ * the route table that sends each (method, path) to the one handler of its
+ * action (docs/protocol.md §1.2), the key's grants on what the routed
+ * request would touch (§3.7), and which renderer answers it.  What each
+ * action checks and answers is in api_queue.c and api_message.c.
+ */
+#include "smqd/api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api_message.h"
+#include "api_queue.h"
+
+enum path_kind { PATH_NONE, PATH_QUEUES, PATH_QUEUE, PATH_MESSAGES };
+
+/* The actions each route serves are decided by its handler from the query
+ * and body (docs/protocol.md §1.2): they are named here so that an action's
+ * name leads to its handler. */
+static const struct route {
+    const char *method;
+    enum path_kind path;
+    api_prepare_fn prepare;
+} routes[] = {
+    {"GET", PATH_QUEUES, api_queue_list},                       /* ListQueue */
+    {"PUT", PATH_QUEUE, api_queue_put},                         /* CreateQueue,
+                                                                 * SetQueueAttributes */
+    {"GET", PATH_QUEUE, api_queue_get},                         /* GetQueueAttributes */
+    {"DELETE", PATH_QUEUE, api_queue_delete},                   /* DeleteQueue */
+    {"POST", PATH_MESSAGES, api_message_send},                  /* SendMessage,
+                                                                 * BatchSendMessage */
+    {"GET", PATH_MESSAGES, api_message_receive},                /* ReceiveMessage,
+                                                                 * BatchReceiveMessage,
+                                                                 * PeekMessage,
+                                                                 * BatchPeekMessage */
+    {"DELETE", PATH_MESSAGES, api_message_delete},              /* DeleteMessage,
+                                                                 * BatchDeleteMessage */
+    {"PUT", PATH_MESSAGES, api_message_change_visibility},      /* ChangeMessageVisibility */
+};
+
+/* Splits "/queues[/NAME[/messages]]" and copies the decoded NAME into
+ * call->op.queue.  PATH_NONE with ei set when it is none of them. */
+static enum path_kind split_path(const char *path, size_t len, struct api_call *call,
+                                 struct smq_errinfo *ei)
+{
+    static const char prefix[] = "/queues";
+    const char *rest = path + sizeof prefix - 1, *slash;
+    size_t name_len;
+
+    errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
+    if (len < sizeof prefix - 1 || strncmp(path, prefix, sizeof prefix - 1) != 0)
+        return PATH_NONE;
+    len -= sizeof prefix - 1;
+    if (len == 0 || (len == 1 && rest[0] == '/')) {
+        ei->err = 0;
+        return PATH_QUEUES;
+    }
+    if (rest[0] != '/')
+        return PATH_NONE;
+    rest++, len--;
+    slash = memchr(rest, '/', len);
+    name_len = slash ? (size_t)(slash - rest) : len;
+    if (slash != NULL && !(len - name_len == 9 && memcmp(slash, "/messages", 9) == 0))
+        return PATH_NONE;
+    if (query_queue_name(rest, name_len, call->op.queue, ei) != 0)
+        return PATH_NONE;
+    ei->err = 0;
+    return slash ? PATH_MESSAGES : PATH_QUEUE;
+}
+
+static int route(const struct api_ctx *ctx, const struct api_request *req,
+                 const struct query *query, struct api_call *call, struct smq_errinfo *ei)
+{
+    const char *q = strchr(req->target, '?');
+    size_t path_len = q ? (size_t)(q - req->target) : strlen(req->target);
+    enum path_kind path = split_path(req->target, path_len, call, ei);
+
+    if (path == PATH_NONE)
+        return ei->err;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (routes[i].path == path && strcmp(routes[i].method, req->method) == 0)
+            return routes[i].prepare(ctx, req, query, call, ei);
+    return errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
+}
+
+static int check_content_md5(const struct api_request *req, struct smq_errinfo *ei)
+{
+    const char *md5 = auth_header_get(req->auth, "Content-MD5");
+
+    /* Node sends the MD5 of "" on empty PUT/DELETE bodies too; both forms of
+     * the header are checked against exactly what arrived. */
+    if (md5 == NULL || auth_check_content_md5(md5, req->body, req->body_len) == 0)
+        return 0;
+    return errors_set(ei, SMQ_E_INVALID_DIGEST, NULL);
+}
+
+/* A 403 naming the key, the class it lacks and the queue (NULL: any), what
+ * the queue is to the request appended. */
+static int deny(const struct auth_key *key, unsigned cls, const char *queue, const char *what,
+                struct smq_errinfo *ei)
+{
+    if (queue == NULL)
+        return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant "
+                          "on any queue.", key->id, grant_class_name(cls));
+    return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant on "
+                      "queue \"%s\"%s.", key->id, grant_class_name(cls), queue, what);
+}
+
+/*
+ * The key's grants against what the routed request would touch: the queue
+ * its action names, and for a Create or Set that turns a dead-letter policy
+ * on, both ends of the moves the engine will make on the key's behalf:
+ * "receive" on the queue they take messages out of (else "manage" alone
+ * could divert another team's messages to a queue it reads) and "send" on
+ * the target.  A ListQueue needs "list" on some queue and then shows only
+ * those (ops_queue.c).  Runs before the rate limits and the engine, so a
+ * denied request costs neither and changes nothing.
+ */
+static int authorize(const struct auth_key *key, struct api_call *call, struct smq_errinfo *ei)
+{
+    const struct smq_op_attrs *a = &call->op.attrs;
+    unsigned cls = mns_action_class(call->action);
+
+    if (key->grants == NULL)
+        return 0;
+    if (call->action == MNS_LIST_QUEUE) {
+        if (!grant_gives_any(key->grants, cls))
+            return deny(key, cls, NULL, "", ei);
+        call->op.list.visible = key->grants;
+        return 0;
+    }
+    if (!grant_allows(key->grants, call->op.queue, cls))
+        return deny(key, cls, call->op.queue, "", ei);
+    if ((call->action != MNS_CREATE_QUEUE && call->action != MNS_SET_QUEUE_ATTRIBUTES)
+        || (a->present & SMQ_ATTR_DLQ) == 0 || !a->values.dlq.enabled)
+        return 0;
+    if (!grant_allows(key->grants, call->op.queue, GRANT_RECEIVE))
+        return deny(key, GRANT_RECEIVE, call->op.queue, ", which a dead-letter policy takes "
+                    "messages from", ei);
+    if (!grant_allows(key->grants, a->values.dlq.target, GRANT_SEND))
+        return deny(key, GRANT_SEND, a->values.dlq.target, ", the dead-letter target", ei);
+    return 0;
+}
+
+int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
+                struct api_call *call, struct smq_errinfo *ei)
+{
+    struct query query;
+    const char *q = strchr(req->target, '?');
+    const struct auth_keyring *ring = auth_keyring_get(ctx->keys);
+    size_t key_index;
+    int rc;
+
+    rc = auth_verify(ring, req->auth, clock_epoch_ms(ctx->clock), ctx->max_skew_ms,
+                     &key_index, ei);
+    if (rc != 0)
+        return rc;
+    call->access_key_id = ring->keys[key_index].id;
+    rc = check_content_md5(req, ei);
+    if (rc != 0)
+        return rc;
+    rc = query_parse(q ? q + 1 : NULL, &query, ei);
+    if (rc == 0)
+        rc = route(ctx, req, &query, call, ei);
+    if (rc == 0)
+        rc = authorize(&ring->keys[key_index], call, ei);
+    query_free(&query);
+    return rc;
+}
+
+/* ---- rendering ------------------------------------------------------------------ */
+
+void api_render_error(const struct api_request *req, const struct smq_errinfo *ei,
+                      const char *request_id, struct api_response *resp)
+{
+    const struct smq_error_info *info = errors_info(ei->err);
+    char host_id[320];
+
+    snprintf(host_id, sizeof host_id, "%s://%s", req->scheme, req->host);
+    resp->status = info->http_status;
+    buf_reset(&resp->body);
+    xml_error_doc(&resp->body, info->code, errors_message(ei), request_id, host_id);
+}
+
+void api_render(const struct api_ctx *ctx, const struct api_request *req,
+                struct api_call *call, const char *request_id, struct api_response *resp)
+{
+    const struct smq_op *op = &call->op;
+    bool batch_delete_partial = call->action == MNS_BATCH_DELETE_MESSAGE && op->result.err == 0;
+
+    /* BatchDeleteMessage reports per-handle failures in its own document. */
+    if (op->result.err != 0 && !batch_delete_partial) {
+        api_render_error(req, &op->result, request_id, resp);
+        return;
+    }
+    switch (op->kind) {
+    case SMQ_OP_CREATE_QUEUE:
+    case SMQ_OP_SET_QUEUE:
+    case SMQ_OP_GET_QUEUE:
+    case SMQ_OP_DELETE_QUEUE:
+    case SMQ_OP_LIST_QUEUES:
+        api_queue_render(req, call, resp);
+        break;
+    default:
+        /* A receive is not undone by this: its messages come back when
+         * their visibility timeout ends (at-least-once). */
+        if (api_message_render(ctx, call, resp) != 0) {
+            errors_set(&call->op.result, SMQ_E_INTERNAL,
+                       "A message body's MD5 could not be computed.");
+            api_render_error(req, &call->op.result, request_id, resp);
+        }
+        break;
+    }
+}

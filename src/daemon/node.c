@@ -1,0 +1,162 @@
+/*
+ * node.c — owns the start and the stop of the serving parts (node.h):
+ * store, engine recovery and the declared queues, syncer, engine thread.
+ */
+#include "node.h"
+
+#include <string.h>
+
+#include "declare.h"
+#include "smqd/log.h"
+
+/*
+ * With sync = full (and always on PostgreSQL), the durability of each
+ * commit moves to the syncer, which holds the answers back until the flush
+ * returned (SQLite: fdatasync of the WAL; PostgreSQL: the COMMIT of every
+ * run queued since the last one).  Started after declare_queues, which
+ * needs its ops answered at once.
+ */
+static int flush_store(void *store)
+{
+    return store_flush(store);
+}
+
+static int start_syncer(const struct node_opts *o, struct node_parts *p)
+{
+    bool pg = o->cfg->storage_backend == SMQ_STORE_POSTGRESQL;
+    char err[512] = "";
+    struct syncer_opts sopts = {
+        .flush = flush_store, .flush_arg = p->store, .metrics = o->metrics,
+        .unknown_outcome_message = pg ? "the connection to PostgreSQL was lost before its "
+                                        "COMMIT was answered; the outcome is unknown, retry"
+                                      : NULL,
+        .flush_what = pg ? "COMMIT on PostgreSQL" : NULL};
+
+    if (o->cfg->sync != SMQ_SYNC_FULL && !pg)
+        return SMQD_EXIT_OK;
+    if (store_defer_fsync(p->store) != 0)
+        return SMQD_EXIT_STORE;
+    if (syncer_start(&sopts, &p->syncer, err, sizeof err) != 0) {
+        SMQ_ERROR("storage: %s", err);
+        return SMQD_EXIT_STORE;
+    }
+    engine_set_syncer(p->engine, p->syncer);
+    return SMQD_EXIT_OK;
+}
+
+/* SQLite: the disk reserve beside the file; *reserve_missing tells the
+ * engine to start in its storage-full mode. */
+static void init_reserve(const struct smq_config *cfg, struct node_parts *p,
+                         bool *reserve_missing)
+{
+    /* Without room for the reserve smqd still starts, in its storage-full
+     * mode: receives and deletes work, sends wait until the reserve can be
+     * allocated (otherwise they would take the last space deletes need). */
+    int code = store_reserve_init(p->store, cfg->storage_path, (uint64_t)cfg->reserve_mb << 20);
+
+    *reserve_missing = code == SMQ_E_STORAGE_FULL;
+    if (code == SMQ_E_STORAGE_FULL)
+        SMQ_WARN("storage: no room for the %.1f MiB disk reserve next to %s; new messages "
+                 "are refused until there is",
+                 (double)store_reserve_bytes(p->store) / (1 << 20), cfg->storage_path);
+    else if (code != 0)
+        SMQ_WARN("storage: running without the disk reserve next to %s", cfg->storage_path);
+}
+
+static int start_store(const struct node_opts *o, struct node_parts *p, bool *reserve_missing)
+{
+    const struct smq_config *cfg = o->cfg;
+    bool pg = cfg->storage_backend == SMQ_STORE_POSTGRESQL;
+    struct store_config scfg = {.backend = cfg->storage_backend, .path = cfg->storage_path,
+                                .sync = cfg->sync, .dsn = cfg->storage_dsn,
+                                .app_name = o->holder_token};
+    char err[512] = "";
+
+    if (store_open(&scfg, &p->store, err, sizeof err) != 0) {
+        SMQ_ERROR("storage: %s: %s", pg ? "PostgreSQL" : cfg->storage_path, err);
+        return SMQD_EXIT_STORE;
+    }
+    if (pg && store_fence(p->store, o->holder_token, o->epoch) != 0) {
+        SMQ_ERROR("storage: the holder token does not fit PostgreSQL's application_name");
+        return SMQD_EXIT_STORE;
+    }
+    if (!pg)
+        init_reserve(cfg, p, reserve_missing);
+    return SMQD_EXIT_OK;
+}
+
+/* Recovers the engine from the store and applies the declared queues. */
+static int start_engine(const struct smq_config *cfg, struct node_parts *p,
+                        bool reserve_missing)
+{
+    struct smq_engine_opts eopts = {.clock = clock_system(), .store = p->store,
+                                    .max_queues = cfg->max_queues,
+                                    .reserve_margin = store_reserve_bytes(p->store),
+                                    .reserve_missing = reserve_missing};
+    char err[512] = "";
+    int code;
+
+    if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
+        SMQ_ERROR("recovery: %s", err);
+        return SMQD_EXIT_STORE;
+    }
+    code = declare_queues(p->engine, cfg->queues, cfg->n_queues, err, sizeof err);
+    if (code != 0) {
+        SMQ_ERROR("config: %s", err);
+        return code == SMQ_E_INVALID_ARGUMENT ? SMQD_EXIT_USAGE : SMQD_EXIT_STORE;
+    }
+    return SMQD_EXIT_OK;
+}
+
+/* The engine thread, with the syncer's flushes waking it. */
+static int start_server(struct node_parts *p)
+{
+    if (server_start(p->engine, &p->server) != 0)
+        return SMQD_EXIT_RUNTIME;
+    if (p->syncer != NULL) {
+        syncer_set_idle_hook(p->syncer, server_wake, p->server);
+        server_wake(p->server);         /* a flush may have ended before the hook was set */
+    }
+    return SMQD_EXIT_OK;
+}
+
+int node_start(const struct node_opts *o, struct node_parts *p)
+{
+    bool reserve_missing = false;
+    int code;
+
+    memset(p, 0, sizeof *p);
+    code = start_store(o, p, &reserve_missing);
+    if (code == SMQD_EXIT_OK)
+        code = start_engine(o->cfg, p, reserve_missing);
+    if (code == SMQD_EXIT_OK)
+        code = start_syncer(o, p);
+    if (code == SMQD_EXIT_OK)
+        code = start_server(p);
+    return code;
+}
+
+bool node_failed(const struct node_parts *p)
+{
+    return p->syncer != NULL && syncer_failed(p->syncer);
+}
+
+void node_quiesce(struct node_parts *p)
+{
+    server_stop(p->server);
+    /* The syncer answers on its own thread and its hook wakes the server:
+     * both must be over before either is freed (unbounded on purpose: an
+     * answer must not reach a freed connection, however slow the disk). */
+    syncer_drain(p->syncer);
+}
+
+void node_close(struct node_parts *p)
+{
+    server_free(p->server);
+    engine_close(p->engine);
+    if (p->syncer != NULL && syncer_failed(p->syncer))
+        store_no_checkpoint_on_close(p->store);
+    syncer_stop(p->syncer);             /* flushes what the engine's last run committed */
+    store_close(p->store);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,86 @@
+/*
+ * engine_core.h — the engine's state, shared by the engine's own files and
+ * nothing else: engine.c (the run loop and dispatch), the operation files
+ * above it (ops_queue.c, ops_message.c, ops_admin.c, ops_redrive.c,
+ * recover.c) and the message lifecycle below them (msgs.c).
+ *
+ * Most of the state is in parts with a module of their own, each the only
+ * writer of its part: the run's transaction (txn.h), the disk space
+ * (space.h), the parked long polls (waiters.h), the operation log
+ * (oplog.h), and the in-memory model itself (queue.h).  The few fields
+ * below them say which file writes them.
+ */
+#ifndef SMQD_ENGINE_CORE_H
+#define SMQD_ENGINE_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oplog.h"
+#include "queue.h"
+#include "smqd/clock.h"
+#include "smqd/handle.h"
+#include "smqd/store.h"
+#include "smqd/twheel.h"
+#include "space.h"
+#include "txn.h"
+#include "waiters.h"
+
+#define EXPIRED_FLUSH_AT 1024        /* lazily deleted expired rows per flush */
+
+/* Ids are never reused: each is handed out below a persisted mark (msgs.c). */
+struct engine_ids {
+    uint64_t next_seq;
+    uint64_t seq_reserved;           /* next_seq may go up to this one */
+    uint64_t seq_reserve_pending;    /* a new mark written in the open savepoint; 0 = none */
+    int64_t next_queue_id;
+};
+
+/* Rows of expired messages, deleted lazily in one go (msgs.c). */
+struct engine_expired {
+    struct {
+        int64_t queue_id;
+        uint64_t seq;
+    } rows[EXPIRED_FLUSH_AT];
+    size_t n;
+};
+
+/* Running redrives (ops_redrive.c); each queue holds its own progress. */
+struct engine_redrives {
+    bool active;                     /* some queue has one running */
+    uint64_t last_tick_mono;
+};
+
+struct smq_engine {
+    const struct smq_clock *clock;
+    struct smq_store *store;
+    int max_queues;
+    struct handle_keys keys;         /* read-only after open */
+    struct queue_timebase tb;        /* epoch <-> monotonic, fixed at open */
+    int64_t now_ms;                  /* epoch ms, fixed for one run (engine.c) */
+
+    struct queue_registry queues;    /* the in-memory model (queue.h) */
+    struct msg_table msgs;
+    struct twheel msg_wheel;         /* message delay / visibility / expiry (msgs.c) */
+
+    struct space space;
+    struct txn txn;
+    struct waiters waiters;
+    struct oplog oplog;
+    struct engine_ids ids;
+    struct engine_expired expired;
+    struct engine_redrives redrives;
+    uint64_t dlq_move_failures;      /* dead-letter moves not made (msgs.c) */
+    uint64_t reloads;                /* state reloads after a lost transaction (recover.c) */
+    bool broken;                     /* the last reload failed: serve nothing (recover.c) */
+};
+
+/* The engine's "now" in epoch ms: the epoch at open plus the monotonic time
+ * since, so that a wall-clock step cannot reorder its timers. */
+static inline int64_t engine_core_now_ms(const struct smq_engine *e)
+{
+    return (int64_t)clock_mono_ms(e->clock) + e->tb.epoch_minus_mono_ms;
+}
+
+#endif

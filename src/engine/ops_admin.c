@@ -1,0 +1,127 @@
+/*
+ * ops_admin.c — owns the engine side of statistics and purge
+ * (ops_admin.h).
+ */
+#include "ops_admin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "msgs.h"
+
+static void queue_stats(const struct smq_queue *q, struct smq_queue_stats *out)
+{
+    const struct smq_msg *oldest = queue_oldest_msg(q);
+
+    memset(out, 0, sizeof *out);
+    queue_info(q, &out->info);
+    out->waiters = q->n_waiters;
+    out->sent = q->count.sent;
+    out->received = q->count.received;
+    out->deleted = q->count.deleted;
+    out->expired = q->count.expired;
+    out->dead_lettered = q->count.dead_lettered;
+    out->redriven = q->count.redriven;
+    out->redrive_pending = queue_redrive_pending(q);
+    out->oldest_enqueue_ms = oldest != NULL ? oldest->enqueue_ms : 0;
+}
+
+void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
+{
+    out->queues = e->queues.n;
+    out->messages = e->msgs.count;
+    out->waiters = e->waiters.n;
+    out->reloads = e->reloads;
+    out->storage_full = e->space.full;
+    out->storage_reserve_spent = e->space.reserve_spent;
+    out->broken = e->broken;
+    out->dlq_move_failures = e->dlq_move_failures;
+    out->db_pages = e->space.db_pages;
+    out->free_pages = e->space.free_pages;
+    out->page_size = e->space.page_size;
+    out->vacuumed_pages = e->space.vacuumed_pages;
+}
+
+int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
+{
+    struct smq_op_stats *st = &op->stats;
+    size_t n = 0;
+
+    if (st->totals_only) {               /* O(1): the engine answers, that is all */
+        ops_admin_totals(e, &st->totals);
+        return 0;
+    }
+    space_refresh(&e->space);
+    ops_admin_totals(e, &st->totals);
+    st->queues = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *st->queues);
+    if (st->queues == NULL)
+        return SMQ_E_NOMEM;
+    for (size_t i = 0; i < e->queues.n; i++) {
+        const struct smq_queue *q = e->queues.items[i];
+        if (op->queue[0] != '\0' && strcmp(op->queue, q->name) != 0)
+            continue;
+        queue_stats(q, &st->queues[n++]);
+    }
+    st->n_queues = n;
+    if (op->queue[0] != '\0' && n == 0)
+        return SMQ_E_QUEUE_NOT_EXIST;
+    return 0;
+}
+
+/* Deletes every message of the queues in one savepoint, so a purge of a
+ * queue and its DLQ happens wholly or not at all. */
+static int purge_queues(struct smq_engine *e, struct smq_queue **qs, size_t n)
+{
+    int rc = txn_write_begin(&e->txn);
+
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = store_queue_purge(e->store, qs[i]->id);
+    rc = txn_write_end(&e->txn, rc);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        msgs_destroy_queue(e, qs[i]);
+        queue_redrive_free(qs[i]->redrive);      /* nothing left to move */
+        qs[i]->redrive = NULL;
+    }
+    return 0;
+}
+
+static uint64_t queue_size(const struct smq_queue *q)
+{
+    return q->n_active + q->n_inactive + q->n_delayed;
+}
+
+int ops_admin_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+{
+    struct smq_queue *qs[2];
+    struct smq_queue *dlq = NULL;
+    uint64_t n_main = 0, n_dlq = 0;
+    size_t n = 0;
+    int rc;
+
+    if (op->purge.dlq) {
+        dlq = q->attrs.dlq.enabled ? queue_registry_find(&e->queues, q->attrs.dlq.target) : NULL;
+        if (dlq == NULL)
+            return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
+                              "The queue '%s' has no dead-letter queue.", q->name);
+    }
+    if (op->purge.main) {
+        n_main = queue_size(q);
+        qs[n++] = q;
+    }
+    if (dlq != NULL && dlq != q) {
+        n_dlq = queue_size(dlq);
+        qs[n++] = dlq;
+    }
+    rc = n > 0 ? purge_queues(e, qs, n) : 0;
+    if (rc != 0)
+        return rc;
+    op->purge.n_main = n_main;
+    op->purge.n_dlq = n_dlq;
+    if (op->purge.main)
+        oplog_purge(&e->oplog, q, n_main, op->request_id);
+    if (dlq != NULL && dlq != q)
+        oplog_purge(&e->oplog, dlq, n_dlq, op->request_id);
+    return 0;
+}

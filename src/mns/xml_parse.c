@@ -1,0 +1,470 @@
+/*
+ * xml_parse.c — owns the four request bodies (xml.h): <Queue>, <Message>,
+ * <Messages> and <ReceiptHandles> read from a loaded document (xml_doc.h)
+ * into plain structs, with the syntax of every value checked (integers,
+ * booleans, text only) and nothing else assumed (docs/protocol.md §4).
+ */
+#include "xml_doc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "smqd/strnum.h"
+
+/* ---- element values ----------------------------------------------------- */
+
+static bool is_element(const xmlNode *n, const char *name)
+{
+    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+static bool is_xml_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Narrows [*s, *s + *len) to exclude surrounding XML whitespace. */
+static void trim(const char **s, size_t *len)
+{
+    while (*len > 0 && is_xml_space((*s)[0])) {
+        (*s)++;
+        (*len)--;
+    }
+    while (*len > 0 && is_xml_space((*s)[*len - 1]))
+        (*len)--;
+}
+
+int xml_leaf_text(const xmlNode *el, struct smq_buf *out, struct smq_errinfo *ei)
+{
+    const xmlNode *c;
+
+    for (c = el->children; c != NULL; c = c->next) {
+        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE)
+            buf_puts(out, (const char *)c->content);
+        else if (c->type == XML_ELEMENT_NODE)
+            return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                              "The element %s must contain text only.", (const char *)el->name);
+    }
+    if (buf_failed(out))
+        return errors_set(ei, SMQ_E_NOMEM, NULL);
+    return 0;
+}
+
+static int invalid_integer(const char *name, struct smq_errinfo *ei)
+{
+    return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of %s is not a valid integer.", name);
+}
+
+/* Decimal int64 with optional '-', blanks around it allowed as XML text
+ * may have them (ranges are the caller's business). */
+static int parse_i64(const char *name, const char *s, size_t len, int64_t *out,
+                     struct smq_errinfo *ei)
+{
+    trim(&s, &len);
+    return strnum_i64(s, len, out) == 0 ? 0 : invalid_integer(name, ei);
+}
+
+/* true/false in any case (Python sends True, Java and Go send true). */
+static int parse_bool(const char *name, const char *s, size_t len, int64_t *out,
+                      struct smq_errinfo *ei)
+{
+    trim(&s, &len);
+    if (len == 4 && strncasecmp(s, "true", 4) == 0)
+        *out = 1;
+    else if (len == 5 && strncasecmp(s, "false", 5) == 0)
+        *out = 0;
+    else
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                          "The value of %s should be True or False.", name);
+    return 0;
+}
+
+/* A numeric or boolean element and where its value goes in the out struct. */
+struct opt_field {
+    const char *name;
+    size_t offset;          /* of a struct xml_opt_i64 */
+    bool is_bool;
+};
+
+static const struct opt_field queue_fields[] = {
+    {"DelaySeconds", offsetof(struct xml_queue_attrs, delay_s), false},
+    {"MaximumMessageSize", offsetof(struct xml_queue_attrs, max_msg_size), false},
+    {"MessageRetentionPeriod", offsetof(struct xml_queue_attrs, retention_s), false},
+    {"VisibilityTimeout", offsetof(struct xml_queue_attrs, visibility_s), false},
+    {"PollingWaitSeconds", offsetof(struct xml_queue_attrs, polling_wait_s), false},
+    {"LoggingEnabled", offsetof(struct xml_queue_attrs, logging), true},
+    {"DlqEnabled", offsetof(struct xml_queue_attrs, dlq_enabled), true},
+    {"DlqMaxReceiveCount", offsetof(struct xml_queue_attrs, dlq_max_receive), false},
+};
+
+/* Inside <DlqPolicy>, the control plane's names for the same fields. */
+static const struct opt_field dlq_fields[] = {
+    {"Enabled", offsetof(struct xml_queue_attrs, dlq_enabled), true},
+    {"MaxReceiveCount", offsetof(struct xml_queue_attrs, dlq_max_receive), false},
+};
+
+static const struct opt_field send_fields[] = {
+    {"DelaySeconds", offsetof(struct xml_send_item, delay_s), false},
+    {"Priority", offsetof(struct xml_send_item, priority), false},
+};
+
+static const struct opt_field *find_field(const struct opt_field *fields, size_t n,
+                                          const xmlNode *el)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (is_element(el, fields[i].name))
+            return &fields[i];
+    return NULL;
+}
+
+static int duplicated(const char *name, struct smq_errinfo *ei)
+{
+    return errors_set(ei, SMQ_E_MALFORMED_XML,
+                      "The XML you provided was not well-formed: duplicated element <%s>.", name);
+}
+
+/* Fills the xml_opt_i64 that f names inside the struct at base. */
+static int parse_field(const xmlNode *el, const struct opt_field *f, void *base,
+                       struct smq_errinfo *ei)
+{
+    struct xml_opt_i64 *slot = (struct xml_opt_i64 *)((char *)base + f->offset);
+    struct smq_buf text;
+    int rc;
+
+    if (slot->present)
+        return duplicated(f->name, ei);
+    buf_init(&text);
+    rc = xml_leaf_text(el, &text, ei);
+    if (rc == 0 && f->is_bool)
+        rc = parse_bool(f->name, text.data, text.len, &slot->value, ei);
+    else if (rc == 0)
+        rc = parse_i64(f->name, text.data, text.len, &slot->value, ei);
+    slot->present = rc == 0;
+    buf_free(&text);
+    return rc;
+}
+
+/* ---- <Queue> ------------------------------------------------------------ */
+
+/* <DeadLetterTargetQueue> / <DlqTargetQueue>: a queue name, checked later. */
+static int parse_dlq_target(const xmlNode *el, const char *name, struct xml_queue_attrs *out,
+                            struct smq_errinfo *ei)
+{
+    struct smq_buf text;
+    int rc;
+
+    if (out->dlq_target_present)
+        return duplicated(name, ei);
+    buf_init(&text);
+    rc = xml_leaf_text(el, &text, ei);
+    if (rc == 0 && text.len >= sizeof out->dlq_target)
+        rc = errors_set(ei, SMQ_E_QUEUE_NAME_LENGTH, "The value of %s is longer than a "
+                        "queue name (%zu characters).", name, sizeof out->dlq_target - 1);
+    if (rc == 0) {
+        memcpy(out->dlq_target, text.data != NULL ? text.data : "", text.len);
+        out->dlq_target[text.len] = '\0';
+        out->dlq_target_present = true;
+    }
+    buf_free(&text);
+    return rc;
+}
+
+static int parse_dlq_policy(const xmlNode *policy, struct xml_queue_attrs *out,
+                            struct smq_errinfo *ei)
+{
+    int rc = 0;
+
+    for (const xmlNode *c = policy->children; c != NULL && rc == 0; c = c->next) {
+        const struct opt_field *f =
+            find_field(dlq_fields, sizeof dlq_fields / sizeof dlq_fields[0], c);
+        if (f != NULL)
+            rc = parse_field(c, f, out, ei);
+        else if (is_element(c, "DeadLetterTargetQueue"))
+            rc = parse_dlq_target(c, "DeadLetterTargetQueue", out, ei);
+    }
+    return rc;
+}
+
+/* One child of <Queue>. */
+static int parse_queue_child(const xmlNode *c, struct xml_queue_attrs *out,
+                             struct smq_errinfo *ei)
+{
+    const struct opt_field *f =
+        find_field(queue_fields, sizeof queue_fields / sizeof queue_fields[0], c);
+
+    if (f != NULL) {
+        out->dlq_present |= f->offset == offsetof(struct xml_queue_attrs, dlq_enabled)
+                            || f->offset == offsetof(struct xml_queue_attrs, dlq_max_receive);
+        return parse_field(c, f, out, ei);
+    }
+    if (is_element(c, "DlqTargetQueue")) {
+        out->dlq_present = true;
+        return parse_dlq_target(c, "DlqTargetQueue", out, ei);
+    }
+    if (is_element(c, "DlqPolicy")) {
+        out->dlq_present = true;
+        return parse_dlq_policy(c, out, ei);
+    }
+    return 0;
+}
+
+int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *out,
+                          struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root, c;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "Queue", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    for (c = root->children; c != NULL && rc == 0; c = c->next)
+        rc = parse_queue_child(c, out, ei);
+    xmlFreeDoc(d);
+    if (rc != 0)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+/* ---- <Message> and <Messages> ------------------------------------------- */
+
+/* MessageBody is stored byte-exact: no trimming, entities already decoded. */
+static int parse_body(const xmlNode *el, struct xml_send_item *it, struct smq_errinfo *ei)
+{
+    struct smq_buf text;
+    int rc;
+
+    if (it->body_present)
+        return duplicated("MessageBody", ei);
+    buf_init(&text);
+    buf_append(&text, "", 0);     /* an empty body is "", not NULL */
+    rc = xml_leaf_text(el, &text, ei);
+    if (rc != 0) {
+        buf_free(&text);
+        return rc;
+    }
+    it->body = buf_take(&text, &it->body_len);
+    it->body_present = true;
+    return 0;
+}
+
+static int parse_item(const xmlNode *msg, struct xml_send_item *it, struct smq_errinfo *ei)
+{
+    struct xml_ext ext;
+    const xmlNode *c;
+    int rc = 0;
+
+    memset(it, 0, sizeof *it);
+    xml_ext_init(&ext);
+    for (c = msg->children; c != NULL && rc == 0; c = c->next) {
+        const struct opt_field *f;
+
+        if (is_element(c, "MessageBody")) {
+            rc = parse_body(c, it, ei);
+            continue;
+        }
+        f = find_field(send_fields, sizeof send_fields / sizeof send_fields[0], c);
+        if (f != NULL)
+            rc = parse_field(c, f, it, ei);
+        else if (c->type == XML_ELEMENT_NODE && (rc = xml_ext_take(&ext, c, ei)) == 1)
+            rc = 0;                /* an unknown element: ignored */
+    }
+    if (rc == 0)
+        rc = xml_ext_finish(&ext, &it->ext, &it->ext_len, ei);
+    else
+        xml_ext_free(&ext);
+    if (rc != 0)
+        xml_send_item_free(it);
+    return rc;
+}
+
+int xml_parse_send(const char *doc, size_t len, struct xml_send_item *out,
+                   struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "Message", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    rc = parse_item(root, out, ei);
+    xmlFreeDoc(d);
+    return rc;
+}
+
+static size_t count_children(const xmlNode *parent, const char *name)
+{
+    const xmlNode *c;
+    size_t n = 0;
+
+    for (c = parent->children; c != NULL; c = c->next)
+        if (is_element(c, name))
+            n++;
+    return n;
+}
+
+/* Counted before anything is copied, so an oversized batch costs nothing. */
+static int check_batch_size(const xmlNode *root, const char *item, struct smq_errinfo *ei)
+{
+    size_t n = count_children(root, item);
+
+    if (n >= 1 && n <= XML_BATCH_MAX)
+        return 0;
+    return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                      "The number of <%s> elements in <%s> should be between 1 and %d, got %zu.",
+                      item, (const char *)root->name, XML_BATCH_MAX, n);
+}
+
+/* The <Message> items of a <Messages> root, into out (counted in out->n). */
+static int parse_batch_items(xmlNodePtr root, struct xml_send_batch *out, struct smq_errinfo *ei)
+{
+    int rc = check_batch_size(root, "Message", ei);
+
+    for (xmlNodePtr c = root->children; c != NULL && rc == 0; c = c->next) {
+        if (!is_element(c, "Message"))
+            continue;
+        rc = parse_item(c, &out->items[out->n], ei);
+        if (rc == 0)
+            out->n++;
+    }
+    return rc;
+}
+
+int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out,
+                         struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "Messages", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    rc = parse_batch_items(root, out, ei);
+    xmlFreeDoc(d);
+    if (rc != 0)
+        xml_send_batch_free(out);
+    return rc;
+}
+
+/*
+ * SendMessage and BatchSendMessage share a route: one parse serves both,
+ * reading the root name and the items together.  A document that does not
+ * load gets the default MalformedXML message, any other root the <Message>
+ * one.
+ */
+int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, int *root_kind,
+                       struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    *root_kind = -1;
+    rc = xml_load_doc(doc, len, &d, NULL);
+    if (rc != 0)
+        return errors_set(ei, rc, NULL);
+    root = xmlDocGetRootElement(d);
+    *root_kind = strcmp((const char *)root->name, "Messages") == 0;
+    if (*root_kind == 1) {
+        rc = parse_batch_items(root, out, ei);
+    } else if (strcmp((const char *)root->name, "Message") == 0) {
+        rc = parse_item(root, &out->items[0], ei);
+        if (rc == 0)
+            out->n = 1;
+    } else {
+        rc = errors_set(ei, SMQ_E_MALFORMED_XML, "The XML you provided was not well-formed: "
+                        "the root element must be <Message>.");
+    }
+    xmlFreeDoc(d);
+    if (rc != 0)
+        xml_send_batch_free(out);
+    return rc;
+}
+
+/* ---- <ReceiptHandles> --------------------------------------------------- */
+
+/* Handles are trimmed; an empty one is kept so that the caller can report
+ * it per item as ReceiptHandleError, like any other malformed handle. */
+static int parse_handle(const xmlNode *el, char **out, struct smq_errinfo *ei)
+{
+    struct smq_buf text;
+    const char *s;
+    size_t n;
+    int rc;
+
+    buf_init(&text);
+    rc = xml_leaf_text(el, &text, ei);
+    if (rc == 0) {
+        s = text.data != NULL ? text.data : "";
+        n = text.len;
+        trim(&s, &n);
+        *out = strndup(s, n);
+        if (*out == NULL)
+            rc = errors_set(ei, SMQ_E_NOMEM, NULL);
+    }
+    buf_free(&text);
+    return rc;
+}
+
+int xml_parse_handles(const char *doc, size_t len, struct xml_handles *out,
+                      struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root, c;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "ReceiptHandles", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    rc = check_batch_size(root, "ReceiptHandle", ei);
+    for (c = root->children; c != NULL && rc == 0; c = c->next) {
+        if (!is_element(c, "ReceiptHandle"))
+            continue;
+        rc = parse_handle(c, &out->handles[out->n], ei);
+        if (rc == 0)
+            out->n++;
+    }
+    xmlFreeDoc(d);
+    if (rc != 0)
+        xml_handles_free(out);
+    return rc;
+}
+
+/* ---- freeing ------------------------------------------------------------ */
+
+void xml_send_item_free(struct xml_send_item *it)
+{
+    free(it->body);
+    free(it->ext);
+    memset(it, 0, sizeof *it);
+}
+
+void xml_send_batch_free(struct xml_send_batch *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->n; i++)
+        xml_send_item_free(&b->items[i]);
+    b->n = 0;
+}
+
+void xml_handles_free(struct xml_handles *h)
+{
+    size_t i;
+
+    for (i = 0; i < h->n; i++) {
+        free(h->handles[i]);
+        h->handles[i] = NULL;
+    }
+    h->n = 0;
+}
