@@ -10,10 +10,11 @@
 #   package    the Debian package and the build without the test library (from the source tree);
 #   tsan       the unit tests that start threads, under ThreadSanitizer, two at a time;
 #   fuzz       every libFuzzer target for 5 s, two at a time.
-# Once the ASan tree is built, two lanes run side by side: the ASan tests (the integration suites
-# wait on timeouts much of the time), then package, tsan and fuzz; and, niced so that it never
-# slows a suite down, the Release build, its valgrind runs and its smoke (at the normal priority).  Each lane's output is prefixed
-# with its name; the run ends with a table of each stage's wall time.
+# After the structure check two lanes run side by side: the ASan build and its tests (the
+# integration suites wait on timeouts much of the time), then package, tsan, fuzz and the
+# benchmark smokes; and, niced so that it never slows a suite down, the Release build, its
+# valgrind runs and its integration smoke (at the normal priority again).  Each lane's output
+# is prefixed with its name; the run ends with a table of each stage's wall time.
 #
 #   scripts/test.sh          the test command
 #   scripts/test.sh --full   also the long forms (label "long": crash-loop and power-cut loops
@@ -78,10 +79,18 @@ asan_tests() {
 
 release_tests() {
   if [ "$full" = 1 ]; then
-    ctest_in build -LE 'package|smoke'
+    ctest_in build -LE 'package|smoke|bench'
   else
-    ctest_in build -L 'valgrind|bench'
+    ctest_in build -L valgrind
   fi
+}
+
+# The benchmark smokes want the Release build; the ASan lane, done first, runs them once
+# the other lane says (in $logs/release-built) that the build is there.
+release_bench() {
+  while [ ! -s "$logs/release-built" ]; do sleep 2; done
+  [ "$(cat "$logs/release-built")" = ok ] || { echo "the Release build failed (release lane)"; return 1; }
+  ctest_in build -L bench
 }
 
 # The smoke of the integration suites at the normal priority again: they are suites with
@@ -123,16 +132,22 @@ prefixed() {
 }
 
 lane_asan() {
-  stage "asan: tests (unit, integration)" asan_tests &&
+  stage "asan: build" configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON \
+      -DSMQD_BENCH=OFF &&
+    stage "asan: tests (unit, integration)" asan_tests &&
     stage "package: deb, no test library" ctest_in build-asan -L package &&
     stage "tsan: build and tests" tsan &&
-    stage "fuzz: build and 5 s per target" tests/fuzz/run.sh 5
+    stage "fuzz: build and 5 s per target" tests/fuzz/run.sh 5 &&
+    stage "release: bench smokes" release_bench
 }
 
 lane_release() {
+  local rc=0
   stage "release: build" configure_and_build build -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_C_FLAGS=-g -DSMQD_VALGRIND=ON &&
-    stage "release: valgrind, bench" release_tests &&
+      -DCMAKE_C_FLAGS=-g -DSMQD_VALGRIND=ON || rc=$?
+  if [ $rc = 0 ]; then echo ok >"$logs/release-built"; else echo failed >"$logs/release-built"; fi
+  [ $rc = 0 ] &&
+    stage "release: valgrind (every unit test)" release_tests &&
     stage "release: integration smoke" release_smoke
 }
 
@@ -145,8 +160,6 @@ stage "dependencies" bash -c '
     npm ci --prefix tests/integration/node --no-audit --no-fund --loglevel=error
   fi'
 stage "structure" bash -c 'scripts/check-structure.sh && tests/structure/test_check_structure.sh'
-stage "asan: build" configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON \
-  -DSMQD_BENCH=OFF
 
 # Niced in the test command; not with --full, whose long forms in this lane have deadlines.
 ([ "$full" = 1 ] || renice -n 19 -p "$BASHPID" >/dev/null; prefixed release lane_release) &
