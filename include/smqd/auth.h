@@ -67,15 +67,6 @@ static inline void auth_keyring_set(struct auth_keyring_slot *slot, struct auth_
 /* Looks up a header value by case-insensitive name; NULL if absent. */
 const char *auth_header_get(const struct auth_request *r, const char *name);
 
-/*
- * Appends the request headers whose name pick() accepts as sorted
- * "lower(name):trimmed value\n" lines, duplicates folded with "," (the V2
- * CanonicalizedMNSHeaders rule, docs/protocol.md §3.1; V4 reuses it with its
- * own header set).  Returns 0 or SMQ_E_NOMEM.
- */
-int auth_append_sorted_headers(const struct auth_request *r, bool (*pick)(const char *name),
-                               struct smq_buf *out);
-
 /* Appends the V2 string to sign for r to out (docs/protocol.md §3.1).
  * Returns 0 or SMQ_E_NOMEM. */
 int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out);

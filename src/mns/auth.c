@@ -1,13 +1,15 @@
 /*
  * auth.c — owns MNS request authentication, signature V2 (docs/protocol.md §3)
  * and the dispatch to V4 (auth_v4.c):
- * building the string to sign from the request as received, HMAC-SHA1
+ * building the string to sign from the request as received (its x-mns-*
+ * lines sorted by auth_headers.c, which V4 shares), HMAC-SHA1
  * signing, the Authorization/Date/x-mns-version checks, the strict RFC 1123
  * date parser and the Content-MD5 check.  Crypto primitives come from
  * crypto.c; this file never touches OpenSSL.
  */
 #define _DEFAULT_SOURCE   /* timegm() under -std=c11 as well as gnu11 */
 
+#include "auth_headers.h"
 #include "auth_text.h"
 #include "auth_v4.h"
 #include "smqd/auth.h"
@@ -22,33 +24,10 @@
 #define MNS_PREFIX_LEN (sizeof MNS_PREFIX - 1)
 #define SIG_LEN 28                      /* base64 of a 20-byte SHA-1 MAC */
 #define HTTP_DATE_LEN 29                /* "Tue, 02 Jan 2024 03:04:05 GMT" */
-#define SMALL_HEADER_COUNT 32           /* x-mns headers sorted without malloc */
 #define ECHO_MAX 64                     /* client bytes quoted in error messages */
 #define SHOWN_SIZE (ECHO_MAX * 2 + 1)    /* worst case: every byte a newline */
 
-/* ---- small string helpers (ASCII case folding: auth_text.h) ---- */
-
-static bool is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* Strips HTTP optional whitespace from both ends; returns the start, *len the span. */
-static const char *trim_ows(const char *s, size_t *len)
-{
-    size_t n = strlen(s);
-
-    while (n > 0 && is_ows(*s)) {
-        s++;
-        n--;
-    }
-    while (n > 0 && is_ows(s[n - 1]))
-        n--;
-    *len = n;
-    return s;
-}
-
-/* ---- string to sign ---- */
+/* ---- string to sign (ASCII helpers: auth_text.h; sorted headers: auth_headers.c) ---- */
 
 const char *auth_header_get(const struct auth_request *r, const char *name)
 {
@@ -72,112 +51,9 @@ static const char *date_value(const struct auth_request *r)
     return v != NULL ? v : auth_header_get(r, "x-mns-date");
 }
 
-/* Byte order of the lowercased names (docs/protocol.md §3.1). */
-static int lower_name_cmp(const char *a, const char *b)
-{
-    for (;; a++, b++) {
-        unsigned char ca = (unsigned char)ascii_lower(*a);
-        unsigned char cb = (unsigned char)ascii_lower(*b);
-        if (ca != cb || ca == '\0')
-            return (int)ca - (int)cb;
-    }
-}
-
-/* qsort context: the sort keys are indices into the request's header array. */
-struct sort_entry {
-    const struct http_header *h;
-    size_t pos;                     /* arrival order, to keep duplicates stable */
-};
-
-static int sort_entry_cmp(const void *pa, const void *pb)
-{
-    const struct sort_entry *a = pa, *b = pb;
-    int c = lower_name_cmp(a->h->name, b->h->name);
-
-    if (c != 0)
-        return c;
-    return (a->pos > b->pos) - (a->pos < b->pos);
-}
-
-static void append_lower(struct smq_buf *out, const char *s)
-{
-    for (; *s != '\0'; s++) {
-        char c = ascii_lower(*s);
-        buf_append(out, &c, 1);
-    }
-}
-
-static void append_trimmed(struct smq_buf *out, const char *value)
-{
-    size_t n;
-    const char *v = trim_ows(value != NULL ? value : "", &n);
-
-    buf_append(out, v, n);
-}
-
-/*
- * Emits sorted entries as "name:value\n".  A name that appears more than
- * once is emitted once with its values joined by "," in arrival order: that
- * is what an HTTP intermediary may legally fold them into (RFC 9110 §5.3),
- * so a client that signed the folded form still verifies.  No SDK sends
- * duplicate x-mns headers, so this only has to be deterministic.
- */
-static void append_sorted_mns(struct smq_buf *out, const struct sort_entry *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        bool same_as_prev = i > 0 && lower_name_cmp(e[i - 1].h->name, e[i].h->name) == 0;
-        bool same_as_next = i + 1 < n && lower_name_cmp(e[i].h->name, e[i + 1].h->name) == 0;
-
-        if (same_as_prev) {
-            buf_append(out, ",", 1);
-        } else {
-            append_lower(out, e[i].h->name);
-            buf_append(out, ":", 1);
-        }
-        append_trimmed(out, e[i].h->value);
-        if (!same_as_next)
-            buf_append(out, "\n", 1);
-    }
-}
-
 static bool pick_mns(const char *name)
 {
     return ascii_ieq_prefix(name, MNS_PREFIX, MNS_PREFIX_LEN);
-}
-
-/*
- * CanonicalizedMNSHeaders (and V4's canonical headers, with another pick).
- * Sorting with qsort keeps this O(n log n) however many headers arrive; the
- * HTTP layer bounds the total header size anyway.
- */
-int auth_append_sorted_headers(const struct auth_request *r, bool (*pick)(const char *name),
-                               struct smq_buf *out)
-{
-    struct sort_entry small[SMALL_HEADER_COUNT];
-    struct sort_entry *e = small;
-    size_t n = 0;
-
-    for (size_t i = 0; i < r->n_headers; i++)
-        n += r->headers[i].name != NULL && pick(r->headers[i].name);
-    if (n > SMALL_HEADER_COUNT) {
-        if (n > SIZE_MAX / sizeof *e)
-            return SMQ_E_NOMEM;
-        e = malloc(n * sizeof *e);
-        if (e == NULL)
-            return SMQ_E_NOMEM;
-    }
-
-    n = 0;
-    for (size_t i = 0; i < r->n_headers; i++)
-        if (r->headers[i].name != NULL && pick(r->headers[i].name))
-            e[n++] = (struct sort_entry){.h = &r->headers[i], .pos = i};
-    if (n > 1)
-        qsort(e, n, sizeof *e, sort_entry_cmp);
-    append_sorted_mns(out, e, n);
-
-    if (e != small)
-        free(e);
-    return 0;
 }
 
 int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out)
@@ -193,7 +69,7 @@ int auth_string_to_sign(const struct auth_request *r, struct smq_buf *out)
     buf_append(out, "\n", 1);
     buf_puts(out, date != NULL ? date : "");
     buf_append(out, "\n", 1);
-    rc = auth_append_sorted_headers(r, pick_mns, out);
+    rc = auth_headers_append_sorted(r, pick_mns, out);
     buf_puts(out, r->resource != NULL ? r->resource : "");
     if (rc == 0 && buf_failed(out))
         rc = SMQ_E_NOMEM;

@@ -1,13 +1,15 @@
 /*
- * auth_text.h — the ASCII helpers auth.c and auth_v4.c share: case folding
- * and comparison of header names (tokens; the C library's ctype functions
- * depend on the locale), and the copy of client bytes into an error message.
+ * auth_text.h — the ASCII helpers the auth module's files share: case
+ * folding and comparison of header names (tokens; the C library's ctype
+ * functions depend on the locale), trimming a header value's optional
+ * whitespace, and the copy of client bytes into an error message.
  */
 #ifndef SMQD_AUTH_TEXT_H
 #define SMQD_AUTH_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 static inline char ascii_lower(char c)
 {
@@ -29,6 +31,26 @@ static inline bool ascii_ieq(const char *a, const char *b)
         if (ascii_lower(*a) != ascii_lower(*b))
             return false;
     return *a == *b;
+}
+
+static inline bool is_ows(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Strips HTTP optional whitespace from both ends; returns the start, *len the span. */
+static inline const char *trim_ows(const char *s, size_t *len)
+{
+    size_t n = strlen(s);
+
+    while (n > 0 && is_ows(*s)) {
+        s++;
+        n--;
+    }
+    while (n > 0 && is_ows(s[n - 1]))
+        n--;
+    *len = n;
+    return s;
 }
 
 /*

@@ -7,6 +7,7 @@
  */
 #define _DEFAULT_SOURCE   /* gmtime_r() under -std=c11 as well as gnu11 */
 
+#include "auth_headers.h"
 #include "auth_text.h"
 #include "auth_v4.h"
 #include "smqd/crypto.h"
@@ -289,7 +290,7 @@ int auth_v4_canonical_request(const struct auth_request *r, struct smq_buf *out)
     rc = append_query(out, q != NULL ? q + 1 : "");
     buf_append(out, "\n", 1);
     if (rc == 0)
-        rc = auth_append_sorted_headers(r, pick_v4, out);
+        rc = auth_headers_append_sorted(r, pick_v4, out);
     buf_append(out, "\n", 1);
     if (rc == 0 && buf_failed(out))
         rc = SMQ_E_NOMEM;

@@ -1,7 +1,8 @@
 /*
  * xml.c — owns libxml2 itself (xml_doc.h): its global setup, the parser
- * context each thread keeps, and the loading of a request body into a
- * checked document tree, which xml_parse.c then reads.
+ * context each thread keeps, the loading of a request body into a
+ * checked document tree, which xml_parse.c and xml_props.c then read, and
+ * the one reading of the tree both of them need (a leaf element's text).
  *
  * Parsing is defensive because bodies come from unauthenticated-until-
  * verified clients: no DTD is accepted (that alone rules out entity
@@ -329,6 +330,24 @@ int xml_load_root(const char *doc, size_t len, const char *root_name, xmlDocPtr 
         return errors_set(ei, SMQ_E_MALFORMED_XML, "The XML you provided was not well-formed: "
                           "the root element must be <%s>.", root_name);
     }
+    return 0;
+}
+
+/* ---- reading the tree ---------------------------------------------------- */
+
+int xml_leaf_text(const xmlNode *el, struct smq_buf *out, struct smq_errinfo *ei)
+{
+    const xmlNode *c;
+
+    for (c = el->children; c != NULL; c = c->next) {
+        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE)
+            buf_puts(out, (const char *)c->content);
+        else if (c->type == XML_ELEMENT_NODE)
+            return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
+                              "The element %s must contain text only.", (const char *)el->name);
+    }
+    if (buf_failed(out))
+        return errors_set(ei, SMQ_E_NOMEM, NULL);
     return 0;
 }
 

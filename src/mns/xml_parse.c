@@ -5,6 +5,7 @@
  * booleans, text only) and nothing else assumed (docs/protocol.md §4).
  */
 #include "xml_doc.h"
+#include "xml_props.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,22 +34,6 @@ static void trim(const char **s, size_t *len)
     }
     while (*len > 0 && is_xml_space((*s)[*len - 1]))
         (*len)--;
-}
-
-int xml_leaf_text(const xmlNode *el, struct smq_buf *out, struct smq_errinfo *ei)
-{
-    const xmlNode *c;
-
-    for (c = el->children; c != NULL; c = c->next) {
-        if (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE)
-            buf_puts(out, (const char *)c->content);
-        else if (c->type == XML_ELEMENT_NODE)
-            return errors_set(ei, SMQ_E_INVALID_ARGUMENT,
-                              "The element %s must contain text only.", (const char *)el->name);
-    }
-    if (buf_failed(out))
-        return errors_set(ei, SMQ_E_NOMEM, NULL);
-    return 0;
 }
 
 static int invalid_integer(const char *name, struct smq_errinfo *ei)

@@ -1,6 +1,6 @@
 /*
  * xml_props.c — owns the Java SDK's message extensions in a <Message> of
- * SendMessage (xml_doc.h, docs/protocol.md §6.4): <UserProperties>,
+ * SendMessage (xml_props.h, docs/protocol.md §6.4): <UserProperties>,
  * <SystemProperties> and <MessageGroupId>, their checks, and the canonical
  * XML fragment they are stored as and returned in.
  *
@@ -10,6 +10,7 @@
  * true/false.  Refusing the send keeps such a message out of the queue.
  */
 #include "xml_doc.h"
+#include "xml_props.h"
 
 #include <string.h>
 #include <strings.h>
