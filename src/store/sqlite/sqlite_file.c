@@ -35,7 +35,7 @@ int sqlite_file_defer_fsync(struct smq_store *base)
     }
     if (sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL) == SQLITE_OK)
         return 0;
-    return sqlite_store_fail("synchronous=NORMAL", SQLITE_ERROR, sqlite3_errmsg(s->db));
+    return sqlite_err_fail("synchronous=NORMAL", SQLITE_ERROR, sqlite3_errmsg(s->db));
 }
 
 /* fdatasync of the WAL: its size and its pages, which is what a commit
@@ -64,7 +64,7 @@ void sqlite_file_no_checkpoint_on_close(struct smq_store *base)
     struct sqlite_store *s = sqlite_of(base);
 
     if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL) != SQLITE_OK)
-        sqlite_store_fail("no checkpoint on close", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        sqlite_err_fail("no checkpoint on close", SQLITE_ERROR, sqlite3_errmsg(s->db));
 }
 
 int sqlite_file_checkpoint(struct smq_store *base)
@@ -77,7 +77,7 @@ int sqlite_file_checkpoint(struct smq_store *base)
 
     if (rc == SQLITE_OK)
         return 0;
-    return sqlite_store_fail("checkpoint", rc, sqlite3_errmsg(s->db));
+    return sqlite_err_fail("checkpoint", rc, sqlite3_errmsg(s->db));
 }
 
 /* ---- disk-space reserve ------------------------------------------------ */
@@ -173,7 +173,7 @@ int sqlite_file_reclaim(struct smq_store *base, unsigned max_pages, uint64_t *fr
     snprintf(sql, sizeof sql, "PRAGMA incremental_vacuum(%u)", max_pages);
     rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
-        return sqlite_store_fail("incremental vacuum", rc, sqlite3_errmsg(s->db));
+        return sqlite_err_fail("incremental vacuum", rc, sqlite3_errmsg(s->db));
     if (sqlite_rows_count(s, ST_FREELIST_COUNT, &after) != 0)
         return SMQ_E_INTERNAL;
     *freed = before > after ? before - after : 0;
@@ -189,7 +189,7 @@ static void append_finding(char *err, size_t err_size, size_t *used, const char 
         return;
     n = snprintf(err + *used, err_size - *used, "%s%s", *used > 0 ? "; " : "", finding);
     if (n < 0 || (size_t)n >= err_size - *used) {
-        sqlite_store_set_err(err + *used, err_size - *used, "%s%s", *used > 0 ? "; " : "", finding);
+        sqlite_err_set(err + *used, err_size - *used, "%s%s", *used > 0 ? "; " : "", finding);
         *used = err_size - 1;    /* full: later findings are dropped */
         return;
     }
@@ -212,10 +212,10 @@ int sqlite_file_integrity_check(struct smq_store *base, char *err, size_t err_si
             append_finding(err, err_size, &used, row != NULL ? (const char *)row : "?");
     }
     if (rc != SQLITE_DONE) {
-        sqlite_store_set_err(err, err_size, "integrity check could not run: %s",
-                             sqlite3_errmsg(s->db));
+        sqlite_err_set(err, err_size, "integrity check could not run: %s",
+                       sqlite3_errmsg(s->db));
         ok = 0;
-        sqlite_store_fail("integrity check", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        sqlite_err_fail("integrity check", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }
     sqlite3_reset(st);
     return ok ? 0 : SMQ_E_INTERNAL;

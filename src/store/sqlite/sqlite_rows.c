@@ -146,15 +146,15 @@ static int run_write(struct sqlite_store *s, struct binder *b, const char *what,
     int rc = b->rc, ret = 0;
 
     if (rc == SQLITE_OK && write_fault_due(s)) {
-        ret = s->fault_full ? sqlite_store_fail(what, SQLITE_FULL,
-                                                "database or disk is full (injected)")
-                            : sqlite_store_fail(what, SQLITE_IOERR, "disk I/O error (injected)");
+        ret = s->fault_full ? sqlite_err_fail(what, SQLITE_FULL,
+                                              "database or disk is full (injected)")
+                            : sqlite_err_fail(what, SQLITE_IOERR, "disk I/O error (injected)");
         goto out;
     }
     if (rc == SQLITE_OK)
         rc = sqlite3_step(b->st);
     if (rc != SQLITE_DONE) {
-        ret = sqlite_store_fail(what, rc, sqlite3_errmsg(s->db));
+        ret = sqlite_err_fail(what, rc, sqlite3_errmsg(s->db));
         goto out;
     }
     if (changes != NULL)
@@ -169,7 +169,7 @@ static int run_control(struct sqlite_store *s, enum sqlite_stmt id, const char *
 {
     /* Not run_write: control statements are not writes for the fault seam. */
     int rc = sqlite3_step(s->st[id]);
-    int ret = rc == SQLITE_DONE ? 0 : sqlite_store_fail(what, rc, sqlite3_errmsg(s->db));
+    int ret = rc == SQLITE_DONE ? 0 : sqlite_err_fail(what, rc, sqlite3_errmsg(s->db));
 
     stmt_reset(s->st[id]);
     return ret;
@@ -182,8 +182,8 @@ int sqlite_rows_prepare(struct sqlite_store *s, const char *path, char *err, siz
          * them in long-lived memory rather than its lookaside slots. */
         if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
                                NULL) != SQLITE_OK) {
-            sqlite_store_set_err(err, err_size, "%s: cannot prepare statement %d: %s", path, i,
-                                 sqlite3_errmsg(s->db));
+            sqlite_err_set(err, err_size, "%s: cannot prepare statement %d: %s", path, i,
+                           sqlite3_errmsg(s->db));
             return SMQ_E_INTERNAL;
         }
     }
@@ -215,7 +215,7 @@ int sqlite_rows_commit(struct smq_store *base)
 
     if (s->fault_commit) {
         s->fault_commit = 0;
-        return sqlite_store_fail("COMMIT", SQLITE_ERROR, "disk I/O error (injected)");
+        return sqlite_err_fail("COMMIT", SQLITE_ERROR, "disk I/O error (injected)");
     }
     return run_control(s, ST_COMMIT, "COMMIT");
 }
@@ -298,7 +298,7 @@ int sqlite_rows_meta_get(struct smq_store *base, const char *key, struct smq_buf
         ret = buf_failed(out) ? SMQ_E_NOMEM : 0;
         *found = ret == 0;
     } else if (rc != SQLITE_DONE) {
-        ret = sqlite_store_fail("meta get", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        ret = sqlite_err_fail("meta get", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }
 out:
     stmt_reset(b.st);
@@ -438,8 +438,8 @@ int sqlite_rows_queue_load(struct smq_store *base,
 
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (queue_from_row(st, &q) != 0) {
-            ret = sqlite_store_fail("queue load", SQLITE_ERROR,
-                                    "a queue name is missing or too long");
+            ret = sqlite_err_fail("queue load", SQLITE_ERROR,
+                                  "a queue name is missing or too long");
             goto out;
         }
         ret = cb(arg, &q);
@@ -447,7 +447,7 @@ int sqlite_rows_queue_load(struct smq_store *base,
             goto out;
     }
     if (rc != SQLITE_DONE)
-        ret = sqlite_store_fail("queue load", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        ret = sqlite_err_fail("queue load", SQLITE_ERROR, sqlite3_errmsg(s->db));
 out:
     stmt_reset(st);
     return ret;
@@ -619,7 +619,7 @@ static int read_body(struct sqlite_store *s, struct store_body_read *r, struct s
     } else if (rc == SQLITE_DONE) {
         ret = SMQ_E_MESSAGE_NOT_EXIST;
     } else {
-        ret = sqlite_store_fail("msg body", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        ret = sqlite_err_fail("msg body", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }
     stmt_reset(b.st);
     return ret;
@@ -670,7 +670,7 @@ int sqlite_rows_msg_load(struct smq_store *base,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (s->fault_load_left != STORE_FAULT_OFF && s->fault_load_left-- == 0) {
             s->fault_load_left = STORE_FAULT_OFF;
-            ret = sqlite_store_fail("msg load", SQLITE_ERROR, "disk I/O error (injected)");
+            ret = sqlite_err_fail("msg load", SQLITE_ERROR, "disk I/O error (injected)");
             goto out;
         }
         msg_from_row(st, &m);
@@ -679,7 +679,7 @@ int sqlite_rows_msg_load(struct smq_store *base,
             goto out;
     }
     if (rc != SQLITE_DONE)
-        ret = sqlite_store_fail("msg load", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        ret = sqlite_err_fail("msg load", SQLITE_ERROR, sqlite3_errmsg(s->db));
 out:
     stmt_reset(st);
     return ret;
@@ -693,7 +693,7 @@ int sqlite_rows_count(struct sqlite_store *s, enum sqlite_stmt id, uint64_t *out
     if (rc == SQLITE_ROW)
         *out = (uint64_t)sqlite3_column_int64(st, 0);
     else
-        ret = sqlite_store_fail("page count", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        ret = sqlite_err_fail("page count", SQLITE_ERROR, sqlite3_errmsg(s->db));
     stmt_reset(st);
     return ret;
 }

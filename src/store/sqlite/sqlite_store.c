@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,35 +106,6 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v4,
 };
 
-/* ---- error reporting -------------------------------------------------- */
-
-/* Writes a message for the caller of store_open/store_integrity_check,
- * ending it with "..." when it had to be cut so truncation is visible. */
-void sqlite_store_set_err(char *err, size_t err_size, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (err == NULL || err_size == 0)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-    if (n >= 0 && (size_t)n >= err_size && err_size > 3)
-        memcpy(err + err_size - 4, "...", 4);
-}
-
-/* A full disk (or database) is told apart: the engine reacts to it by
- * freeing its reserve and refusing only what grows data. */
-int sqlite_store_fail(const char *what, int rc, const char *sqlite_msg)
-{
-    int saved = errno;
-
-    SMQ_ERROR("store: %s failed: %s", what, sqlite_msg);
-    errno = saved;
-    return (rc & 0xff) == SQLITE_FULL ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
-}
-
 /* ---- opening ---------------------------------------------------------- */
 
 /* Runs a query expected to return one row and copies its first column as
@@ -173,15 +143,15 @@ static int query_int(sqlite3 *db, const char *sql, long long *out)
 static int check_version(long long version, const char *path, char *err, size_t err_size)
 {
     if (version > STORE_SCHEMA_VERSION) {
-        sqlite_store_set_err(err, err_size, "%s: database schema version %lld is newer than "
-                             "this smqd supports (%d); refusing to open", path, version,
-                             STORE_SCHEMA_VERSION);
+        sqlite_err_set(err, err_size, "%s: database schema version %lld is newer than "
+                       "this smqd supports (%d); refusing to open", path, version,
+                       STORE_SCHEMA_VERSION);
         return SMQ_E_INTERNAL;
     }
     if (version < 0) {
-        sqlite_store_set_err(err, err_size,
-                             "%s: database schema version %lld is invalid; refusing to open",
-                             path, version);
+        sqlite_err_set(err, err_size,
+                       "%s: database schema version %lld is invalid; refusing to open",
+                       path, version);
         return SMQ_E_INTERNAL;
     }
     return 0;
@@ -199,22 +169,22 @@ static int preflight(sqlite3 *db, const char *path, char *err, size_t err_size)
     int rc = query_int(db, "PRAGMA user_version", &version);
 
     if (rc == SQLITE_NOTADB) {
-        sqlite_store_set_err(err, err_size, "%s is not an SQLite database (%s); refusing to "
-                             "open", path, sqlite3_errmsg(db));
+        sqlite_err_set(err, err_size, "%s is not an SQLite database (%s); refusing to "
+                       "open", path, sqlite3_errmsg(db));
         return SMQ_E_INTERNAL;
     }
     if (rc == SQLITE_OK)
         rc = query_int(db, "SELECT count(*) FROM sqlite_schema", &tables);
     if (rc != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
+        sqlite_err_set(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
         return SMQ_E_INTERNAL;
     }
     if (check_version(version, path, err, err_size) != 0)
         return SMQ_E_INTERNAL;
     if (version == 0 && tables > 0) {
-        sqlite_store_set_err(err, err_size, "%s is an SQLite database but not an smqd one "
-                             "(schema version 0 with %lld existing tables); refusing to open",
-                             path, tables);
+        sqlite_err_set(err, err_size, "%s is an SQLite database but not an smqd one "
+                       "(schema version 0 with %lld existing tables); refusing to open",
+                       path, tables);
         return SMQ_E_INTERNAL;
     }
     return 0;
@@ -225,7 +195,7 @@ static int exec_pragma(sqlite3 *db, const char *sql, const char *path, char *err
 {
     if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
         return 0;
-    sqlite_store_set_err(err, err_size, "%s: \"%s\" failed: %s", path, sql, sqlite3_errmsg(db));
+    sqlite_err_set(err, err_size, "%s: \"%s\" failed: %s", path, sql, sqlite3_errmsg(db));
     return SMQ_E_INTERNAL;
 }
 
@@ -243,19 +213,19 @@ static int set_pragmas(sqlite3 *db, const char *path, char *err, size_t err_size
     int rc;
 
     if (sqlite3_busy_timeout(db, 5000) != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "%s: cannot set busy timeout: %s", path,
-                             sqlite3_errmsg(db));
+        sqlite_err_set(err, err_size, "%s: cannot set busy timeout: %s", path,
+                       sqlite3_errmsg(db));
         return SMQ_E_INTERNAL;
     }
     rc = query_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
     if (rc != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db));
+        sqlite_err_set(err, err_size, "%s: cannot enable WAL: %s", path, sqlite3_errmsg(db));
         return SMQ_E_INTERNAL;
     }
     if (strcmp(mode, "wal") != 0) {
-        sqlite_store_set_err(err, err_size,
-                             "%s: journal mode is \"%s\", not \"wal\"; refusing to run",
-                             path, mode);
+        sqlite_err_set(err, err_size,
+                       "%s: journal mode is \"%s\", not \"wal\"; refusing to run",
+                       path, mode);
         return SMQ_E_INTERNAL;
     }
     /* FULL until the schema is committed (see set_sync). */
@@ -293,16 +263,16 @@ static int apply_migrations(sqlite3 *db, const char *path, char *err, size_t err
     int rc = query_int(db, "PRAGMA user_version", &version);
 
     if (rc != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
+        sqlite_err_set(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
         return SMQ_E_INTERNAL;
     }
     if (check_version(version, path, err, err_size) != 0)
         return SMQ_E_INTERNAL;
     for (long long v = version + 1; v <= STORE_SCHEMA_VERSION; v++) {
         if (sqlite3_exec(db, migrations[v - 1], NULL, NULL, NULL) != SQLITE_OK) {
-            sqlite_store_set_err(err, err_size, "%s: migration to schema version %lld failed: %s",
-                                 path,
-                                 v, sqlite3_errmsg(db));
+            sqlite_err_set(err, err_size, "%s: migration to schema version %lld failed: %s",
+                           path,
+                           v, sqlite3_errmsg(db));
             return SMQ_E_INTERNAL;
         }
     }
@@ -338,7 +308,7 @@ static int choose_auto_vacuum(sqlite3 *db, const char *path, long long *version,
                               size_t err_size)
 {
     if (query_int(db, "PRAGMA user_version", version) != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
+        sqlite_err_set(err, err_size, "cannot read %s: %s", path, sqlite3_errmsg(db));
         return SMQ_E_INTERNAL;
     }
     if (*version != 0)
@@ -378,8 +348,8 @@ static int read_page_size(struct sqlite_store *s, const char *path, char *err, s
     long long page_size = 0;
 
     if (query_int(s->db, "PRAGMA page_size", &page_size) != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "%s: cannot read the page size: %s", path,
-                             sqlite3_errmsg(s->db));
+        sqlite_err_set(err, err_size, "%s: cannot read the page size: %s", path,
+                       sqlite3_errmsg(s->db));
         return SMQ_E_INTERNAL;
     }
     s->page_size = (uint64_t)page_size;
@@ -412,13 +382,13 @@ static int lock_data(const char *path, const char *db_file, int *fd_out, char *e
     int fd, n;
 
     if (snprintf(lock_path, sizeof lock_path, "%s.lock", db_file) >= (int)sizeof lock_path) {
-        sqlite_store_set_err(err, err_size, "%s: path too long", path);
+        sqlite_err_set(err, err_size, "%s: path too long", path);
         return SMQ_E_INTERNAL;
     }
     fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
-        sqlite_store_set_err(err, err_size, "cannot open lock file %s: %s", lock_path,
-                             strerror(errno));
+        sqlite_err_set(err, err_size, "cannot open lock file %s: %s", lock_path,
+                       strerror(errno));
         return SMQ_E_INTERNAL;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -427,11 +397,11 @@ static int lock_data(const char *path, const char *db_file, int *fd_out, char *e
         pid[got > 0 ? got : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
         if (e == EWOULDBLOCK)
-            sqlite_store_set_err(err, err_size,
-                                 "%s is in use by another smqd process (pid %s holds %s)",
-                                 path, pid[0] ? pid : "?", lock_path);
+            sqlite_err_set(err, err_size,
+                           "%s is in use by another smqd process (pid %s holds %s)",
+                           path, pid[0] ? pid : "?", lock_path);
         else
-            sqlite_store_set_err(err, err_size, "cannot lock %s: %s", lock_path, strerror(e));
+            sqlite_err_set(err, err_size, "cannot lock %s: %s", lock_path, strerror(e));
         close(fd);
         return SMQ_E_INTERNAL;
     }
@@ -454,7 +424,7 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     *out = NULL;
     s = calloc(1, sizeof *s);
     if (s == NULL) {
-        sqlite_store_set_err(err, err_size, "%s: out of memory", path);
+        sqlite_err_set(err, err_size, "%s: out of memory", path);
         goto fail_alloc;
     }
     s->wal_fd = -1;
@@ -464,8 +434,8 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     /* Even a failed open can hand back a handle that must be closed.  An
      * open reads nothing yet: the lock is taken before anything is. */
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        sqlite_store_set_err(err, err_size, "cannot open %s: %s", path,
-                             s->db != NULL ? sqlite3_errmsg(s->db) : "out of memory");
+        sqlite_err_set(err, err_size, "cannot open %s: %s", path,
+                       s->db != NULL ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail_open;
     }
     if (lock_data(path, sqlite3_db_filename(s->db, "main"), &s->lock_fd, err, err_size) != 0)
@@ -473,7 +443,7 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     /* SQLite falls back to read-only, silently, when the file is not
      * writable for this user; every write would then fail at run time. */
     if (sqlite3_db_readonly(s->db, "main") == 1) {
-        sqlite_store_set_err(err, err_size, "%s: the database file is not writable by this user "
+        sqlite_err_set(err, err_size, "%s: the database file is not writable by this user "
                 "(check its owner and mode)", path);
         goto fail_db;
     }
@@ -508,7 +478,7 @@ static void sqlite_close(struct smq_store *base)
     /* With every statement finalized this can only fail on misuse; the
      * last close also checkpoints and removes the -wal file. */
     if (sqlite3_close(s->db) != SQLITE_OK)
-        sqlite_store_fail("close", SQLITE_ERROR, sqlite3_errmsg(s->db));
+        sqlite_err_fail("close", SQLITE_ERROR, sqlite3_errmsg(s->db));
     if (s->wal_fd >= 0)
         close(s->wal_fd);
     close(s->lock_fd);          /* releases the flock */

@@ -1,9 +1,11 @@
 /*
- * sqlite_store.h — the SQLite backend's insides, shared by its three files
+ * sqlite_store.h — the SQLite backend's insides, shared by its four files
  * and nothing else: sqlite_store.c (the backend table, opening, schema and
- * migrations), sqlite_rows.c (statements, transactions and every row) and
- * sqlite_file.c (the file's upkeep and its WAL flush).  The backend
- * implements store_backend.h; store.h has the contract.
+ * migrations), sqlite_file.c (the file's upkeep and its WAL flush),
+ * sqlite_rows.c (statements, transactions and every row) and sqlite_err.c
+ * (how a failure is reported).  Calls go one way, in that order: no file
+ * calls one listed before it.  The backend implements store_backend.h; store.h has
+ * the contract.
  */
 #ifndef SMQD_SQLITE_STORE_H
 #define SMQD_SQLITE_STORE_H
@@ -68,16 +70,16 @@ static inline const struct sqlite_store *sqlite_of_const(const struct smq_store 
     return (const struct sqlite_store *)s;
 }
 
-/* ---- sqlite_store.c ---- */
+/* ---- sqlite_err.c ---- */
 
 /* Writes a message for the caller of open / integrity check, ending it with
  * "..." when it had to be cut, so truncation is visible. */
-void sqlite_store_set_err(char *err, size_t err_size, const char *fmt, ...)
+void sqlite_err_set(char *err, size_t err_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The single place a run-time SQLite failure is logged: callers above see
  * only SMQ_E_INTERNAL, or SMQ_E_STORAGE_FULL when rc says the disk (or the
  * database) is full.  errno is preserved. */
-int sqlite_store_fail(const char *what, int rc, const char *sqlite_msg);
+int sqlite_err_fail(const char *what, int rc, const char *sqlite_msg);
 
 /* ---- sqlite_rows.c ---- */
 
