@@ -214,10 +214,10 @@ static uint64_t be64(const unsigned char *p)
 static PGresult *select_misses(struct pg_store *s, const struct smq_buf *misses, int *rc)
 {
     const char *vals[1] = {misses->data};
-    PGresult *r = PQexecPrepared(s->conn, pg_rows_name(PS_BODY_GET), 1, vals, NULL, NULL, 1);
+    PGresult *r = PQexecPrepared(s->conn, pg_stmt_name(PS_BODY_GET), 1, vals, NULL, NULL, 1);
 
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        *rc = pg_store_fail("body read", PQerrorMessage(s->conn));
+        *rc = pg_err_fail("body read", PQerrorMessage(s->conn));
         PQclear(r);
         r = NULL;
     }

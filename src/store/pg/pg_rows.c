@@ -1,8 +1,9 @@
 /*
- * pg_rows.c — owns the PostgreSQL backend's statements (pg_store.h): their
- * SQL, prepared once per connection, the buffered writes of the meta, queue,
- * message and body rows, the meta reads (which see the writes not yet in
- * the database first) and the loaders, paged by key.
+ * pg_rows.c — owns the PostgreSQL backend's rows (pg_store.h): the
+ * buffered writes of the meta, queue, message and body rows (handed to the
+ * transaction of pg_txn.c), the meta reads (which see the writes not yet in
+ * the database first) and the loaders, paged by key.  The statements
+ * themselves are pg_stmt.c's.
  */
 #include "pg_store.h"
 
@@ -12,82 +13,6 @@
 #include <string.h>
 
 #include "smqd/errors.h"
-
-/* Rows per page of a loader: no snapshot or result grows with the table. */
-#define PG_LOAD_PAGE "10000"
-
-#define QUEUE_COLS "id, name, create_s, modify_s, delay_s, max_msg_size, retention_s, " \
-    "visibility_s, polling_wait_s, logging, dlq_enabled, dlq_target, dlq_max_receive"
-#define MSG_COLS "queue_id, seq, priority, enqueue_ms, first_dequeue_ms, visible_ms, " \
-    "expire_ms, dequeue_count, handle_gen, src_queue_id"
-
-/* Parameter numbers are relied on by the builders below; keep them in step.
- * UPDATEs go through smq_expect_row so that a missing row aborts the whole
- * transaction at commit (pg_schema.c). */
-static const char *const stmt_sql[PS__COUNT] = {
-    [PS_META_GET] = "SELECT value FROM smq_meta WHERE key = $1",
-    [PS_META_SET] = "INSERT INTO smq_meta(key, value) VALUES ($1, $2) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    [PS_QUEUE_INSERT] = "INSERT INTO smq_queue(" QUEUE_COLS ") VALUES ($1, $2, $3, $4, $5, $6, "
-                        "$7, $8, $9, $10, $11, $12, $13)",
-    [PS_QUEUE_UPDATE] = "WITH u AS (UPDATE smq_queue SET modify_s = $2, delay_s = $3, "
-                        "max_msg_size = $4, retention_s = $5, visibility_s = $6, "
-                        "polling_wait_s = $7, logging = $8, dlq_enabled = $9, "
-                        "dlq_target = $10, dlq_max_receive = $11 WHERE id = $1 RETURNING 1) "
-                        "SELECT smq_expect_row((SELECT count(*) FROM u), 'queue update')",
-    [PS_QUEUE_DELETE_BODIES] = "DELETE FROM smq_body WHERE seq IN "
-                               "(SELECT seq FROM smq_msg WHERE queue_id = $1)",
-    [PS_QUEUE_DELETE_MSGS] = "DELETE FROM smq_msg WHERE queue_id = $1",
-    [PS_QUEUE_DELETE] = "DELETE FROM smq_queue WHERE id = $1",
-    [PS_QUEUE_LOAD] = "SELECT " QUEUE_COLS " FROM smq_queue WHERE id > $1 ORDER BY id "
-                      "LIMIT " PG_LOAD_PAGE,
-    [PS_MSG_INSERT] = "INSERT INTO smq_msg(" MSG_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, "
-                      "$8, $9, $10)",
-    [PS_BODY_INSERT] = "INSERT INTO smq_body(seq, body, md5, ext) VALUES ($1, $2, $3, $4)",
-    [PS_MSG_UPDATE] = "WITH u AS (UPDATE smq_msg SET first_dequeue_ms = $3, visible_ms = $4, "
-                      "dequeue_count = $5, handle_gen = $6 WHERE queue_id = $1 AND seq = $2 "
-                      "RETURNING 1) "
-                      "SELECT smq_expect_row((SELECT count(*) FROM u), 'message update')",
-    [PS_MSG_MOVE] = "WITH u AS (UPDATE smq_msg SET queue_id = $1, first_dequeue_ms = $3, "
-                    "visible_ms = $4, dequeue_count = $5, handle_gen = $6, expire_ms = $7, "
-                    "src_queue_id = $8 WHERE queue_id = $9 AND seq = $2 RETURNING 1) "
-                    "SELECT smq_expect_row((SELECT count(*) FROM u), 'message move')",
-    [PS_MSG_DELETE] = "DELETE FROM smq_msg WHERE queue_id = $1 AND seq = $2",
-    [PS_BODY_DELETE] = "DELETE FROM smq_body WHERE seq = $1",
-    [PS_BODY_GET] = "SELECT seq, body, md5, ext FROM smq_body WHERE seq = ANY($1::int8[])",
-    [PS_MSG_LOAD] = "SELECT " MSG_COLS " FROM smq_msg WHERE (queue_id, seq) > ($1, $2) "
-                    "ORDER BY queue_id, seq LIMIT " PG_LOAD_PAGE,
-    [PS_FENCE] = "SELECT smq_fence($1, $2)",
-};
-
-static const char *const stmt_name[PS__COUNT] = {
-    "smq_meta_get", "smq_meta_set", "smq_queue_insert", "smq_queue_update",
-    "smq_queue_delete_bodies", "smq_queue_delete_msgs", "smq_queue_delete", "smq_queue_load",
-    "smq_msg_insert", "smq_body_insert", "smq_msg_update", "smq_msg_move", "smq_msg_delete",
-    "smq_body_delete", "smq_body_get", "smq_msg_load", "smq_fence",
-};
-
-const char *pg_rows_name(enum pg_stmt st)
-{
-    return stmt_name[st];
-}
-
-int pg_rows_prepare(PGconn *conn, char *err, size_t err_size)
-{
-    for (int i = 0; i < PS__COUNT; i++) {
-        PGresult *r = PQprepare(conn, stmt_name[i], stmt_sql[i], 0, NULL);
-        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-
-        PQclear(r);
-        if (!ok) {
-            snprintf(err, err_size, "PostgreSQL: cannot prepare %s: %s", stmt_name[i],
-                     PQerrorMessage(conn));
-            err[strcspn(err, "\n")] = '\0';
-            return SMQ_E_INTERNAL;
-        }
-    }
-    return 0;
-}
 
 /* ---- building a write ------------------------------------------------- */
 
@@ -135,15 +60,15 @@ static void w_null(struct pg_write *w)
  * its own); not_exist_rc is what a missing row means outside one. */
 static int write_one(struct pg_store *s, const struct pg_write *w, int not_exist_rc)
 {
-    int implicit, rc = pg_store_implicit_begin(s, &implicit);
+    int implicit, rc = pg_txn_implicit_begin(s, &implicit);
 
     if (rc == 0) {
-        rc = pg_store_write(s, w);
-    } else {                      /* pg_store_write would have owned these */
+        rc = pg_txn_write(s, w);
+    } else {                      /* pg_txn_write would have owned these */
         free(w->owned);
         free(w->body);
     }
-    return pg_store_implicit_end(s, implicit, rc, not_exist_rc);
+    return pg_txn_implicit_end(s, implicit, rc, not_exist_rc);
 }
 
 /* ---- meta ------------------------------------------------------------- */
@@ -186,11 +111,11 @@ static const struct pg_write *meta_pending(struct pg_store *s, const char *key)
 static int meta_from_db(struct pg_store *s, const char *key, struct smq_buf *out, int *found)
 {
     const char *vals[1] = {key};
-    PGresult *r = PQexecPrepared(s->conn, stmt_name[PS_META_GET], 1, vals, NULL, NULL, 1);
+    PGresult *r = PQexecPrepared(s->conn, pg_stmt_name(PS_META_GET), 1, vals, NULL, NULL, 1);
     int rc = 0;
 
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = pg_store_fail("meta get", PQerrorMessage(s->conn));
+        rc = pg_err_fail("meta get", PQerrorMessage(s->conn));
     } else if (PQntuples(r) == 1) {
         buf_append(out, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
         rc = buf_failed(out) ? SMQ_E_NOMEM : 0;
@@ -294,13 +219,13 @@ static int by_queue(struct pg_store *s, enum pg_stmt st, int64_t queue_id)
     w_init(&w, st);
     w.queue_id = queue_id;
     w_i64(&w, queue_id);
-    return pg_store_write(s, &w);
+    return pg_txn_write(s, &w);
 }
 
 /* Bodies first: their statement finds them through the msg rows. */
 static int purge(struct pg_store *s, int64_t queue_id, int and_queue)
 {
-    int implicit, rc = pg_store_implicit_begin(s, &implicit);
+    int implicit, rc = pg_txn_implicit_begin(s, &implicit);
 
     if (rc == 0)
         rc = by_queue(s, PS_QUEUE_DELETE_BODIES, queue_id);
@@ -308,7 +233,7 @@ static int purge(struct pg_store *s, int64_t queue_id, int and_queue)
         rc = by_queue(s, PS_QUEUE_DELETE_MSGS, queue_id);
     if (rc == 0 && and_queue)
         rc = by_queue(s, PS_QUEUE_DELETE, queue_id);
-    return pg_store_implicit_end(s, implicit, rc, 0);
+    return pg_txn_implicit_end(s, implicit, rc, 0);
 }
 
 int pg_rows_queue_purge(struct smq_store *base, int64_t queue_id)
@@ -354,12 +279,12 @@ static int queue_from_row(PGresult *r, int i, struct store_queue_rec *q)
 static PGresult *load_page(struct pg_store *s, enum pg_stmt st, int n, const char *const *vals,
                            int *rc)
 {
-    PGresult *r = PQexecPrepared(s->conn, stmt_name[st], n, vals, NULL, NULL, 0);
+    PGresult *r = PQexecPrepared(s->conn, pg_stmt_name(st), n, vals, NULL, NULL, 0);
 
     *rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        *rc = pg_store_fail(st == PS_QUEUE_LOAD ? "queue load" : "msg load",
-                            PQerrorMessage(s->conn));
+        *rc = pg_err_fail(st == PS_QUEUE_LOAD ? "queue load" : "msg load",
+                          PQerrorMessage(s->conn));
         PQclear(r);
         r = NULL;
     }
@@ -383,7 +308,7 @@ int pg_rows_queue_load(struct smq_store *base,
         for (int i = 0; rc == 0 && i < rows; i++) {
             rc = queue_from_row(r, i, &q);
             if (rc != 0)
-                rc = pg_store_fail("queue load", "a queue name is too long");
+                rc = pg_err_fail("queue load", "a queue name is too long");
             else
                 rc = cb(arg, &q);
             snprintf(after, sizeof after, "%" PRId64, q.id);
@@ -423,7 +348,7 @@ static int insert_body(struct pg_store *s, const struct store_msg_rec *m,
         w_bin(&w, e->data + e->len, e->ext_len);
     else
         w_null(&w);
-    return pg_store_write(s, &w);
+    return pg_txn_write(s, &w);
 }
 
 int pg_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
@@ -435,7 +360,7 @@ int pg_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
 
     if (!seq_ok(m->seq))
         return SMQ_E_INVALID_ARGUMENT;
-    rc = pg_store_implicit_begin(s, &implicit);
+    rc = pg_txn_implicit_begin(s, &implicit);
     w_init(&w, PS_MSG_INSERT);
     w_i64(&w, m->queue_id);
     w_i64(&w, (int64_t)m->seq);
@@ -448,10 +373,10 @@ int pg_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
     w_i64(&w, m->handle_gen);
     w_i64(&w, m->src_queue_id);
     if (rc == 0)
-        rc = pg_store_write(s, &w);
+        rc = pg_txn_write(s, &w);
     if (rc == 0)
         rc = insert_body(s, m, c);
-    return pg_store_implicit_end(s, implicit, rc, 0);
+    return pg_txn_implicit_end(s, implicit, rc, 0);
 }
 
 /* $1..$6 of an update or a move: the key and the mutable fields. */
@@ -499,21 +424,21 @@ int pg_rows_msg_delete(struct smq_store *base, int64_t queue_id, uint64_t seq)
 
     if (!seq_ok(seq))
         return 0;   /* could never have been stored, so it is already gone */
-    rc = pg_store_implicit_begin(s, &implicit);
+    rc = pg_txn_implicit_begin(s, &implicit);
     w_init(&w, PS_MSG_DELETE);
     w.queue_id = queue_id;
     w.seq = seq;
     w_i64(&w, queue_id);
     w_i64(&w, (int64_t)seq);
     if (rc == 0)
-        rc = pg_store_write(s, &w);
+        rc = pg_txn_write(s, &w);
     w_init(&w, PS_BODY_DELETE);
     w.queue_id = queue_id;
     w.seq = seq;
     w_i64(&w, (int64_t)seq);
     if (rc == 0)
-        rc = pg_store_write(s, &w);
-    return pg_store_implicit_end(s, implicit, rc, 0);
+        rc = pg_txn_write(s, &w);
+    return pg_txn_implicit_end(s, implicit, rc, 0);
 }
 
 static void msg_from_row(PGresult *r, int i, struct store_msg_rec *m)
@@ -535,7 +460,7 @@ static int load_fault_due(struct pg_store *s)
     if (s->fault_load_left == STORE_FAULT_OFF || s->fault_load_left-- > 0)
         return 0;
     s->fault_load_left = STORE_FAULT_OFF;
-    return pg_store_fail("msg load", "I/O error (injected)");
+    return pg_err_fail("msg load", "I/O error (injected)");
 }
 
 int pg_rows_msg_load(struct smq_store *base,

@@ -94,9 +94,9 @@ static int pg_open(const struct store_config *cfg, struct smq_store **out, char 
     }
     if (connect_one(cfg, s, &s->conn, err, err_size) != 0 ||
         pg_schema_migrate(s->conn, err, err_size) != 0 ||
-        pg_rows_prepare(s->conn, err, err_size) != 0 ||
+        pg_stmt_prepare(s->conn, err, err_size) != 0 ||
         connect_one(cfg, s, &s->flush_conn, err, err_size) != 0 ||
-        pg_rows_prepare(s->flush_conn, err, err_size) != 0) {
+        pg_stmt_prepare(s->flush_conn, err, err_size) != 0) {
         store_free(s);
         return SMQ_E_INTERNAL;
     }

@@ -1,10 +1,12 @@
 /*
  * pg_store.h — the PostgreSQL backend's insides, shared by its files and
- * nothing else: pg_store.c (the backend table, connections, transactions,
- * the write set, commit and flush), pg_rows.c (the statements, the buffered
- * writes, loads and meta reads), pg_body.c (the bodies kept in memory until
- * committed, and the bounded cache of committed ones) and pg_schema.c (the
- * schema, its migration and the refusals).  The backend implements
+ * nothing else: pg_store.c (the backend table, opening and closing),
+ * pg_rows.c (the buffered writes, loads and meta reads), pg_txn.c (the write
+ * set, savepoints, commit and flush), pg_body.c (the bodies kept in memory
+ * until committed, and the bounded cache of committed ones), pg_stmt.c (the
+ * statements), pg_err.c (the log line of a failure) and pg_schema.c (the
+ * schema, its migration and the refusals).  Calls go one way, in that
+ * order: no file calls one listed before it.  The backend implements
  * store_backend.h; store.h has the contract; docs/architecture.md ("The
  * PostgreSQL backend") says how it keeps it.
  */
@@ -145,43 +147,7 @@ struct pg_test_seams {
  * the hooks, the limits stay.  Call before another thread uses s. */
 void pg_store_test_seams(struct smq_store *s, struct pg_test_seams *t);
 
-/* ---- pg_store.c ---- */
-/* The single place a run-time PostgreSQL failure is logged. */
-int pg_store_fail(const char *what, const char *msg);
-/* Appends w to the open transaction's write set (counted by the fault
- * seam); it owns w->owned and w->body from now on, even when it fails.
- * 0, SMQ_E_NOMEM or an injected fault. */
-int pg_store_write(struct pg_store *s, const struct pg_write *w);
-/* A write outside store_begin ... store_commit is a transaction of its
- * own: implicit_begin opens one when none is open, implicit_end commits it
- * (rc == 0) or drops it.  An expected row that was absent gives
- * not_exist_rc, and failures of such a transaction leave the store usable
- * (their outcome is known: rolled back). */
-int pg_store_implicit_begin(struct pg_store *s, int *implicit);
-int pg_store_implicit_end(struct pg_store *s, int implicit, int rc, int not_exist_rc);
-/* Sends sets (a ->next list) as one transaction on conn, pipelined.  0,
- * SMQ_E_SERVICE_UNAVAILABLE (fenced), or SMQ_E_INTERNAL; *zero_rows set
- * when the failure was an expected row that was absent (then not logged
- * if quiet_zero). */
-int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *zero_rows,
-                  int quiet_zero);
-
-/* ---- pg_txn.c ---- the backend's transaction operations */
-int pg_txn_begin(struct smq_store *s);
-int pg_txn_commit(struct smq_store *s);
-void pg_txn_rollback(struct smq_store *s);
-int pg_txn_savepoint(struct smq_store *s);
-int pg_txn_release(struct smq_store *s);
-void pg_txn_rollback_to(struct smq_store *s);
-int pg_txn_in_txn(struct smq_store *s);
-int pg_txn_defer_fsync(struct smq_store *s);
-int pg_txn_flush(struct smq_store *s);
-/* Drops every write never flushed (store_close). */
-void pg_txn_free_all(struct pg_store *s);
-
-/* ---- pg_rows.c ---- */
-int pg_rows_prepare(PGconn *conn, char *err, size_t err_size);
-const char *pg_rows_name(enum pg_stmt st);
+/* ---- pg_rows.c ---- the rows, written through pg_txn.c */
 int pg_rows_meta_get(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
 int pg_rows_meta_set(struct smq_store *s, const char *key, const void *value, size_t len);
 int pg_rows_queue_insert(struct smq_store *s, const struct store_queue_rec *q);
@@ -198,6 +164,30 @@ int pg_rows_msg_delete(struct smq_store *s, int64_t queue_id, uint64_t seq);
 int pg_rows_msg_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
 
+/* ---- pg_txn.c ---- the backend's transaction operations */
+int pg_txn_begin(struct smq_store *s);
+int pg_txn_commit(struct smq_store *s);
+void pg_txn_rollback(struct smq_store *s);
+int pg_txn_savepoint(struct smq_store *s);
+int pg_txn_release(struct smq_store *s);
+void pg_txn_rollback_to(struct smq_store *s);
+int pg_txn_in_txn(struct smq_store *s);
+int pg_txn_defer_fsync(struct smq_store *s);
+int pg_txn_flush(struct smq_store *s);
+/* Drops every write never flushed (store_close). */
+void pg_txn_free_all(struct pg_store *s);
+/* Appends w to the open transaction's write set (counted by the fault
+ * seam); it owns w->owned and w->body from now on, even when it fails.
+ * 0, SMQ_E_NOMEM or an injected fault. */
+int pg_txn_write(struct pg_store *s, const struct pg_write *w);
+/* A write outside store_begin ... store_commit is a transaction of its
+ * own: implicit_begin opens one when none is open, implicit_end commits it
+ * (rc == 0) or drops it.  An expected row that was absent gives
+ * not_exist_rc, and failures of such a transaction leave the store usable
+ * (their outcome is known: rolled back). */
+int pg_txn_implicit_begin(struct pg_store *s, int *implicit);
+int pg_txn_implicit_end(struct pg_store *s, int implicit, int rc, int not_exist_rc);
+
 /* ---- pg_body.c ---- (every call with s->lock held unless said) */
 int pg_bodies_init(struct pg_bodies *b, size_t budget);
 void pg_bodies_free(struct pg_bodies *b);
@@ -210,6 +200,18 @@ void pg_bodies_committed(struct pg_bodies *b, const struct pg_wset *ws);
 /* store_msg_bodies (takes the lock itself). */
 int pg_body_read(struct smq_store *s, struct store_body_read *reads, size_t n,
                  struct smq_buf *out);
+
+/* ---- pg_stmt.c ---- */
+/* Rows per page of a loader: no snapshot or result grows with the table. */
+#define PG_LOAD_PAGE "10000"
+/* Prepares every statement on conn.  0, or SMQ_E_INTERNAL with err. */
+int pg_stmt_prepare(PGconn *conn, char *err, size_t err_size);
+/* The name a statement is prepared under. */
+const char *pg_stmt_name(enum pg_stmt st);
+
+/* ---- pg_err.c ---- */
+/* The single place a run-time PostgreSQL failure is logged: SMQ_E_INTERNAL. */
+int pg_err_fail(const char *what, const char *msg);
 
 /* ---- pg_schema.c ---- */
 /* Creates or migrates the schema on conn, or refuses; 0 or SMQ_E_INTERNAL

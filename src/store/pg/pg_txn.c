@@ -19,16 +19,6 @@
 #include "smqd/errors.h"
 #include "smqd/log.h"
 
-int pg_store_fail(const char *what, const char *msg)
-{
-    char line[700];              /* room for log_failure's cause before the message */
-
-    snprintf(line, sizeof line, "%s", msg != NULL ? msg : "");
-    line[strcspn(line, "\n")] = '\0';
-    SMQ_ERROR("store: PostgreSQL %s failed: %s", what, line);
-    return SMQ_E_INTERNAL;
-}
-
 /* ---- write sets ------------------------------------------------------- */
 
 /* Frees the writes of ws from index n on.  drop_bodies: they were never
@@ -65,15 +55,15 @@ static int write_fault_due(struct pg_store *s)
     return 1;
 }
 
-int pg_store_write(struct pg_store *s, const struct pg_write *w)
+int pg_txn_write(struct pg_store *s, const struct pg_write *w)
 {
     struct pg_wset *ws = &s->txn;
 
     int rc = 0;
 
     if (write_fault_due(s)) {
-        pg_store_fail(pg_rows_name(w->stmt), s->fault_full ? "disk full (injected)"
-                                                           : "I/O error (injected)");
+        pg_err_fail(pg_stmt_name(w->stmt), s->fault_full ? "disk full (injected)"
+                                                         : "I/O error (injected)");
         rc = s->fault_full ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
     }
     if (rc == 0 && ws->n == ws->cap) {
@@ -111,7 +101,7 @@ static int send_write(PGconn *conn, const struct pg_write *w)
         lens[i] = w->off[i] == -1 ? w->len[i] : 0;
         fmts[i] = w->off[i] == -1;
     }
-    return PQsendQueryPrepared(conn, pg_rows_name(w->stmt), w->n, vals, lens, fmts, 0);
+    return PQsendQueryPrepared(conn, pg_stmt_name(w->stmt), w->n, vals, lens, fmts, 0);
 }
 
 /* BEGIN, the fence (if set), every write, COMMIT; *count of them queued. */
@@ -129,7 +119,7 @@ static int send_all(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int 
     snprintf(epoch, sizeof epoch, "%lld", (long long)s->fence_epoch);
     pthread_mutex_unlock(&s->lock);
     if (ok && fenced) {
-        ok = PQsendQueryPrepared(conn, pg_rows_name(PS_FENCE), 2, fence, NULL, NULL, 0);
+        ok = PQsendQueryPrepared(conn, pg_stmt_name(PS_FENCE), 2, fence, NULL, NULL, 0);
         *count += ok;
     }
     for (struct pg_wset *ws = sets; ok && ws != NULL; ws = ws->next) {
@@ -205,11 +195,11 @@ static void log_failure(const char *state, const char *msg)
         snprintf(line, sizeof line, "PostgreSQL is out of resources (%s): %s", state, msg);
     else
         snprintf(line, sizeof line, "%s", msg);
-    pg_store_fail("commit", line);
+    pg_err_fail("commit", line);
 }
 
-int pg_store_send(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *zero_rows,
-                  int quiet_zero)
+static int send_sets(struct pg_store *s, PGconn *conn, struct pg_wset *sets, int *zero_rows,
+                     int quiet_zero)
 {
     char state[6] = "", msg[512] = "";
     int count = 0, failed = 1, rc, dirty = 1;
@@ -273,7 +263,7 @@ int pg_txn_begin(struct smq_store *base)
     if (rc != 0)
         return rc;
     if (s->in_txn)
-        return pg_store_fail("BEGIN", "a transaction is already open");
+        return pg_err_fail("BEGIN", "a transaction is already open");
     s->in_txn = 1;
     s->nmarks = 0;
     return 0;
@@ -349,7 +339,7 @@ static int queue_txn(struct pg_store *s)
 /* Sends the open transaction and waits for its COMMIT. */
 static int send_txn(struct pg_store *s, int implicit, int *zero_rows)
 {
-    int rc = pg_store_send(s, s->conn, &s->txn, zero_rows, implicit);
+    int rc = send_sets(s, s->conn, &s->txn, zero_rows, implicit);
 
     if (rc != 0) {
         /* An implicit one's outcome is known (rolled back) unless the
@@ -377,7 +367,7 @@ static int commit_txn(struct pg_store *s, int implicit, int *zero_rows)
         return rc;
     if (s->fault_commit) {
         s->fault_commit = 0;
-        return pg_store_fail("commit", "I/O error (injected)");
+        return pg_err_fail("commit", "I/O error (injected)");
     }
     /* A write outside begin/commit is sent at once even after
      * store_defer_fsync: queued, its failure (a missing row, a full disk)
@@ -412,13 +402,13 @@ void pg_txn_rollback(struct smq_store *base)
     s->nmarks = 0;
 }
 
-int pg_store_implicit_begin(struct pg_store *s, int *implicit)
+int pg_txn_implicit_begin(struct pg_store *s, int *implicit)
 {
     *implicit = !s->in_txn;
     return *implicit ? pg_txn_begin(&s->base) : 0;
 }
 
-int pg_store_implicit_end(struct pg_store *s, int implicit, int rc, int not_exist_rc)
+int pg_txn_implicit_end(struct pg_store *s, int implicit, int rc, int not_exist_rc)
 {
     int zero_rows = 0;
 
@@ -495,7 +485,7 @@ int pg_txn_flush(struct smq_store *base)
     pthread_mutex_unlock(&s->lock);
     if (sets == NULL)
         return rc;
-    rc = pg_store_send(s, s->flush_conn, sets, &zero_rows, 0);
+    rc = send_sets(s, s->flush_conn, sets, &zero_rows, 0);
     /* The engine's memory moved on after these commits: whatever the
      * cause (a full disk too), the store is broken and the outcome of what
      * was held is unknown (store.h). */
