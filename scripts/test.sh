@@ -5,16 +5,17 @@
 #              (the engine's on SQLite and on PostgreSQL) and every integration suite (curl, the
 #              official Node SDK, crash and power-cut loops, failover, full disk, hostile input);
 #   release    a Release build (-O3, what scripts/run.sh and bench/ build), tests included: every
-#              unit test of it under valgrind (which fails on the test's own failure too), the
-#              benchmark smokes and a smoke of the integration suites (label "smoke");
+#              unit test of it under valgrind (which fails on the test's own failure too), a
+#              smoke of the integration suites (label "smoke") and the benchmark smokes;
 #   package    the Debian package and the build without the test library (from the source tree);
 #   tsan       the unit tests that start threads, under ThreadSanitizer, two at a time;
 #   fuzz       every libFuzzer target for 5 s, two at a time.
 # After the structure check two lanes run side by side: the ASan build and its tests (the
-# integration suites wait on timeouts much of the time), then package, tsan, fuzz and the
-# benchmark smokes; and, niced so that it never slows a suite down, the Release build, its
-# valgrind runs and its integration smoke (at the normal priority again).  Each lane's output
-# is prefixed with its name; the run ends with a table of each stage's wall time.
+# integration suites wait on timeouts much of the time); and, niced so that it never slows a
+# suite down, the Release build, its valgrind runs and its integration smoke (at the normal
+# priority again).  Package, tsan, fuzz and the benchmark smokes go to whichever lane is free
+# first.  Each lane's output is prefixed with its name; the run ends with a table of each
+# stage's wall time.
 #
 #   scripts/test.sh          the test command
 #   scripts/test.sh --full   also the long forms (label "long": crash-loop and power-cut loops
@@ -85,8 +86,8 @@ release_tests() {
   fi
 }
 
-# The benchmark smokes want the Release build; the ASan lane, done first, runs them once
-# the other lane says (in $logs/release-built) that the build is there.
+# The benchmark smokes want the Release build: the lane that runs them waits until the
+# Release lane says (in $logs/release-built) that the build is there.
 release_bench() {
   while [ ! -s "$logs/release-built" ]; do sleep 2; done
   [ "$(cat "$logs/release-built")" = ok ] || { echo "the Release build failed (release lane)"; return 1; }
@@ -131,14 +132,32 @@ prefixed() {
   "$@" 2>&1 | sed -u "s/^/[$lane] /"
 }
 
+# The stages either lane may run once its own work is done, in this order: each goes to the
+# lane that claims it first (mkdir is atomic), so the lane the machine's load made shorter
+# takes more of them.  The benchmark smokes are last: they wait for the Release build.
+tail_stages=(package tsan fuzz bench)
+run_tail_stage() {
+  case $1 in
+    package) stage "package: deb, no test library" ctest_in build-asan -L package ;;
+    tsan) stage "tsan: build and tests" tsan ;;
+    fuzz) stage "fuzz: build and 5 s per target" tests/fuzz/run.sh 5 ;;
+    bench) stage "release: bench smokes" release_bench ;;
+  esac
+}
+claim_tail_stages() {
+  local name
+  for name in "${tail_stages[@]}"; do
+    [ -e "$logs/failed" ] && return 1
+    mkdir "$logs/claim.$name" 2>/dev/null || continue
+    run_tail_stage "$name" || { touch "$logs/failed"; return 1; }
+  done
+}
+
 lane_asan() {
   stage "asan: build" configure_and_build build-asan -DCMAKE_BUILD_TYPE=Debug -DSMQD_SANITIZE=ON \
       -DSMQD_BENCH=OFF &&
     stage "asan: tests (unit, integration)" asan_tests &&
-    stage "package: deb, no test library" ctest_in build-asan -L package &&
-    stage "tsan: build and tests" tsan &&
-    stage "fuzz: build and 5 s per target" tests/fuzz/run.sh 5 &&
-    stage "release: bench smokes" release_bench
+    claim_tail_stages || { touch "$logs/failed"; return 1; }
 }
 
 lane_release() {
@@ -148,7 +167,8 @@ lane_release() {
   if [ $rc = 0 ]; then echo ok >"$logs/release-built"; else echo failed >"$logs/release-built"; fi
   [ $rc = 0 ] &&
     stage "release: valgrind (every unit test)" release_tests &&
-    stage "release: integration smoke" release_smoke
+    stage "release: integration smoke" release_smoke &&
+    claim_tail_stages || { touch "$logs/failed"; return 1; }
 }
 
 # ---- the run --------------------------------------------------------------------------------
