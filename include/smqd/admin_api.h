@@ -38,7 +38,8 @@ enum admin_job_kind {
     ADMIN_JOB_PEEK,              /* GET /v1/queues/NAME/messages */
     ADMIN_JOB_PURGE,             /* POST /v1/queues/NAME/purge */
     ADMIN_JOB_REDRIVE,           /* POST /v1/queues/NAME/redrive */
-    ADMIN_JOB_SET                /* PUT /v1/queues/NAME/attributes: SET, then STATS */
+    ADMIN_JOB_SET,               /* PUT /v1/queues/NAME/attributes: SET, then STATS */
+    ADMIN_JOB__COUNT             /* not a kind: how many there are (admin_api.c's table) */
 };
 
 #define ADMIN_JOB_MAX_OPS 2
@@ -66,6 +67,10 @@ void admin_api_render(const struct admin_job *job, const struct handle_keys *key
                       int64_t now_ms, struct admin_reply *reply);
 
 void admin_api_release(struct admin_job *job);
+
+/* True when admin_api.c's table of job kinds has a full row for kind:
+ * tests check every kind has one. */
+bool admin_api_has_job(enum admin_job_kind kind);
 
 /* Appends the QUEUE object of docs/admin-api.md for st. */
 void admin_api_queue_json(struct smq_buf *b, const struct smq_queue_stats *st, int64_t now_ms);

@@ -24,6 +24,10 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
 void api_render(const struct api_ctx *ctx, const struct api_request *req,
                 struct api_call *call, const char *request_id, struct api_response *resp);
 
+/* True when api.c's table of kinds has a renderer for kind, even one that
+ * answers a kind the API never builds: tests check every kind has one. */
+bool api_has_kind(enum smq_op_kind kind);
+
 /* Renders the MNS <Error> document for ei into resp (docs/protocol.md §8.1). */
 void api_render_error(const struct api_request *req, const struct smq_errinfo *ei,
                       const char *request_id, struct api_response *resp);

@@ -67,4 +67,11 @@ typedef int (*api_prepare_fn)(const struct api_ctx *ctx, const struct api_reques
                               const struct query *query, struct api_call *call,
                               struct smq_errinfo *ei);
 
+/* Answers one finished op of a kind into resp, whose body is empty: 0, or
+ * an SMQ_E_* code when nothing usable was rendered (the caller answers the
+ * error instead).  The renderers of api_queue.h and api_message.h have this
+ * shape; api.c's table picks one per kind. */
+typedef int (*api_render_fn)(const struct api_ctx *ctx, const struct api_request *req,
+                             struct api_call *call, struct api_response *resp);
+
 #endif

@@ -97,5 +97,8 @@ int engine_max_queues(const struct smq_engine *e);
  * what disagrees (a static string).  For tests and debugging; call between
  * runs. */
 const char *engine_check(const struct smq_engine *e);
+/* True when the engine's table of kinds (engine.c) has a row for kind,
+ * even one that answers "not run yet": tests check every kind has one. */
+bool engine_has_kind(enum smq_op_kind kind);
 
 #endif

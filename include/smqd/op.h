@@ -51,7 +51,15 @@ enum smq_op_kind {               /* the union member each kind uses */
     SMQ_OP_UNSUBSCRIBE,          /* sub (name only) */
     SMQ_OP_LIST_SUBSCRIPTIONS,   /* slist */
     SMQ_OP_PUSH_RESULT           /* push: one HTTP push attempt's outcome, from the push pool */
+    /* A new kind needs its row in each layer's table (op.c, engine.c,
+     * api.c): without the last kind's the build fails, without another's
+     * the unit tests do.  One added here moves SMQ_OP_KIND_COUNT. */
 };
+
+/* The number of kinds, which sizes each layer's table of kinds.  Not an
+ * enumerator: a switch on every kind without a default (test_op.c) would
+ * have to name it. */
+#define SMQ_OP_KIND_COUNT (SMQ_OP_PUSH_RESULT + 1)
 
 /* A queue as GetQueueAttributes and ListQueue report it. */
 struct smq_queue_info {
@@ -316,6 +324,9 @@ struct smq_op {
     uint64_t sync_ticket;                    /* syncer.c: the commit it waits to be flushed */
 };
 
+/* The kind's name in logs and tests ("send", "create_topic"); NULL for a
+ * value that is not a kind. */
+const char *op_kind_name(enum smq_op_kind kind);
 /* Zeroes op and sets its kind (op_set_kind). */
 void op_init(struct smq_op *op, enum smq_op_kind kind);
 /* Sets the kind and gives its union member its neutral defaults (anything

@@ -1,7 +1,8 @@
 /*
  * admin_api.c — owns the JSON API of the admin listener (admin_api.h,
  * docs/admin-api.md): routing of /v1 paths, strict checks of every query
- * parameter, and the JSON documents.
+ * parameter, and the JSON documents, tied together by one table with a row
+ * per kind of job (its route, how it is prepared, how it is answered).
  *
  * Strictness is deliberate: this API can purge queues, so a typo must fail
  * loudly (unknown or repeated parameters, "12abc", "+5", out-of-range
@@ -134,9 +135,10 @@ static int check_params(const struct query *q, const char *const *allowed,
     return 0;
 }
 
-static int prepare_peek(const struct query *q, struct smq_op *op, struct admin_reply *r)
+static int prepare_peek(const struct query *q, struct admin_job *job, struct admin_reply *r)
 {
     static const char *const allowed[] = {"n", NULL};
+    struct smq_op *op = &job->ops[0];
     const char *n = query_get(q, "n");
     uint64_t v = SMQ_BATCH_MAX;
     int rc = check_params(q, allowed, r);
@@ -150,9 +152,10 @@ static int prepare_peek(const struct query *q, struct smq_op *op, struct admin_r
     return 0;
 }
 
-static int prepare_purge(const struct query *q, struct smq_op *op, struct admin_reply *r)
+static int prepare_purge(const struct query *q, struct admin_job *job, struct admin_reply *r)
 {
     static const char *const allowed[] = {"type", NULL};
+    struct smq_op *op = &job->ops[0];
     const char *type = query_get(q, "type");
     int rc = check_params(q, allowed, r);
 
@@ -175,9 +178,10 @@ static int prepare_purge(const struct query *q, struct smq_op *op, struct admin_
 /* Far above any queue smqd can hold; only there to reject nonsense. */
 #define REDRIVE_MAX_MAX 1000000000000ull
 
-static int prepare_redrive(const struct query *q, struct smq_op *op, struct admin_reply *r)
+static int prepare_redrive(const struct query *q, struct admin_job *job, struct admin_reply *r)
 {
     static const char *const allowed[] = {"rate", "max", NULL};
+    struct smq_op *op = &job->ops[0];
     const char *rate = query_get(q, "rate"), *max = query_get(q, "max");
     uint64_t rate_v = REDRIVE_RATE_DEFAULT, max_v = 0;
     int rc = check_params(q, allowed, r);
@@ -336,125 +340,6 @@ static int prepare_set(const struct query *q, struct admin_job *job, struct admi
     return 0;
 }
 
-/* ---- routing --------------------------------------------------------------------- */
-
-struct route {
-    const char *suffix;          /* after /v1/queues/NAME; "" = the queue itself */
-    const char *method;
-    enum admin_job_kind kind;
-};
-
-static const struct route routes[] = {
-    {"", "GET", ADMIN_JOB_QUEUE},
-    {"/messages", "GET", ADMIN_JOB_PEEK},
-    {"/purge", "POST", ADMIN_JOB_PURGE},
-    {"/redrive", "POST", ADMIN_JOB_REDRIVE},
-    {"/attributes", "PUT", ADMIN_JOB_SET},
-};
-
-static bool method_is(const char *method, const char *want)
-{
-    /* HEAD is a GET without the body (libmicrohttpd drops it). */
-    return strcmp(method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);
-}
-
-static int wrong_method(struct admin_reply *r, const char *method, const char *allowed)
-{
-    admin_reply_error(r, 405, "MethodNotAllowed", "%.16s is not allowed here; use %s.", method,
-                      allowed);
-    r->allow = strcmp(allowed, "GET") == 0 ? "GET, HEAD" : allowed;
-    return SMQ_E_INVALID_REQUEST_URL;
-}
-
-static int not_found(struct admin_reply *r)
-{
-    admin_reply_error(r, 404, "NotFound", "%s", "No such admin resource (docs/admin-api.md).");
-    return SMQ_E_INVALID_REQUEST_URL;
-}
-
-/* Fills the job's first op for its route and query. */
-static int prepare_kind(const struct query *q, struct admin_job *job, struct admin_reply *r)
-{
-    static const char *const none[] = {NULL};
-    struct smq_op *op = &job->ops[0];
-
-    switch (job->kind) {
-    case ADMIN_JOB_LIST:
-    case ADMIN_JOB_QUEUE:
-        op_set_kind(op, SMQ_OP_STATS);
-        return check_params(q, none, r);
-    case ADMIN_JOB_PEEK:
-        return prepare_peek(q, op, r);
-    case ADMIN_JOB_PURGE:
-        return prepare_purge(q, op, r);
-    case ADMIN_JOB_REDRIVE:
-        return prepare_redrive(q, op, r);
-    case ADMIN_JOB_SET:
-        return prepare_set(q, job, r);
-    }
-    return not_found(r);
-}
-
-/* Matches "/v1/queues[/NAME[SUFFIX]]"; sets job->kind and ops[0].queue. */
-static int route_path(const char *method, const char *path, struct admin_job *job,
-                      struct admin_reply *r)
-{
-    static const char prefix[] = "/v1/queues";
-    const char *rest, *slash;
-    size_t name_len;
-
-    if (strncmp(path, prefix, sizeof prefix - 1) != 0)
-        return not_found(r);
-    rest = path + sizeof prefix - 1;
-    if (*rest == '\0') {
-        job->kind = ADMIN_JOB_LIST;
-        return method_is(method, "GET") ? 0 : wrong_method(r, method, "GET");
-    }
-    if (*rest != '/' || rest[1] == '\0')
-        return not_found(r);
-    rest++;
-    slash = strchr(rest, '/');
-    name_len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(rest + name_len, routes[i].suffix) != 0)
-            continue;
-        if (!method_is(method, routes[i].method))
-            return wrong_method(r, method, routes[i].method);
-        job->kind = routes[i].kind;
-        return take_queue_name(rest, name_len, job->ops[0].queue, r);
-    }
-    return not_found(r);
-}
-
-int admin_api_prepare(const char *method, const char *path, const char *query,
-                      struct admin_job *job, struct admin_reply *reply)
-{
-    struct query q;
-    struct smq_errinfo ei = {0, ""};
-    int rc;
-
-    memset(job, 0, sizeof *job);
-    op_init(&job->ops[0], SMQ_OP_STATS);
-    job->n_ops = 1;
-    if ((rc = route_path(method, path, job, reply)) != 0)
-        return rc;
-    if (query_parse(query, &q, &ei) != 0) {
-        query_free(&q);
-        admin_reply_errinfo(reply, &ei);
-        return ei.err;
-    }
-    rc = prepare_kind(&q, job, reply);
-    query_free(&q);
-    return rc;
-}
-
-void admin_api_release(struct admin_job *job)
-{
-    for (size_t i = 0; i < job->n_ops; i++)
-        op_release(&job->ops[i]);
-    job->n_ops = 0;
-}
-
 /* ---- rendering ------------------------------------------------------------------------ */
 
 static void attrs_json(struct smq_buf *b, const struct smq_queue_attrs *a)
@@ -495,8 +380,16 @@ void admin_api_queue_json(struct smq_buf *b, const struct smq_queue_stats *st, i
                (unsigned long long)st->redrive_pending);
 }
 
-static void render_list(const struct smq_op *op, int64_t now_ms, struct smq_buf *b)
+/* The renderers of the table of job kinds: each answers a job whose ops all
+ * succeeded, into r (200, JSON, an empty body). */
+
+static void render_list(const struct admin_job *job, const struct handle_keys *keys,
+                        int64_t now_ms, struct admin_reply *r)
 {
+    const struct smq_op *op = &job->ops[0];
+    struct smq_buf *b = &r->body;
+
+    (void)keys;
     buf_puts(b, "{\"queues\":[");
     for (size_t i = 0; i < op->stats.n_queues; i++) {
         if (i > 0)
@@ -506,7 +399,7 @@ static void render_list(const struct smq_op *op, int64_t now_ms, struct smq_buf 
     buf_puts(b, "]}\n");
 }
 
-static void render_queue(const struct smq_op *op, int64_t now_ms, struct admin_reply *r)
+static void render_queue_stats(const struct smq_op *op, int64_t now_ms, struct admin_reply *r)
 {
     if (op->stats.n_queues != 1) {              /* the engine found it; cannot happen */
         admin_reply_error(r, 500, "InternalError", "%s", "The queue statistics are missing.");
@@ -516,11 +409,29 @@ static void render_queue(const struct smq_op *op, int64_t now_ms, struct admin_r
     buf_puts(&r->body, "\n");
 }
 
-static void render_peek(const struct smq_op *op, const struct handle_keys *keys,
-                        struct smq_buf *b)
+static void render_queue(const struct admin_job *job, const struct handle_keys *keys,
+                         int64_t now_ms, struct admin_reply *r)
 {
+    (void)keys;
+    render_queue_stats(&job->ops[0], now_ms, r);
+}
+
+/* The queue after the change: the STATS behind the SET (prepare_set). */
+static void render_set(const struct admin_job *job, const struct handle_keys *keys,
+                       int64_t now_ms, struct admin_reply *r)
+{
+    (void)keys;
+    render_queue_stats(&job->ops[1], now_ms, r);
+}
+
+static void render_peek(const struct admin_job *job, const struct handle_keys *keys,
+                        int64_t now_ms, struct admin_reply *r)
+{
+    const struct smq_op *op = &job->ops[0];
+    struct smq_buf *b = &r->body;
     char id[MSGID_TEXT_LEN + 1];
 
+    (void)now_ms;
     buf_puts(b, "{\"messages\":[");
     for (size_t i = 0; i < op->recv.n_msgs; i++) {
         const struct smq_msg_view *m = &op->recv.msgs[i];
@@ -535,6 +446,155 @@ static void render_peek(const struct smq_op *op, const struct handle_keys *keys,
     buf_puts(b, "]}\n");
 }
 
+static void render_purge(const struct admin_job *job, const struct handle_keys *keys,
+                         int64_t now_ms, struct admin_reply *r)
+{
+    const struct smq_op *op = &job->ops[0];
+
+    (void)keys, (void)now_ms;
+    buf_printf(&r->body, "{\"purged\":%llu,\"dlq_purged\":%llu}\n",
+               (unsigned long long)op->purge.n_main, (unsigned long long)op->purge.n_dlq);
+}
+
+static void render_redrive(const struct admin_job *job, const struct handle_keys *keys,
+                           int64_t now_ms, struct admin_reply *r)
+{
+    const struct smq_op *op = &job->ops[0];
+
+    (void)keys, (void)now_ms;
+    buf_printf(&r->body, "{\"scheduled\":%llu,\"rate\":%u}\n",
+               (unsigned long long)op->redrive.n_scheduled, (unsigned)op->redrive.rate_per_s);
+}
+
+/* ---- the table of job kinds ------------------------------------------------------------ */
+
+/* The prepare step of the two jobs that are one STATS op (list, one queue). */
+static int prepare_stats(const struct query *q, struct admin_job *job, struct admin_reply *r)
+{
+    static const char *const none[] = {NULL};
+
+    op_set_kind(&job->ops[0], SMQ_OP_STATS);
+    return check_params(q, none, r);
+}
+
+/*
+ * Each kind of job: its route, how its query becomes ops (the queue name is
+ * taken by then), and how their results become JSON.  One row per kind, so
+ * a new admin resource is a row.
+ */
+static const struct admin_job_row {
+    const char *suffix;          /* after /v1/queues/NAME ("" = the queue itself);
+                                  * NULL = /v1/queues, no name */
+    const char *method;
+    int (*prepare)(const struct query *q, struct admin_job *job, struct admin_reply *r);
+    void (*render)(const struct admin_job *job, const struct handle_keys *keys, int64_t now_ms,
+                   struct admin_reply *r);
+    bool empty_ok;               /* MessageNotExist is an empty answer, not an error */
+} jobs[] = {
+    [ADMIN_JOB_LIST] = {NULL, "GET", prepare_stats, render_list, false},
+    [ADMIN_JOB_QUEUE] = {"", "GET", prepare_stats, render_queue, false},
+    [ADMIN_JOB_PEEK] = {"/messages", "GET", prepare_peek, render_peek, true},
+    [ADMIN_JOB_PURGE] = {"/purge", "POST", prepare_purge, render_purge, false},
+    [ADMIN_JOB_REDRIVE] = {"/redrive", "POST", prepare_redrive, render_redrive, false},
+    [ADMIN_JOB_SET] = {"/attributes", "PUT", prepare_set, render_set, false},
+};
+
+/* A kind added without its row fails here; a row left out in the middle
+ * fails test_admin_api (admin_api_has_job). */
+_Static_assert(sizeof jobs / sizeof jobs[0] == ADMIN_JOB__COUNT,
+               "every admin job kind needs its row in admin_api.c's table");
+
+bool admin_api_has_job(enum admin_job_kind kind)
+{
+    return (unsigned)kind < ADMIN_JOB__COUNT && jobs[kind].prepare != NULL
+        && jobs[kind].render != NULL;
+}
+
+/* ---- routing --------------------------------------------------------------------- */
+
+static bool method_is(const char *method, const char *want)
+{
+    /* HEAD is a GET without the body (libmicrohttpd drops it). */
+    return strcmp(method, want) == 0 || (strcmp(want, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+static int wrong_method(struct admin_reply *r, const char *method, const char *allowed)
+{
+    admin_reply_error(r, 405, "MethodNotAllowed", "%.16s is not allowed here; use %s.", method,
+                      allowed);
+    r->allow = strcmp(allowed, "GET") == 0 ? "GET, HEAD" : allowed;
+    return SMQ_E_INVALID_REQUEST_URL;
+}
+
+static int not_found(struct admin_reply *r)
+{
+    admin_reply_error(r, 404, "NotFound", "%s", "No such admin resource (docs/admin-api.md).");
+    return SMQ_E_INVALID_REQUEST_URL;
+}
+
+/* Matches "/v1/queues[/NAME[SUFFIX]]"; sets job->kind and ops[0].queue. */
+static int route_path(const char *method, const char *path, struct admin_job *job,
+                      struct admin_reply *r)
+{
+    static const char prefix[] = "/v1/queues";
+    const char *rest, *slash;
+    size_t name_len;
+
+    if (strncmp(path, prefix, sizeof prefix - 1) != 0)
+        return not_found(r);
+    rest = path + sizeof prefix - 1;
+    if (*rest == '\0') {
+        job->kind = ADMIN_JOB_LIST;
+        return method_is(method, jobs[ADMIN_JOB_LIST].method)
+                   ? 0 : wrong_method(r, method, jobs[ADMIN_JOB_LIST].method);
+    }
+    if (*rest != '/' || rest[1] == '\0')
+        return not_found(r);
+    rest++;
+    slash = strchr(rest, '/');
+    name_len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+    for (size_t i = 0; i < ADMIN_JOB__COUNT; i++) {
+        if (jobs[i].suffix == NULL || strcmp(rest + name_len, jobs[i].suffix) != 0)
+            continue;
+        if (!method_is(method, jobs[i].method))
+            return wrong_method(r, method, jobs[i].method);
+        job->kind = (enum admin_job_kind)i;
+        return take_queue_name(rest, name_len, job->ops[0].queue, r);
+    }
+    return not_found(r);
+}
+
+int admin_api_prepare(const char *method, const char *path, const char *query,
+                      struct admin_job *job, struct admin_reply *reply)
+{
+    struct query q;
+    struct smq_errinfo ei = {0, ""};
+    int rc;
+
+    memset(job, 0, sizeof *job);
+    op_init(&job->ops[0], SMQ_OP_STATS);
+    job->n_ops = 1;
+    if ((rc = route_path(method, path, job, reply)) != 0)
+        return rc;
+    if (query_parse(query, &q, &ei) != 0) {
+        query_free(&q);
+        admin_reply_errinfo(reply, &ei);
+        return ei.err;
+    }
+    rc = jobs[job->kind].prepare(&q, job, reply);
+    query_free(&q);
+    return rc;
+}
+
+void admin_api_release(struct admin_job *job)
+{
+    for (size_t i = 0; i < job->n_ops; i++)
+        op_release(&job->ops[i]);
+    job->n_ops = 0;
+}
+
+/* ---- answering ------------------------------------------------------------------------ */
+
 /* The op whose failure answers the request, or NULL when all succeeded.
  * An empty queue is not an error for peek: it is an empty list. */
 static const struct smq_op *failed_op(const struct admin_job *job)
@@ -543,7 +603,7 @@ static const struct smq_op *failed_op(const struct admin_job *job)
         const struct smq_op *op = &job->ops[i];
         if (op->result.err == 0)
             continue;
-        if (job->kind == ADMIN_JOB_PEEK && op->result.err == SMQ_E_MESSAGE_NOT_EXIST)
+        if (jobs[job->kind].empty_ok && op->result.err == SMQ_E_MESSAGE_NOT_EXIST)
             continue;
         return op;
     }
@@ -553,7 +613,7 @@ static const struct smq_op *failed_op(const struct admin_job *job)
 void admin_api_render(const struct admin_job *job, const struct handle_keys *keys,
                       int64_t now_ms, struct admin_reply *r)
 {
-    const struct smq_op *failed = failed_op(job), *op = &job->ops[0];
+    const struct smq_op *failed = failed_op(job);
 
     r->status = 200;
     r->content_type = JSON_CT;
@@ -562,26 +622,5 @@ void admin_api_render(const struct admin_job *job, const struct handle_keys *key
         admin_reply_errinfo(r, &failed->result);
         return;
     }
-    switch (job->kind) {
-    case ADMIN_JOB_LIST:
-        render_list(op, now_ms, &r->body);
-        break;
-    case ADMIN_JOB_QUEUE:
-        render_queue(op, now_ms, r);
-        break;
-    case ADMIN_JOB_SET:
-        render_queue(&job->ops[1], now_ms, r);
-        break;
-    case ADMIN_JOB_PEEK:
-        render_peek(op, keys, &r->body);
-        break;
-    case ADMIN_JOB_PURGE:
-        buf_printf(&r->body, "{\"purged\":%llu,\"dlq_purged\":%llu}\n",
-                   (unsigned long long)op->purge.n_main, (unsigned long long)op->purge.n_dlq);
-        break;
-    case ADMIN_JOB_REDRIVE:
-        buf_printf(&r->body, "{\"scheduled\":%llu,\"rate\":%u}\n",
-                   (unsigned long long)op->redrive.n_scheduled, (unsigned)op->redrive.rate_per_s);
-        break;
-    }
+    jobs[job->kind].render(job, keys, now_ms, r);
 }

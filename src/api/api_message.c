@@ -257,10 +257,10 @@ static int received_md5s(const struct smq_op *op, char md5[][33])
     return 0;
 }
 
-static int render_received(const struct api_ctx *ctx, struct api_call *call, struct smq_buf *b)
+static int render_received(const struct api_ctx *ctx, struct api_call *call, bool peek,
+                           struct smq_buf *b)
 {
     bool batch = call->action == MNS_BATCH_RECEIVE_MESSAGE || call->action == MNS_BATCH_PEEK_MESSAGE;
-    bool peek = call->op.kind == SMQ_OP_PEEK;
     char md5[SMQ_BATCH_MAX][33];
     size_t size = 0;
 
@@ -326,30 +326,47 @@ static void render_visibility(const struct api_ctx *ctx, const struct smq_op *op
     xml_close(b, "ChangeVisibility");
 }
 
-int api_message_render(const struct api_ctx *ctx, struct api_call *call,
-                       struct api_response *resp)
+/* ---- the renderers of api.c's table of kinds ------------------------------------------ */
+
+int api_message_render_sent(const struct api_ctx *ctx, const struct api_request *req,
+                            struct api_call *call, struct api_response *resp)
 {
-    buf_reset(&resp->body);
-    switch (call->op.kind) {
-    case SMQ_OP_SEND:
-        resp->status = 201;
-        render_sent(call, ctx, &resp->body);
-        break;
-    case SMQ_OP_RECEIVE:
-    case SMQ_OP_PEEK:
-        resp->status = 200;
-        return render_received(ctx, call, &resp->body);
-    case SMQ_OP_DELETE_MSG:
-        resp->status = call->action == MNS_BATCH_DELETE_MESSAGE
-                           ? render_batch_delete(call, &resp->body) : 204;
-        break;
-    case SMQ_OP_CHANGE_VISIBILITY:
-        resp->status = 200;
-        render_visibility(ctx, &call->op, &resp->body);
-        break;
-    default:
-        resp->status = 500;
-        break;
-    }
+    (void)req;
+    resp->status = 201;
+    render_sent(call, ctx, &resp->body);
+    return 0;
+}
+
+int api_message_render_received(const struct api_ctx *ctx, const struct api_request *req,
+                                struct api_call *call, struct api_response *resp)
+{
+    (void)req;
+    resp->status = 200;
+    return render_received(ctx, call, false, &resp->body);
+}
+
+int api_message_render_peeked(const struct api_ctx *ctx, const struct api_request *req,
+                              struct api_call *call, struct api_response *resp)
+{
+    (void)req;
+    resp->status = 200;
+    return render_received(ctx, call, true, &resp->body);
+}
+
+int api_message_render_deleted(const struct api_ctx *ctx, const struct api_request *req,
+                               struct api_call *call, struct api_response *resp)
+{
+    (void)ctx, (void)req;
+    resp->status = call->action == MNS_BATCH_DELETE_MESSAGE
+                       ? render_batch_delete(call, &resp->body) : 204;
+    return 0;
+}
+
+int api_message_render_visibility(const struct api_ctx *ctx, const struct api_request *req,
+                                  struct api_call *call, struct api_response *resp)
+{
+    (void)req;
+    resp->status = 200;
+    render_visibility(ctx, &call->op, &resp->body);
     return 0;
 }

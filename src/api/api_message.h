@@ -25,10 +25,20 @@ int api_message_change_visibility(const struct api_ctx *ctx, const struct api_re
                                   const struct query *query, struct api_call *call,
                                   struct smq_errinfo *ei);
 
-/* The response of a finished message action: 0, or SMQ_E_INTERNAL when a
- * body's MD5 could not be computed (nothing usable was rendered: the
- * caller answers the error instead). */
-int api_message_render(const struct api_ctx *ctx, struct api_call *call,
-                       struct api_response *resp);
+/* The responses of the finished message actions, one per kind (the
+ * renderers of api.c's table, api_render_fn): 0, or SMQ_E_INTERNAL when a
+ * body's MD5 could not be computed (received, peeked: nothing usable was
+ * rendered, and the caller answers the error instead). */
+int api_message_render_sent(const struct api_ctx *ctx, const struct api_request *req,
+                            struct api_call *call, struct api_response *resp);
+int api_message_render_received(const struct api_ctx *ctx, const struct api_request *req,
+                                struct api_call *call, struct api_response *resp);
+int api_message_render_peeked(const struct api_ctx *ctx, const struct api_request *req,
+                              struct api_call *call, struct api_response *resp);
+/* DeleteMessage and BatchDeleteMessage (its per-handle errors). */
+int api_message_render_deleted(const struct api_ctx *ctx, const struct api_request *req,
+                               struct api_call *call, struct api_response *resp);
+int api_message_render_visibility(const struct api_ctx *ctx, const struct api_request *req,
+                                  struct api_call *call, struct api_response *resp);
 
 #endif

@@ -20,8 +20,17 @@ int api_queue_get(const struct api_ctx *ctx, const struct api_request *req,
 int api_queue_delete(const struct api_ctx *ctx, const struct api_request *req,
                      const struct query *query, struct api_call *call, struct smq_errinfo *ei);
 
-/* The response of a finished queue action. */
-void api_queue_render(const struct api_request *req, struct api_call *call,
-                      struct api_response *resp);
+/* The responses of the finished queue actions, one per kind (the renderers
+ * of api.c's table, api_render_fn); each returns 0. */
+int api_queue_render_created(const struct api_ctx *ctx, const struct api_request *req,
+                             struct api_call *call, struct api_response *resp);
+/* GetQueueAttributes. */
+int api_queue_render_attrs(const struct api_ctx *ctx, const struct api_request *req,
+                           struct api_call *call, struct api_response *resp);
+int api_queue_render_list(const struct api_ctx *ctx, const struct api_request *req,
+                          struct api_call *call, struct api_response *resp);
+/* SetQueueAttributes, DeleteQueue: 204 and no body. */
+int api_queue_render_no_content(const struct api_ctx *ctx, const struct api_request *req,
+                                struct api_call *call, struct api_response *resp);
 
 #endif

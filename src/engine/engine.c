@@ -33,51 +33,77 @@ void engine_set_syncer(struct smq_engine *e, struct smq_syncer *syncer)
 
 /* ---- dispatch ---------------------------------------------------------------------- */
 
-/* The operations on one existing queue. */
-static int run_on_queue(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+/*
+ * How each kind runs: alone (it finds or makes what it needs itself), or on
+ * the existing queue that op->queue names, which the dispatch looks up
+ * first (none: QueueNotExist).  One row per kind, so a new kind is a row.
+ */
+struct engine_kind_row {
+    int (*run)(struct smq_engine *e, struct smq_op *op);
+    int (*run_on_queue)(struct smq_engine *e, struct smq_op *op, struct smq_queue *q);
+};
+
+/* The kinds the engine does not run yet (the topics: their contract is
+ * declared in op.h, their engine is to come) answer as any kind did before
+ * it had a handler: QueueNotExist when no queue has the name, else this. */
+static int run_unhandled(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
-    switch (op->kind) {
-    case SMQ_OP_SET_QUEUE:
-        return ops_queue_set(e, op, q);
-    case SMQ_OP_GET_QUEUE:
-        return ops_queue_get(e, op, q);
-    case SMQ_OP_SEND:
-        return ops_message_send(e, op, q);
-    case SMQ_OP_RECEIVE:
-        return ops_message_receive(e, op, q);
-    case SMQ_OP_PEEK:
-        return ops_message_peek(e, op, q);
-    case SMQ_OP_DELETE_MSG:
-        return ops_message_delete(e, op, q);
-    case SMQ_OP_CHANGE_VISIBILITY:
-        return ops_message_change_visibility(e, op, q);
-    case SMQ_OP_PURGE:
-        return ops_admin_purge(e, op, q);
-    case SMQ_OP_REDRIVE:
-        return ops_redrive_start(e, op, q);
-    default:
-        return SMQ_E_INTERNAL;
-    }
+    (void)e, (void)op, (void)q;
+    return SMQ_E_INTERNAL;
+}
+
+static const struct engine_kind_row kinds[] = {
+    [SMQ_OP_CREATE_QUEUE] = {.run = ops_queue_create},
+    [SMQ_OP_SET_QUEUE] = {.run_on_queue = ops_queue_set},
+    [SMQ_OP_GET_QUEUE] = {.run_on_queue = ops_queue_get},
+    [SMQ_OP_DELETE_QUEUE] = {.run = ops_queue_delete},
+    [SMQ_OP_LIST_QUEUES] = {.run = ops_queue_list},
+    [SMQ_OP_SEND] = {.run_on_queue = ops_message_send},
+    [SMQ_OP_RECEIVE] = {.run_on_queue = ops_message_receive},
+    [SMQ_OP_PEEK] = {.run_on_queue = ops_message_peek},
+    [SMQ_OP_DELETE_MSG] = {.run_on_queue = ops_message_delete},
+    [SMQ_OP_CHANGE_VISIBILITY] = {.run_on_queue = ops_message_change_visibility},
+    [SMQ_OP_PURGE] = {.run_on_queue = ops_admin_purge},
+    [SMQ_OP_REDRIVE] = {.run_on_queue = ops_redrive_start},
+    [SMQ_OP_STATS] = {.run = ops_admin_stats},
+    [SMQ_OP_CREATE_TOPIC] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_SET_TOPIC] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_GET_TOPIC] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_DELETE_TOPIC] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_LIST_TOPICS] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_PUBLISH] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_SUBSCRIBE] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_SET_SUBSCRIPTION] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_GET_SUBSCRIPTION] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_UNSUBSCRIBE] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_LIST_SUBSCRIPTIONS] = {.run_on_queue = run_unhandled},
+    [SMQ_OP_PUSH_RESULT] = {.run_on_queue = run_unhandled},
+};
+
+/* A kind added without its row fails here; a row left out in the middle
+ * fails test_engine_queues (engine_has_kind). */
+_Static_assert(sizeof kinds / sizeof kinds[0] == SMQ_OP_KIND_COUNT,
+               "every operation kind needs its row in engine.c's table");
+
+bool engine_has_kind(enum smq_op_kind kind)
+{
+    return (unsigned)kind < SMQ_OP_KIND_COUNT
+        && (kinds[kind].run != NULL || kinds[kind].run_on_queue != NULL);
 }
 
 /* Runs op: 0 or an SMQ_E_* code, or 0 with op parked (waiters_is_parked). */
 static int run_op(struct smq_engine *e, struct smq_op *op)
 {
+    static const struct engine_kind_row unhandled = {.run_on_queue = run_unhandled};
+    const struct engine_kind_row *row = &unhandled;
     struct smq_queue *q;
 
-    switch (op->kind) {
-    case SMQ_OP_CREATE_QUEUE:
-        return ops_queue_create(e, op);
-    case SMQ_OP_DELETE_QUEUE:
-        return ops_queue_delete(e, op);
-    case SMQ_OP_LIST_QUEUES:
-        return ops_queue_list(e, op);
-    case SMQ_OP_STATS:
-        return ops_admin_stats(e, op);
-    default:
-        q = queue_registry_find(&e->queues, op->queue);
-        return q != NULL ? run_on_queue(e, op, q) : SMQ_E_QUEUE_NOT_EXIST;
-    }
+    if (engine_has_kind(op->kind))
+        row = &kinds[op->kind];
+    if (row->run != NULL)
+        return row->run(e, op);
+    q = queue_registry_find(&e->queues, op->queue);
+    return q != NULL ? row->run_on_queue(e, op, q) : SMQ_E_QUEUE_NOT_EXIST;
 }
 
 /* Hands newly Active messages to parked long polls, oldest poll first; a

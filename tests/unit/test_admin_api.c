@@ -263,6 +263,15 @@ static void test_json_escaping(void **state)
     buf_free(&b);
 }
 
+/* Every job kind has its full row in admin_api.c's table. */
+static void test_admin_api_every_job_has_a_row(void **state)
+{
+    (void)state;
+    for (int k = 0; k < ADMIN_JOB__COUNT; k++)
+        assert_true(admin_api_has_job((enum admin_job_kind)k));
+    assert_false(admin_api_has_job(ADMIN_JOB__COUNT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +281,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admin_api_render_queue, setup, teardown),
         cmocka_unit_test(test_admin_metrics_exposition),
         cmocka_unit_test(test_json_escaping),
+        cmocka_unit_test(test_admin_api_every_job_has_a_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
  * SetQueueAttributes (only what is present changes), DeleteQueue (its
  * messages and rows go with it, idempotent, a new queue of the same name
  * starts empty) and ListQueue (prefix, marker, page size).  What must be
- * durable is checked on disk or after a restart.
+ * durable is checked on disk or after a restart.  Also: every kind has its
+ * row in the engine's table, and the topic kinds not run yet answer as
+ * before.
  *
  * The engine runs synchronously on a fake clock over a real SQLite store,
  * as engine_fixture.h describes.
@@ -391,6 +393,36 @@ static void test_engine_queues_list_paging(void **state)
     check_listed_a2(f);
 }
 
+/* ---- the table of kinds -------------------------------------------------- */
+
+/* Every kind has its row in the engine's table (a hole would run nothing). */
+static void test_engine_queues_every_kind_has_a_row(void **state)
+{
+    (void)state;
+    for (int k = 0; k < SMQ_OP_KIND_COUNT; k++)
+        assert_true(engine_has_kind((enum smq_op_kind)k));
+    assert_false(engine_has_kind((enum smq_op_kind)SMQ_OP_KIND_COUNT));
+}
+
+/* The topic kinds, declared but not run yet, answer as they always have:
+ * QueueNotExist for a name no queue has, else InternalError. */
+static void test_engine_queues_topic_kinds_not_run(void **state)
+{
+    struct fx *f = *state;
+    struct smq_op op;
+
+    assert_int_equal(fx_create_queue(f, "t1", NULL, 0, NULL), 0);
+    for (int k = SMQ_OP_CREATE_TOPIC; k < SMQ_OP_KIND_COUNT; k++) {
+        fx_prep_op(f, &op, (enum smq_op_kind)k, "nosuch");
+        assert_int_equal(fx_run_one(f, &op), SMQ_E_QUEUE_NOT_EXIST);
+        op_release(&op);
+        fx_prep_op(f, &op, (enum smq_op_kind)k, "t1");
+        assert_int_equal(fx_run_one(f, &op), SMQ_E_INTERNAL);
+        op_release(&op);
+    }
+    assert_int_equal(fx_stats(f).queues, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +435,8 @@ int main(void)
         T(test_engine_queues_list_visible),
         T(test_engine_queues_list_skips_hidden),
         T(test_engine_queues_list_paging),
+        T(test_engine_queues_every_kind_has_a_row),
+        T(test_engine_queues_topic_kinds_not_run),
 #undef T
     };
 

@@ -4,7 +4,8 @@
  * what op_set_kind keeps (queue, request id, completion), op_release
  * freeing exactly what each kind owns (run under valgrind for leaks),
  * op_fail clearing outputs and "created", and op_answer calling done in
- * order with each op unlinked first.
+ * order with each op unlinked first; and that every kind has its row in
+ * op.c's table.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -515,6 +516,23 @@ static void test_op_answer_in_order_unlinked(void **state)
     assert_int_equal(log.n, 0);
 }
 
+/* ---- the table of kinds ------------------------------------------------- */
+
+/* Every kind has its row in op.c's table (a name), the names are distinct,
+ * and this file's list of kinds is complete. */
+static void test_op_every_kind_has_a_row(void **state)
+{
+    (void)state;
+    assert_int_equal(N_KINDS, SMQ_OP_KIND_COUNT);
+    for (size_t i = 0; i < N_KINDS; i++) {
+        assert_non_null(op_kind_name(all_kinds[i]));
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(op_kind_name(all_kinds[i]), op_kind_name(all_kinds[j]));
+    }
+    assert_string_equal(op_kind_name(SMQ_OP_SEND), "send");
+    assert_null(op_kind_name((enum smq_op_kind)SMQ_OP_KIND_COUNT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_op_fail_uncreates),
         cmocka_unit_test(test_op_fail_message),
         cmocka_unit_test(test_op_answer_in_order_unlinked),
+        cmocka_unit_test(test_op_every_kind_has_a_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
