@@ -16,6 +16,10 @@
 #   pgaf-cluster.sh dsn DIR            the multi-host libpq dsn smqd uses
 #   pgaf-cluster.sh primary DIR        the name of the node that is primary now
 #   pgaf-cluster.sh state DIR          pg_autoctl show state
+#   pgaf-cluster.sh events DIR         the monitor's history of state changes, oldest first:
+#                                      "EPOCH_MS HH:MM:SS.mmm NODE reported/goal LSN description"
+#                                      (a wait_primary is a primary whose COMMITs no longer
+#                                      wait for the standby)
 #
 # PostgreSQL and pg_autoctl refuse to run as root: as root they run as the `postgres`
 # user (setpriv execs, so a recorded PID is pg_autoctl's own).  pg_autoctl keeps its
@@ -229,7 +233,16 @@ cmd_dsn() {
 
 cmd_state() { ( as_pg pg_autoctl show state --pgdata "$DIR/monitor" ); }
 
-[ $# -ge 2 ] || die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state DIR [MAX_S]"
+cmd_events() {
+    sql "$(port_of monitor)" pg_auto_failover \
+        "SELECT (extract(epoch FROM eventtime) * 1000)::bigint || ' '
+                || to_char(eventtime AT TIME ZONE 'UTC', 'HH24:MI:SS.MS') || ' ' || nodename
+                || ' ' || reportedstate || '/' || goalstate || ' ' || reportedlsn || ' '
+                || coalesce(replace(description, E'\n', ' '), '')
+           FROM pgautofailover.event ORDER BY eventid"
+}
+
+[ $# -ge 2 ] || die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state|events DIR [MAX_S]"
 DIR=$(realpath -m "$2")
 case $1 in
 start) cmd_start "${3:-1800}" ;;
@@ -238,5 +251,6 @@ failover) cmd_failover ;;
 dsn) cmd_dsn ;;
 primary) cmd_primary ;;
 state) cmd_state ;;
-*) die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state DIR [MAX_S]" ;;
+events) cmd_events ;;
+*) die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state|events DIR [MAX_S]" ;;
 esac
