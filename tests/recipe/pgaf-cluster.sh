@@ -81,6 +81,8 @@ wait_for() {
 
 is_state() { [ "$(node_state "$1")" = "$2 $2" ]; }
 
+stable() { is_state "$1" primary && is_state "$2" secondary; }
+
 start_bg() {   # start_bg NAME CMD...: CMD in the background, its PID in DIR/NAME.pid
     local name=$1
     shift
@@ -219,6 +221,12 @@ cmd_failover() {
     local old new t0=$SECONDS
     old=$(cmd_primary)
     if [ "$old" = node1 ]; then new=node2; else new=node1; fi
+    # The monitor refuses a failover unless the primary is primary and the standby
+    # secondary, both reported: after a standby that looked unhealthy (on a loaded machine),
+    # the primary is in wait_primary, its COMMITs not waiting for the standby, until the
+    # standby has caught up.  Ask only then, as an operator would (docs/operations.md).
+    wait_for 90 "$old primary and $new secondary" stable "$old" "$new"
+    [ "$SECONDS" -eq "$t0" ] || log "the formation was stable $(( SECONDS - t0 )) s after the request"
     ( as_pg pg_autoctl perform failover --pgdata "$DIR/monitor" --wait 60 ) >>"$DIR/failover.log" 2>&1 \
         || log "pg_autoctl perform failover returned non-zero (see $DIR/failover.log); waiting anyway"
     wait_for 60 "$new to be primary" is_state "$new" primary
