@@ -16,6 +16,10 @@
 #   pgaf-cluster.sh dsn DIR            the multi-host libpq dsn smqd uses
 #   pgaf-cluster.sh primary DIR        the name of the node that is primary now
 #   pgaf-cluster.sh state DIR          pg_autoctl show state
+#   pgaf-cluster.sh events DIR         the monitor's history of state changes, oldest first:
+#                                      "EPOCH_MS HH:MM:SS.mmm NODE reported/goal LSN description"
+#                                      (a wait_primary is a primary whose COMMITs no longer
+#                                      wait for the standby)
 #
 # PostgreSQL and pg_autoctl refuse to run as root: as root they run as the `postgres`
 # user (setpriv execs, so a recorded PID is pg_autoctl's own).  pg_autoctl keeps its
@@ -76,6 +80,8 @@ wait_for() {
 }
 
 is_state() { [ "$(node_state "$1")" = "$2 $2" ]; }
+
+stable() { is_state "$1" primary && is_state "$2" secondary; }
 
 start_bg() {   # start_bg NAME CMD...: CMD in the background, its PID in DIR/NAME.pid
     local name=$1
@@ -215,6 +221,12 @@ cmd_failover() {
     local old new t0=$SECONDS
     old=$(cmd_primary)
     if [ "$old" = node1 ]; then new=node2; else new=node1; fi
+    # The monitor refuses a failover unless the primary is primary and the standby
+    # secondary, both reported: after a standby that looked unhealthy (on a loaded machine),
+    # the primary is in wait_primary, its COMMITs not waiting for the standby, until the
+    # standby has caught up.  Ask only then, as an operator would (docs/operations.md).
+    wait_for 90 "$old primary and $new secondary" stable "$old" "$new"
+    [ "$SECONDS" -eq "$t0" ] || log "the formation was stable $(( SECONDS - t0 )) s after the request"
     ( as_pg pg_autoctl perform failover --pgdata "$DIR/monitor" --wait 60 ) >>"$DIR/failover.log" 2>&1 \
         || log "pg_autoctl perform failover returned non-zero (see $DIR/failover.log); waiting anyway"
     wait_for 60 "$new to be primary" is_state "$new" primary
@@ -229,7 +241,16 @@ cmd_dsn() {
 
 cmd_state() { ( as_pg pg_autoctl show state --pgdata "$DIR/monitor" ); }
 
-[ $# -ge 2 ] || die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state DIR [MAX_S]"
+cmd_events() {
+    sql "$(port_of monitor)" pg_auto_failover \
+        "SELECT (extract(epoch FROM eventtime) * 1000)::bigint || ' '
+                || to_char(eventtime AT TIME ZONE 'UTC', 'HH24:MI:SS.MS') || ' ' || nodename
+                || ' ' || reportedstate || '/' || goalstate || ' ' || reportedlsn || ' '
+                || coalesce(replace(description, E'\n', ' '), '')
+           FROM pgautofailover.event ORDER BY eventid"
+}
+
+[ $# -ge 2 ] || die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state|events DIR [MAX_S]"
 DIR=$(realpath -m "$2")
 case $1 in
 start) cmd_start "${3:-1800}" ;;
@@ -238,5 +259,6 @@ failover) cmd_failover ;;
 dsn) cmd_dsn ;;
 primary) cmd_primary ;;
 state) cmd_state ;;
-*) die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state DIR [MAX_S]" ;;
+events) cmd_events ;;
+*) die "usage: pgaf-cluster.sh start|stop|failover|dsn|primary|state|events DIR [MAX_S]" ;;
 esac

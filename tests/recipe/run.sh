@@ -7,7 +7,8 @@
 # then signed MNS traffic through HAProxy only: sends, a PostgreSQL failover
 # (pg_autoctl perform failover) under sends, a kill -9 of the active smqd under sends,
 # the victim restarted (it must come back as a standby), a SIGTERM of the active under
-# sends, and a drain.  Checked: every send answered 201 is received; a failed send is
+# sends, and a drain until the queue's own count is zero.  Checked: every send answered 201
+# is received (and the queue is empty by its count after the drain); a failed send is
 # answered 503 or 500 (never another error); at most one node answers /ready 200 at any
 # sample; a standby answers MNS 503 ServiceUnavailable; a receipt handle issued before a
 # takeover deletes after it; the takeover after a kill -9 is under 15 s, after a SIGTERM
@@ -18,7 +19,9 @@
 #   SMQD_BIN=build/smqd tests/recipe/run.sh
 #
 # Tunables: RECIPE_MAX_S (default 600: every server it starts is stopped by then, by PID),
-# RECIPE_SENDS (default 20: sends per steady phase), SMQD_TEST_KEEP=1 keeps the directory.
+# RECIPE_SENDS (default 20: sends per steady phase), SMQD_TEST_KEEP=1 keeps the directory;
+# after a failure its logs are kept in the directory's name plus .logs, and an acknowledged
+# send not received is looked up in both PostgreSQL nodes (its row, or none: lost).
 # Needs scripts/deps.sh test (pg_auto_failover, HAProxy, PostgreSQL 15, curl, xmllint).
 set -u
 
@@ -46,10 +49,37 @@ declare -A MNS_PORT ADMIN_PORT NODE_PID NODE_WD
 SAMPLER_PID=""
 HAPROXY_PID=""
 
+# keep_logs: after a failure, the run's logs (not the databases) outlive the run in
+# $WORK.logs, so that a failure on a loaded machine can be diagnosed afterwards: the smqd
+# nodes', HAProxy's, pg_autoctl's and PostgreSQL's logs, the ledgers of sends and receives,
+# the /ready samples, the drain's log and the monitor's history of state changes.
+keep_logs() {
+    local keep=$WORK.logs f
+    mkdir -p "$keep" || return 0
+    for f in "$WORK"/*.log "$WORK"/*.out "$WORK"/*.err "$WORK"/*.txt "$WORK"/acked \
+             "$WORK"/received "$WORK"/missing "$WORK"/ready.samples "$WORK"/haproxy.cfg; do
+        [ -f "$f" ] && cp "$f" "$keep/"
+    done
+    for f in a b; do
+        [ -f "$WORK/$f/smqd.log" ] && cp "$WORK/$f/smqd.log" "$keep/smqd-$f.log"
+    done
+    mkdir -p "$keep/pg"
+    cp "$PGDIR"/*.log "$PGDIR/ports" "$keep/pg/" 2>/dev/null
+    for f in monitor node1 node2; do
+        [ -d "$PGDIR/$f/log" ] && cp -r "$PGDIR/$f/log" "$keep/pg/$f-log"
+    done
+    chmod -R a+rX "$keep" 2>/dev/null
+    echo "logs of the failed run kept in $keep"
+}
+
 recipe_cleanup() {
     [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
+    if [ -s "$PGDIR/ports" ] && [ ! -s "$WORK/pgaf-events.txt" ]; then
+        bash "$HERE/pgaf-cluster.sh" events "$PGDIR" >"$WORK/pgaf-events.txt" 2>&1
+    fi
     bash "$HERE/pgaf-cluster.sh" stop "$PGDIR" 2>/dev/null
     cleanup_all                       # lib.sh: every smqd, HAProxy and watchdog, by PID
+    [ "$FAIL_COUNT" -gt 0 ] && keep_logs
     if [ "${SMQD_TEST_KEEP:-0}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap recipe_cleanup EXIT
@@ -325,7 +355,7 @@ step_pg_failover() {
                || not_ok "pgaf-cluster.sh failover" "$(tail -20 "$WORK/pg-failover.out")"
     [ "$rc" = 0 ] && ok "sends succeed again after the PostgreSQL failover" \
                   || not_ok "sends did not recover within 120 s of the PostgreSQL failover"
-    times_add "PostgreSQL failover: $(grep -o 'in [0-9]* s' "$WORK/pg-failover.out"), sends failed: $FAILED, client-visible outage: $OUTAGE_MS ms"
+    times_add "PostgreSQL failover: $(grep -o 'in [0-9]* s' "$WORK/pg-failover.out")$(grep -q 'perform failover returned non-zero' "$WORK/pg-failover.out" && echo ' (pg_autoctl perform failover returned non-zero: see pg-failover.out)'), sends failed: $FAILED, client-visible outage: $OUTAGE_MS ms"
     times_add "  (phase took $((SECONDS - t0)) s; active after it: $(active_node))"
 }
 
@@ -410,35 +440,140 @@ step_planned_stop() {
     times_add "SIGTERM of $act to the first 201 through HAProxy (node $new): $(( ${FIRST_OK_MS:-0} - t_stop )) ms, of which its drain $(( t_gone - t_stop )) ms; sends failed: $FAILED"
 }
 
+# queue_counts: "ACTIVE INACTIVE DELAYED" messages of the queue by its own count
+# (GetQueueAttributes through HAProxy), or nothing if it did not answer 200.
+queue_counts() {
+    mns_request GET "/queues/$QUEUE"
+    [ "$RESP_STATUS" = 200 ] || return 1
+    echo "$(xml_get ActiveMessages) $(xml_get InactiveMessages) $(xml_get DelayMessages)"
+}
+
+pg_port() { sed -n "s/^$1 //p" "$PGDIR/ports"; }
+
+# db_lookup NODE FILE: what the database on formation node NODE holds for each body in FILE
+# (one a line): its smq_msg row (seq, dequeue count, visible or for how long still
+# invisible: received and not deleted), a body without a row (torn), or nothing at all
+# (GONE).  The tables of src/store/pg/pg_schema.c, read as tests/failover/pgcheck.js does.
+db_lookup() {
+    local port list
+    port=$(pg_port "$1")
+    list=$(paste -sd, "$2")
+    psql -X -qAt -h 127.0.0.1 -p "$port" -U postgres -d smqd -v ON_ERROR_STOP=1 \
+         -v list="$list" 2>&1 <<'EOF'
+WITH want AS (SELECT unnest(string_to_array(:'list', ',')) AS body),
+     now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
+SELECT w.body || ' ' || CASE
+         WHEN b.seq IS NULL THEN 'GONE: no smq_body row'
+         WHEN m.seq IS NULL THEN 'torn: smq_body seq ' || b.seq || ' has no smq_msg row'
+         ELSE 'row: queue ' || coalesce(q.name, m.queue_id::text) || ' seq ' || m.seq
+              || ', dequeued ' || m.dequeue_count || ' times, '
+              || CASE WHEN m.visible_ms > now.ms
+                      THEN 'invisible for another '
+                           || round((m.visible_ms - now.ms) / 1000.0, 1) || ' s'
+                      ELSE 'visible for ' || round((now.ms - m.visible_ms) / 1000.0, 1)
+                           || ' s' END
+       END
+  FROM want w CROSS JOIN now
+  LEFT JOIN smq_body b ON convert_from(b.body, 'UTF8') = w.body
+  LEFT JOIN smq_msg m ON m.seq = b.seq
+  LEFT JOIN smq_queue q ON q.id = m.queue_id
+ ORDER BY w.body;
+EOF
+}
+
+# diagnose_missing: for the acknowledged sends in $WORK/missing, what tells a lost message
+# from one the drain did not get: each one's rows on both formation nodes (the primary's
+# is the truth; GONE there is a lost acknowledged message), when it was acknowledged, the
+# queue's own count, and the monitor's history (a primary in wait_primary acknowledged
+# COMMITs that the standby had not confirmed).
+diagnose_missing() {
+    local primary n
+    n=$(wc -l <"$WORK/missing")
+    echo "missing ($n): $(head -60 "$WORK/missing" | tr '\n' ' ')$([ "$n" -gt 60 ] && echo ...)"
+    echo "the drain ended $DRAIN_END; the queue's count then (active inactive delayed): ${DRAIN_COUNTS:-none}"
+    primary=$(bash "$HERE/pgaf-cluster.sh" primary "$PGDIR" 2>/dev/null)
+    for n in node1 node2; do
+        echo "database on $n$([ "$n" = "$primary" ] && echo " (primary)"):"
+        db_lookup "$n" "$WORK/missing" | sed 's/^/  /'
+    done
+    echo "acknowledged (epoch ms, body, status):"
+    grep -wFf "$WORK/missing" "$WORK/sends.log" | sed 's/^/  /'
+    echo "every send (body:status): $(awk '{print $2 ":" $3}' "$WORK/sends.log" | tr '\n' ' ')"
+    bash "$HERE/pgaf-cluster.sh" events "$PGDIR" >"$WORK/pgaf-events.txt" 2>&1
+    echo "pg_auto_failover events (epoch ms, UTC, node, reported/goal, LSN, description):"
+    sed 's/^/  /' "$WORK/pgaf-events.txt"
+}
+
+# step_drain: receives (16 at a time) and batch-deletes until the queue is empty by its own
+# count (GetQueueAttributes: no active, inactive or delayed message), not merely until
+# receives come back empty: a message that was received and not deleted is inactive and
+# comes back only when its visibility timeout has passed, which a 404 says nothing about.
+# Bounded by what is left of RECIPE_MAX_S (the watchdogs stop the servers then).
 step_drain() {
     step drain
-    local empties=0 end=$(( SECONDS + 120 )) errors=0 missing acked received
-    local -a handles
-    while [ "$empties" -lt 2 ] && [ "$SECONDS" -lt "$end" ]; do
+    local empties=0 errors=0 end left missing acked received counts code bodies
+    local -a handles c
+    left=$(( RECIPE_MAX_S - SECONDS - 20 ))
+    [ "$left" -gt 30 ] || left=30
+    end=$(( SECONDS + left ))
+    DRAIN_END="at its deadline ($left s)"
+    DRAIN_COUNTS=""
+    while [ "$SECONDS" -lt "$end" ]; do
         mns_request GET "/queues/$QUEUE/messages?numOfMessages=16&waitseconds=1"
-        case $RESP_STATUS in
-        200)
+        code="" bodies=""
+        if [ "$RESP_STATUS" = 200 ]; then
+            bodies=$(printf '%s' "$RESP_BODY" | grep -o '<MessageBody>[^<]*</MessageBody>' \
+                     | sed 's/<[^>]*>//g')
+        else
+            code=$(xml_get Code)
+        fi
+        echo "$(now_ms) receive $RESP_STATUS $code $(printf '%s' "$bodies" | tr '\n' ' ')" \
+            >>"$WORK/drain.log"
+        case $RESP_STATUS:$code in
+        200:)
             empties=0
-            printf '%s' "$RESP_BODY" | grep -o '<MessageBody>[^<]*</MessageBody>' \
-                | sed 's/<[^>]*>//g' >>"$WORK/received"
+            printf '%s\n' "$bodies" >>"$WORK/received"
             mapfile -t handles < <(printf '%s' "$RESP_BODY" | grep -o '<ReceiptHandle>[^<]*</ReceiptHandle>' \
                                    | sed 's/<[^>]*>//g')
             mns_request DELETE "/queues/$QUEUE/messages" "$(handles_xml "${handles[@]}")"
+            echo "$(now_ms) delete $RESP_STATUS" >>"$WORK/drain.log"
             [ "$RESP_STATUS" = 204 ] || errors=$((errors + 1)) ;;
-        404) empties=$((empties + 1)) ;;
+        404:MessageNotExist)
+            empties=$((empties + 1))
+            [ "$empties" -ge 2 ] || continue
+            # Nothing to receive now: done if nothing is left at all.
+            if counts=$(queue_counts); then
+                DRAIN_COUNTS=$counts
+                echo "$(now_ms) counts $counts" >>"$WORK/drain.log"
+                read -ra c <<<"$counts"
+                if [ "${c[0]:-x}" = 0 ] && [ "${c[1]:-x}" = 0 ] && [ "${c[2]:-x}" = 0 ]; then
+                    DRAIN_END="with the queue empty by its count"
+                    break
+                fi
+            else
+                errors=$((errors + 1))
+            fi ;;
         *) errors=$((errors + 1)); sleep 0.2 ;;
         esac
     done
-    assert_eq "drain: receives and batch deletes without an error" 0 "$errors"
+    assert_eq "drain: receives, batch deletes and GetQueueAttributes without an error" 0 "$errors"
+    assert_eq "drain: the queue is empty by its count at the end (active inactive delayed)" \
+        "0 0 0" "${DRAIN_COUNTS:-none}"
     sort -u "$WORK/acked" >"$WORK/acked.sorted"
     sed '/^$/d' "$WORK/received" | sort -u >"$WORK/received.sorted"
     missing=$(comm -23 "$WORK/acked.sorted" "$WORK/received.sorted")
     acked=$(wc -l <"$WORK/acked.sorted")
     received=$(wc -l <"$WORK/received.sorted")
-    [ -z "$missing" ] && ok "every one of $acked acknowledged sends was received ($received distinct bodies received)" \
-        || not_ok "acknowledged sends not received" "$(printf '%s\n' "$missing" | head -20)"
+    if [ -z "$missing" ]; then
+        ok "every one of $acked acknowledged sends was received ($received distinct bodies received)"
+    else
+        printf '%s\n' "$missing" >"$WORK/missing"
+        not_ok "acknowledged sends not received: $(wc -l <"$WORK/missing") of $acked" \
+            "$(diagnose_missing)"
+    fi
     assert_eq "failed sends were answered 503 or 500 only" "" "$BAD_STATUS"
     times_add "sends answered: $(awk '{print $3}' "$WORK/sends.log" | sort | uniq -c | tr '\n' ' ' | tr -s ' ')"
+    times_add "drain: ended $DRAIN_END after $(grep -c ' receive ' "$WORK/drain.log") receives"
 }
 
 step_invariants() {
@@ -466,6 +601,15 @@ step_stop() {
         fi
     done
     kill -TERM "$HAPROXY_PID" 2>/dev/null
+    # The monitor's history, for the times (and the logs kept after a failure): every
+    # goal of wait_primary is a primary whose COMMITs stopped waiting for the standby,
+    # expected once at the start (before the standby joined) and once in the failover
+    # (the new primary, before the old one is back); more means the standby looked
+    # unhealthy to the monitor.
+    bash "$HERE/pgaf-cluster.sh" events "$PGDIR" >"$WORK/pgaf-events.txt" 2>&1
+    times_add "pg_auto_failover: goal wait_primary (COMMITs not waiting for the standby) at: $(awk '{ split($4, st, "/") }
+        st[2] == "wait_primary" && goal[$3] != "wait_primary" { printf "%s %s; ", $2, $3 }
+        { goal[$3] = st[2] }' "$WORK/pgaf-events.txt")"
     bash "$HERE/pgaf-cluster.sh" stop "$PGDIR" && ok "formation stopped"
 }
 
