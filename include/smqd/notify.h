@@ -39,6 +39,12 @@ struct notify_endpoint {
  * SMQ_E_ENDPOINT_INVALID. */
 int notify_endpoint_parse(const char *text, size_t len, struct notify_endpoint *out,
                           char trimmed[SMQ_ENDPOINT_MAX + 1]);
+/* As notify_endpoint_parse, and on a refusal ei (when not NULL) gets
+ * SMQ_E_ENDPOINT_INVALID with a message saying what is wrong (a mail or SMS
+ * endpoint, a bad queue name, a bad port...). */
+struct smq_errinfo;
+int notify_endpoint_parse_err(const char *text, size_t len, struct notify_endpoint *out,
+                              char trimmed[SMQ_ENDPOINT_MAX + 1], struct smq_errinfo *ei);
 
 /* ---- the notification (§13.9) ---- */
 

@@ -140,9 +140,7 @@ size_t topic_sub_lower_bound(const struct smq_topic *t, const char *name);
 /* Makes room for one more subscription of t.  0 or SMQ_E_NOMEM. */
 int topic_sub_reserve(struct topic_model *m, struct smq_topic *t);
 /* A subscription of attrs (an endpoint notify_endpoint_parse accepts):
- * NULL when out of memory or the endpoint does not parse.  notify.h has no
- * sources yet: until it has, a program linking this file must bring its own
- * notify_endpoint_parse (tests/unit/test_topic.c has a stand-in). */
+ * NULL when out of memory or the endpoint does not parse. */
 struct smq_sub *topic_sub_new(int64_t id, const char *name, const struct smq_sub_attrs *a,
                               int64_t create_s, int64_t modify_s);
 /* Inserts s into t (a name not present there; room reserved). */

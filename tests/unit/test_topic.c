@@ -9,9 +9,7 @@
  * blocked list, and topic_model_clear.  The wheel is a real one driven by
  * numbers; nothing sleeps.
  *
- * notify.h has no sources yet, so notify_endpoint_parse is a stand-in here:
- * "http://..." and "https://..." parse as HTTP endpoints, "acs:mns:..." as a
- * queue, anything else is refused.
+ * Endpoints go through the real parser (src/mns/notify.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,28 +30,6 @@
 
 #define T0 ((int64_t)1700000000000)   /* epoch ms at wheel time 0 */
 #define FIRED_MAX 64
-
-/* ---- the stand-in endpoint parser --------------------------------------- */
-
-int notify_endpoint_parse(const char *text, size_t len, struct notify_endpoint *out,
-                          char trimmed[SMQ_ENDPOINT_MAX + 1])
-{
-    memset(out, 0, sizeof *out);
-    if (len > SMQ_ENDPOINT_MAX)
-        return SMQ_E_ENDPOINT_INVALID;
-    if (strncmp(text, "http://", 7) == 0 || strncmp(text, "https://", 8) == 0) {
-        out->kind = NOTIFY_EP_HTTP;
-        out->https = text[4] == 's';
-    } else if (strncmp(text, "acs:mns:", 8) == 0) {
-        out->kind = NOTIFY_EP_QUEUE;
-        snprintf(out->queue, sizeof out->queue, "%s", strrchr(text, '/') + 1);
-    } else {
-        return SMQ_E_ENDPOINT_INVALID;
-    }
-    memcpy(trimmed, text, len);
-    trimmed[len] = '\0';
-    return 0;
-}
 
 /* ---- fixture ------------------------------------------------------------ */
 

@@ -1,0 +1,259 @@
+/*
+ * notify.c — owns the endpoint forms a subscription may name (notify.h,
+ * docs/protocol.md §13.2): a queue of this server written as
+ * acs:mns:{region}:{account}:queues/{q}, or an http(s) URL.  Pure text
+ * work, no I/O.  The bodies, push headers and retry schedules notify.h
+ * also declares have no source yet.
+ */
+#include "smqd/notify.h"
+
+#include <string.h>
+
+#include "smqd/errors.h"
+#include "smqd/qname.h"
+
+#define QUEUE_PREFIX "acs:mns:"
+#define QUEUE_MARK ":queues/"
+
+/* Blanks trimmed around an Endpoint: the XML decoder's whitespace. */
+static int is_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* ASCII only, whatever the locale. */
+static int is_alnum(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Visible ASCII: no blank, control character, DEL or byte above 0x7e. */
+static int all_visible(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+            return 0;
+    return 1;
+}
+
+/* Case-insensitive ASCII prefix test. */
+static int has_prefix_ci(const char *s, size_t len, const char *p)
+{
+    size_t n = strlen(p);
+
+    if (len < n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        if (c != (unsigned char)p[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int refuse(struct smq_errinfo *ei, const char *why)
+{
+    if (ei != NULL)
+        return errors_set(ei, SMQ_E_ENDPOINT_INVALID, "%s", why);
+    return SMQ_E_ENDPOINT_INVALID;
+}
+
+/* acs:mns:{anything visible}:queues/{q}: q after the last ":queues/". */
+static int parse_queue(const char *s, size_t len, struct notify_endpoint *out,
+                       struct smq_errinfo *ei)
+{
+    const char *q = NULL;
+    size_t mark = strlen(QUEUE_MARK), pre = strlen(QUEUE_PREFIX);
+
+    if (!all_visible(s, len))
+        return refuse(ei, "A queue endpoint may hold only visible ASCII characters.");
+    for (size_t i = pre; i + mark <= len; i++)
+        if (memcmp(s + i, QUEUE_MARK, mark) == 0)
+            q = s + i + mark;
+    if (q == NULL)
+        return refuse(ei, "A queue endpoint is written acs:mns:{region}:{account}:queues/{queue}.");
+    size_t qlen = (size_t)(s + len - q);
+    enum qname_problem p = qname_check(q, qlen);
+
+    if (p != QNAME_OK)
+        return refuse(ei, qname_problem_text(p));
+    out->kind = NOTIFY_EP_QUEUE;
+    memcpy(out->queue, q, qlen);
+    out->queue[qlen] = '\0';
+    return 0;
+}
+
+/* [IPv6]: hex digits, ':' and '.' (an IPv4 tail), at least two ':'. */
+static int ipv6_ok(const char *h, size_t len)
+{
+    size_t colons = 0;
+
+    if (len < 4 || h[0] != '[' || h[len - 1] != ']')
+        return 0;
+    for (size_t i = 1; i + 1 < len; i++) {
+        if (h[i] == ':')
+            colons++;
+        else if (!is_hex((unsigned char)h[i]) && h[i] != '.')
+            return 0;
+    }
+    return colons >= 2;
+}
+
+/* A host name or IPv4 address: labels of letters, digits, '-' and '_'
+ * joined by single dots, a trailing dot allowed. */
+static int name_ok(const char *h, size_t len)
+{
+    if (len == 0 || h[0] == '.')
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)h[i];
+
+        if (c == '.') {
+            if (i + 1 < len && h[i + 1] == '.')
+                return 0;
+        } else if (!is_alnum(c) && c != '-' && c != '_') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ":port" after the host: 1 to 5 digits, 1..65535.  -1 when bad. */
+static int parse_port(const char *p, size_t len)
+{
+    int v = 0;
+
+    if (len == 0 || len > 5)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v >= 1 && v <= 65535 ? v : -1;
+}
+
+/* host[:port] of an http(s) URL (a, alen bytes) into out. */
+static int parse_authority(const char *a, size_t alen, struct notify_endpoint *out,
+                           struct smq_errinfo *ei)
+{
+    size_t hlen = alen;
+
+    if (memchr(a, '@', alen) != NULL)
+        return refuse(ei, "An http(s) endpoint may not carry user information (user@).");
+    if (alen > 0 && a[0] == '[') {
+        const char *close = memchr(a, ']', alen);
+
+        hlen = close == NULL ? alen : (size_t)(close - a) + 1;
+        if (!ipv6_ok(a, hlen))
+            return refuse(ei, "The endpoint's IPv6 host is not valid.");
+    } else {
+        const char *colon = memchr(a, ':', alen);
+
+        hlen = colon == NULL ? alen : (size_t)(colon - a);
+        if (hlen == 0)
+            return refuse(ei, "An http(s) endpoint must name a host.");
+        if (!name_ok(a, hlen))
+            return refuse(ei, "The endpoint's host is not a valid host name or address.");
+    }
+    if (hlen >= sizeof out->host)
+        return refuse(ei, "The endpoint's host is longer than 255 characters.");
+    out->port = out->https ? 443 : 80;
+    if (hlen < alen) {
+        if (a[hlen] != ':' || (out->port = parse_port(a + hlen + 1, alen - hlen - 1)) < 0)
+            return refuse(ei, "The endpoint's port must be a number from 1 to 65535.");
+    }
+    memcpy(out->host, a, hlen);
+    out->host[hlen] = '\0';
+    memcpy(out->authority, a, alen);
+    out->authority[alen] = '\0';
+    return 0;
+}
+
+/* http://... or https://... (the scheme in any case). */
+static int parse_http(const char *s, size_t len, bool https, struct notify_endpoint *out,
+                      struct smq_errinfo *ei)
+{
+    size_t skip = https ? strlen("https://") : strlen("http://");
+    const char *a = s + skip, *end = s + len, *t = a;
+
+    if (!all_visible(s, len))
+        return refuse(ei, "An http(s) endpoint may not hold whitespace, control or non-ASCII "
+                          "characters.");
+    if (memchr(s, '#', len) != NULL)
+        return refuse(ei, "An http(s) endpoint may not carry a fragment (#).");
+    while (t < end && *t != '/' && *t != '?')
+        t++;
+    out->kind = NOTIFY_EP_HTTP;
+    out->https = https;
+    int rc = parse_authority(a, (size_t)(t - a), out, ei);
+
+    if (rc != 0)
+        return rc;
+    size_t tlen = (size_t)(end - t);
+    if (tlen == 0 || *t == '?') {   /* no path: the service's /notifications (§13.2, Q7) */
+        if (strlen("/notifications") + tlen > SMQ_ENDPOINT_MAX)
+            return refuse(ei, "The endpoint's request target (/notifications and the query) "
+                              "is longer than 1024 bytes.");
+        memcpy(out->target, "/notifications", sizeof "/notifications");
+        memcpy(out->target + strlen("/notifications"), t, tlen);
+        out->target[strlen("/notifications") + tlen] = '\0';
+    } else {
+        memcpy(out->target, t, tlen);
+        out->target[tlen] = '\0';
+    }
+    return 0;
+}
+
+int notify_endpoint_parse_err(const char *text, size_t len, struct notify_endpoint *out,
+                              char trimmed[SMQ_ENDPOINT_MAX + 1], struct smq_errinfo *ei)
+{
+    memset(out, 0, sizeof *out);
+    trimmed[0] = '\0';
+    while (len > 0 && is_blank((unsigned char)text[0])) {
+        text++;
+        len--;
+    }
+    while (len > 0 && is_blank((unsigned char)text[len - 1]))
+        len--;
+    if (len == 0)
+        return refuse(ei, "The endpoint is empty.");
+    if (len > SMQ_ENDPOINT_MAX)
+        return refuse(ei, "The endpoint is longer than 1024 bytes.");
+
+    int rc;
+
+    if (has_prefix_ci(text, len, "https://"))
+        rc = parse_http(text, len, true, out, ei);
+    else if (has_prefix_ci(text, len, "http://"))
+        rc = parse_http(text, len, false, out, ei);
+    else if (len >= strlen(QUEUE_PREFIX) && memcmp(text, QUEUE_PREFIX, strlen(QUEUE_PREFIX)) == 0)
+        rc = parse_queue(text, len, out, ei);
+    else if (has_prefix_ci(text, len, "mail:") || has_prefix_ci(text, len, "sms:"))
+        rc = refuse(ei, "smqd does not deliver to mail or SMS endpoints: subscribe a queue "
+                        "(acs:mns:{region}:{account}:queues/{queue}) or an http(s) URL.");
+    else
+        rc = refuse(ei, "The endpoint is not a queue of this server "
+                        "(acs:mns:{region}:{account}:queues/{queue}) or an http(s) URL.");
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    memcpy(trimmed, text, len);
+    trimmed[len] = '\0';
+    return 0;
+}
+
+int notify_endpoint_parse(const char *text, size_t len, struct notify_endpoint *out,
+                          char trimmed[SMQ_ENDPOINT_MAX + 1])
+{
+    return notify_endpoint_parse_err(text, len, out, trimmed, NULL);
+}
