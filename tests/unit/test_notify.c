@@ -126,6 +126,7 @@ static void test_http_refusals(void **state)
     refused("http://[]/", "IPv6");
     refused("http://[::g]/", "IPv6");
     refused("http://[1]/", "IPv6");
+    refused("http://[1:2]/", "IPv6");
     refused("http://[::1]x/", "port");
     refused("http://[::1]:0/", "port");
     refused("http://::1/", "must name a host");
