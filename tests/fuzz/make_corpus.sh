@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 out=corpus
-# Only the targets made here: fuzz_admin's seeds are kept by hand.
+# Only the targets made here: fuzz_admin's and fuzz_notify's seeds are kept by hand.
 rm -rf "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request}
 mkdir -p "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request}
 
