@@ -6,9 +6,10 @@
  *
  * It starts first and stops last, so that probes get answers while a big
  * database is recovered and while smqd drains.  main.c reports the process
- * state (admin_set_state) and lends the engine thread (admin_attach_server)
- * once it runs; before that and after admin_detach_server, JSON API calls
- * answer 503 ServiceUnavailable and /metrics has only process families.
+ * state (admin_set_state) and lends the engine thread
+ * (admin_attach_engine_thread) once it runs; before that and after
+ * admin_detach_engine_thread, JSON API calls answer 503 ServiceUnavailable
+ * and /metrics has only process families.
  *
  * The listener runs on the shared HTTP glue (httpd.h): a request that needs
  * the engine is suspended while the engine works, with a deadline (2 s for
@@ -28,7 +29,7 @@
 #include "smqd/buf.h"
 #include "smqd/handle.h"
 #include "smqd/role.h"
-#include "smqd/server.h"
+#include "smqd/engine_thread.h"
 
 struct tls_creds;
 
@@ -71,12 +72,12 @@ int admin_set_tokens(struct smq_admin *a, const char *token, const char *read_to
  * gauge is absent until this is called.  a may be NULL. */
 void admin_set_wal_path(struct smq_admin *a, const char *wal_path);
 /* From now on API calls go to s; keys format MessageIds (engine_keys). */
-void admin_attach_server(struct smq_admin *a, struct smq_server *s,
-                         const struct handle_keys *keys);
-/* No more submissions to the server; waits until none is in flight.  Call
- * after server_stop (which finishes every submitted op) and before
- * server_free. */
-void admin_detach_server(struct smq_admin *a);
+void admin_attach_engine_thread(struct smq_admin *a, struct smq_engine_thread *s,
+                                const struct handle_keys *keys);
+/* No more submissions to the engine thread; waits until none is in flight.  Call
+ * after engine_thread_stop (which finishes every submitted op) and before
+ * engine_thread_free. */
+void admin_detach_engine_thread(struct smq_admin *a);
 /* Closes the listener and frees a. */
 void admin_stop(struct smq_admin *a);
 

@@ -23,7 +23,7 @@
 #include "smqd/metrics.h"
 #include "smqd/netaddr.h"
 #include "smqd/ratelimit.h"
-#include "smqd/server.h"
+#include "smqd/engine_thread.h"
 
 struct tls_creds;
 struct smq_role;
@@ -47,7 +47,7 @@ struct mns_listener_opts {
     /* The engine thread and (api.handle_keys) its keys.  With role set,
      * NULL = detached until mns_listener_attach: every request is answered
      * 503; without role it must be given. */
-    struct smq_server *engine;
+    struct smq_engine_thread *thread;
     struct smq_metrics *metrics;       /* borrowed; NULL = nothing counted */
     struct smq_ratelimit *ratelimit;   /* borrowed; NULL = no request-rate limits */
     /* Borrowed; NULL = always serving (the SQLite path).  Otherwise every
@@ -67,14 +67,15 @@ uint16_t mns_listener_port(const struct mns_listener *l);
 int64_t mns_listener_active_requests(struct mns_listener *l);
 /* Stops accepting new connections (existing ones keep working). */
 void mns_listener_quiesce(struct mns_listener *l);
-/* From now on requests go to engine; keys format and check handles
+/* From now on requests go to thread; keys format and check handles
  * (engine_keys).  Thread-safe.  Only for a listener with opts.role: one
  * without serves the engine it was started with until it stops. */
-void mns_listener_attach(struct mns_listener *l, struct smq_server *engine,
+void mns_listener_attach(struct mns_listener *l, struct smq_engine_thread *thread,
                          const struct handle_keys *keys);
 /* No more requests reach the engine (they are answered 503); waits until
- * none that did is still being answered.  Call after server_stop (which
- * finishes every submitted op) and before server_free.  NULL is a no-op. */
+ * none that did is still being answered.  Call after engine_thread_stop
+ * (which finishes every submitted op) and before engine_thread_free.  NULL is
+ * a no-op. */
 void mns_listener_detach(struct mns_listener *l);
 /* Closes every connection and frees l.  The engine must already be stopped,
  * so that no connection is still suspended. */

@@ -312,7 +312,7 @@ int store_notif_load(struct smq_store *s,
 
 /*
  * Disk-space reserve: a file PATH.reserve of `bytes` real blocks, or of
- * what the volume can hold (storage_reserve_for_volume; store_reserve_bytes
+ * what the volume can hold (volume_reserve_for; store_reserve_bytes
  * says which).  When the disk fills, the engine releases it so that deletes
  * (which need WAL space but no new pages) keep working, and restores it once
  * space is back.

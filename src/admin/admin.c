@@ -11,10 +11,11 @@
  * answered without them (a probe: "broken"; the API: 504), and the glue
  * keeps its storage, ops included, until the engine has finished them.
  *
- * The server pointer is lent by main.c (admin_attach_server) and taken
- * back (admin_detach_server) after server_stop; in between, in_flight
- * counts requests that submitted and have not been answered, so that the
- * server and the handle keys they render with are not freed under them.
+ * The engine thread is lent by main.c (admin_attach_engine_thread) and
+ * taken back (admin_detach_engine_thread) after engine_thread_stop; in
+ * between, in_flight counts requests that submitted and have not been
+ * answered, so that the engine thread and the handle keys they render with
+ * are not freed under them.
  */
 #include "smqd/admin.h"
 
@@ -61,7 +62,7 @@ struct smq_admin {
     const struct smq_role *role;     /* NULL: serving is not gated by a lease */
     pthread_mutex_t lock;            /* guards server, keys, in_flight, both auths, wal_path */
     pthread_cond_t idle;             /* in_flight dropped to 0 */
-    struct smq_server *server;
+    struct smq_engine_thread *thread;
     const struct handle_keys *keys;
     int in_flight;
     int engine_waiters;              /* atomic: requests suspended for the engine */
@@ -100,12 +101,13 @@ static enum admin_state get_state(struct smq_admin *a)
     return st;
 }
 
-void admin_attach_server(struct smq_admin *a, struct smq_server *s, const struct handle_keys *keys)
+void admin_attach_engine_thread(struct smq_admin *a, struct smq_engine_thread *s,
+                                const struct handle_keys *keys)
 {
     if (a == NULL)
         return;
     pthread_mutex_lock(&a->lock);
-    a->server = s;
+    a->thread = s;
     a->keys = keys;
     pthread_mutex_unlock(&a->lock);
 }
@@ -124,25 +126,26 @@ void admin_set_wal_path(struct smq_admin *a, const char *wal_path)
     pthread_mutex_unlock(&a->lock);
 }
 
-void admin_detach_server(struct smq_admin *a)
+void admin_detach_engine_thread(struct smq_admin *a)
 {
     if (a == NULL)
         return;
     pthread_mutex_lock(&a->lock);
-    a->server = NULL;
+    a->thread = NULL;
     a->keys = NULL;
     while (a->in_flight > 0)
         pthread_cond_wait(&a->idle, &a->lock);
     pthread_mutex_unlock(&a->lock);
 }
 
-/* The server, counted in in_flight until release_server; NULL when there is none. */
-static struct smq_server *acquire_server(struct smq_admin *a, const struct handle_keys **keys)
+/* The engine thread, counted in in_flight until release_thread; NULL when there is none. */
+static struct smq_engine_thread *acquire_thread(struct smq_admin *a,
+                                                const struct handle_keys **keys)
 {
-    struct smq_server *s;
+    struct smq_engine_thread *s;
 
     pthread_mutex_lock(&a->lock);
-    s = a->server;
+    s = a->thread;
     *keys = a->keys;
     if (s != NULL)
         a->in_flight++;
@@ -150,7 +153,7 @@ static struct smq_server *acquire_server(struct smq_admin *a, const struct handl
     return s;
 }
 
-static void release_server(struct smq_admin *a)
+static void release_thread(struct smq_admin *a)
 {
     pthread_mutex_lock(&a->lock);
     if (--a->in_flight == 0)
@@ -187,7 +190,7 @@ static void on_op_done(struct smq_op *op, void *arg)
 static bool submit_job(struct admin_req *d, int wait_ms, bool probe, struct admin_reply *r)
 {
     struct smq_admin *a = d->a;
-    struct smq_server *s = acquire_server(a, &d->keys);
+    struct smq_engine_thread *s = acquire_thread(a, &d->keys);
 
     if (s == NULL || (!probe && get_state(a) != ADMIN_READY)) {
         admin_reply_error(r, 503, "ServiceUnavailable", "%s", "smqd is starting or stopping; "
@@ -204,11 +207,11 @@ static bool submit_job(struct admin_req *d, int wait_ms, bool probe, struct admi
         }
         httpd_suspend(d->http, (uint64_t)wait_ms);
         for (size_t i = 0; i < d->job.n_ops; i++)
-            server_submit(s, &d->job.ops[i]);
+            engine_thread_submit(s, &d->job.ops[i]);
         return true;
     }
     if (s != NULL)
-        release_server(a);
+        release_thread(a);
     return false;
 }
 
@@ -220,7 +223,7 @@ static void leave_engine(struct admin_req *d)
         return;
     d->held = false;
     __atomic_sub_fetch(&d->a->engine_waiters, 1, __ATOMIC_ACQ_REL);
-    release_server(d->a);
+    release_thread(d->a);
 }
 
 /* ---- routing --------------------------------------------------------------------------- */

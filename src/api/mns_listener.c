@@ -44,7 +44,7 @@ struct mns_listener {
     uint64_t denied_unlogged;    /* beyond the cap since the last line */
     pthread_mutex_t attach_lock; /* guards the four below */
     pthread_cond_t idle;         /* in_flight fell to 0 */
-    struct smq_server *engine;   /* NULL while detached (a standby) */
+    struct smq_engine_thread *thread; /* NULL while detached (a standby) */
     const struct handle_keys *handle_keys;
     int64_t in_flight;           /* requests holding engine and keys */
 };
@@ -56,7 +56,7 @@ struct mns_req {
     char request_id[25];
     bool counted;                /* in metrics since it reached the handler */
     bool attached;               /* holds the engine and keys until on_done */
-    struct smq_server *engine;
+    struct smq_engine_thread *thread;
     struct api_ctx api;          /* opts.api with the attached handle keys */
     struct api_call call;
     int status;
@@ -228,15 +228,15 @@ static int gate(struct mns_req *d, struct smq_errinfo *ei)
     /* Without a role the engine is the one given at start, for good: no
      * lock and no count on every request. */
     if (l->opts.role == NULL) {
-        d->engine = l->opts.engine;
+        d->thread = l->opts.thread;
         d->api.handle_keys = l->opts.api.handle_keys;
         return 0;
     }
     if (role_serving(l->opts.role, clock_mono_us())) {
         pthread_mutex_lock(&l->attach_lock);
-        if (l->engine != NULL) {
+        if (l->thread != NULL) {
             d->attached = true;
-            d->engine = l->engine;
+            d->thread = l->thread;
             d->api.handle_keys = l->handle_keys;
             l->in_flight++;
         }
@@ -295,7 +295,7 @@ static void on_request(void *arg, struct httpd_req *r)
     d->call.op.client_gone = on_client_gone;
     memcpy(d->call.op.request_id, d->request_id, sizeof d->call.op.request_id);
     httpd_suspend(r, 0);
-    server_submit(d->engine, &d->call.op);
+    engine_thread_submit(d->thread, &d->call.op);
 }
 
 static void on_resume(void *arg, struct httpd_req *r, bool timed_out)
@@ -408,7 +408,7 @@ int mns_listener_start(const struct mns_listener_opts *opts, struct mns_listener
     pthread_mutex_init(&l->attach_lock, NULL);
     pthread_cond_init(&l->idle, NULL);
     l->opts = *opts;
-    l->engine = opts->engine;
+    l->thread = opts->thread;
     l->handle_keys = opts->api.handle_keys;
     if (crypto_random(rnd, sizeof rnd) != 0) {
         snprintf(err, err_size, "no random bytes for request ids");
@@ -458,11 +458,11 @@ void mns_listener_stop(struct mns_listener *l)
     free(l);
 }
 
-void mns_listener_attach(struct mns_listener *l, struct smq_server *engine,
+void mns_listener_attach(struct mns_listener *l, struct smq_engine_thread *thread,
                          const struct handle_keys *keys)
 {
     pthread_mutex_lock(&l->attach_lock);
-    l->engine = engine;
+    l->thread = thread;
     l->handle_keys = keys;
     pthread_mutex_unlock(&l->attach_lock);
 }
@@ -472,7 +472,7 @@ void mns_listener_detach(struct mns_listener *l)
     if (l == NULL)
         return;
     pthread_mutex_lock(&l->attach_lock);
-    l->engine = NULL;
+    l->thread = NULL;
     l->handle_keys = NULL;
     while (l->in_flight > 0)
         pthread_cond_wait(&l->idle, &l->attach_lock);

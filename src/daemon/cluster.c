@@ -93,8 +93,8 @@ static int activate(struct cluster *c, const struct lease_grant *g)
         return code == SMQD_EXIT_USAGE ? code : SMQD_EXIT_OK;
     }
     keys = engine_keys(c->node->engine);
-    mns_listener_attach(c->http, c->node->server, keys);
-    admin_attach_server(c->admin, c->node->server, keys);
+    mns_listener_attach(c->http, c->node->thread, keys);
+    admin_attach_engine_thread(c->admin, c->node->thread, keys);
     c->serving = true;
     c->epoch = g->epoch;
     /* Lost during the load: the next tick stops the node again. */
@@ -117,7 +117,7 @@ static void deactivate(struct cluster *c, const char *why)
     SMQ_WARN("standby: %s; stopping the engine", why);
     node_quiesce(c->node);
     mns_listener_detach(c->http);
-    admin_detach_server(c->admin);
+    admin_detach_engine_thread(c->admin);
     node_close(c->node);
     c->serving = false;
     SMQ_WARN("standby: stopped serving at lease epoch %lld", (long long)c->epoch);

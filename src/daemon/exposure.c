@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "smqd/storage.h"
+#include "smqd/volume.h"
 
 struct run {
     exposure_report_fn report;
@@ -80,8 +80,8 @@ static void check_database(struct run *r, const char *db)
 static void check_volume(struct run *r, const struct smq_config *cfg)
 {
     uint64_t wanted = (uint64_t)cfg->reserve_mb << 20;
-    uint64_t volume = storage_volume_bytes(cfg->storage_path);
-    uint64_t held = storage_reserve_for_volume(wanted, volume);
+    uint64_t volume = volume_size_bytes(cfg->storage_path);
+    uint64_t held = volume_reserve_for(wanted, volume);
 
     if (held < wanted)
         say(r, false, "the file system holding %s (%.1f MiB) cannot hold the %d MiB disk "

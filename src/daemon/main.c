@@ -294,7 +294,7 @@ static int start_local_node(const struct smq_config *cfg, struct daemon_parts *p
     if (p->node.store != NULL)
         admin_set_wal_path(p->admin, store_wal_path(p->node.store));   /* for smqd_wal_bytes */
     if (code == SMQD_EXIT_OK)
-        admin_attach_server(p->admin, p->node.server, engine_keys(p->node.engine));
+        admin_attach_engine_thread(p->admin, p->node.thread, engine_keys(p->node.engine));
     return code;
 }
 
@@ -321,7 +321,7 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
         .api = {.keys = &p->keys,
                 .handle_keys = p->node.engine != NULL ? engine_keys(p->node.engine) : NULL,
                 .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000},
-        .engine = p->node.server, .metrics = p->metrics, .ratelimit = p->ratelimit,
+        .thread = p->node.thread, .metrics = p->metrics, .ratelimit = p->ratelimit,
         .role = p->cluster != NULL ? &p->cluster->role : NULL};
     char err[512] = "";
 
@@ -423,9 +423,9 @@ static void stop_parts(struct daemon_parts *p)
         wait_requests_done(p->http);
     mns_listener_stop(p->http);
     /* Only now: until the HTTP daemon is gone, a kept-alive connection can
-     * still submit, and server_submit must find the (stopped) server to
-     * answer ServiceUnavailable.  The same holds for admin requests. */
-    admin_detach_server(p->admin);
+     * still submit, and engine_thread_submit must find the (stopped) engine
+     * thread to answer ServiceUnavailable.  The same holds for admin requests. */
+    admin_detach_engine_thread(p->admin);
     node_close(&p->node);
 }
 

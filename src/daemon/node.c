@@ -109,13 +109,13 @@ static int start_engine(const struct smq_config *cfg, struct node_parts *p,
 }
 
 /* The engine thread, with the syncer's flushes waking it. */
-static int start_server(struct node_parts *p)
+static int start_engine_thread(struct node_parts *p)
 {
-    if (server_start(p->engine, &p->server) != 0)
+    if (engine_thread_start(p->engine, &p->thread) != 0)
         return SMQD_EXIT_RUNTIME;
     if (p->syncer != NULL) {
-        syncer_set_idle_hook(p->syncer, server_wake, p->server);
-        server_wake(p->server);         /* a flush may have ended before the hook was set */
+        syncer_set_idle_hook(p->syncer, engine_thread_wake, p->thread);
+        engine_thread_wake(p->thread);  /* a flush may have ended before the hook was set */
     }
     return SMQD_EXIT_OK;
 }
@@ -132,7 +132,7 @@ int node_start(const struct node_opts *o, struct node_parts *p)
     if (code == SMQD_EXIT_OK)
         code = start_syncer(o, p);
     if (code == SMQD_EXIT_OK)
-        code = start_server(p);
+        code = start_engine_thread(p);
     return code;
 }
 
@@ -143,7 +143,7 @@ bool node_failed(const struct node_parts *p)
 
 void node_quiesce(struct node_parts *p)
 {
-    server_stop(p->server);
+    engine_thread_stop(p->thread);
     /* The syncer answers on its own thread and its hook wakes the server:
      * both must be over before either is freed (unbounded on purpose: an
      * answer must not reach a freed connection, however slow the disk). */
@@ -152,7 +152,7 @@ void node_quiesce(struct node_parts *p)
 
 void node_close(struct node_parts *p)
 {
-    server_free(p->server);
+    engine_thread_free(p->thread);
     engine_close(p->engine);
     if (p->syncer != NULL && syncer_failed(p->syncer))
         store_no_checkpoint_on_close(p->store);

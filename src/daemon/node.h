@@ -17,7 +17,7 @@
 #include "smqd/config.h"
 #include "smqd/engine.h"
 #include "smqd/metrics.h"
-#include "smqd/server.h"
+#include "smqd/engine_thread.h"
 #include "smqd/store.h"
 #include "smqd/syncer.h"
 
@@ -34,7 +34,7 @@ struct node_parts {
     struct smq_store *store;
     struct smq_syncer *syncer;     /* NULL with SQLite's sync = normal */
     struct smq_engine *engine;
-    struct smq_server *server;
+    struct smq_engine_thread *thread;
 };
 
 struct node_opts {

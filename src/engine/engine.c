@@ -254,8 +254,8 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
         return 0;
     /* A commit deferred while the syncer flushes (finish_run) is due when
      * the flush is over; the syncer's idle hook wakes the engine thread then
-     * (server_wake takes the lock the sleeping thread checked this under,
-     * so the wake-up cannot fall between the check and the sleep). */
+     * (engine_thread_wake takes the lock the sleeping thread checked this
+     * under, so the wake-up cannot fall between the check and the sleep). */
     if (e->txn.open && e->txn.syncer != NULL && syncer_idle(e->txn.syncer))
         return 0;
     t = min_u64(twheel_next_timeout_ms(&e->msg_wheel, now), waiters_timeout_ms(&e->waiters, now));

@@ -68,7 +68,7 @@ const char *space_refusal(const struct space *s)
  * until then sends stay refused, since they would use up the space the
  * released reserve left for deletes (and a second full disk would find no
  * reserve to release).  The reserve's size follows the volume, so a
- * drained volume always has that much free (storage.h). */
+ * drained volume always has that much free (volume.h). */
 void space_recheck(struct space *s, uint64_t now_mono)
 {
     int rc;

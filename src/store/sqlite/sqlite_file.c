@@ -17,6 +17,7 @@
 
 #include "smqd/errors.h"
 #include "smqd/log.h"
+#include "smqd/volume.h"
 
 /* In WAL mode NORMAL still syncs around checkpoints, so the database stays
  * consistent through a power loss; only the latest commits are not yet
@@ -92,7 +93,7 @@ int sqlite_file_reserve_init(struct smq_store *base, const char *db_path, uint64
     if (s->reserve_path == NULL)
         return SMQ_E_NOMEM;
     snprintf(s->reserve_path, n, "%s.reserve", db_path);
-    s->reserve_bytes = storage_reserve_for_volume(bytes, storage_volume_bytes(db_path));
+    s->reserve_bytes = volume_reserve_for(bytes, volume_size_bytes(db_path));
     if (s->reserve_bytes == 0) {
         unlink(s->reserve_path);     /* a reserve left by an earlier config */
         return 0;
@@ -119,7 +120,7 @@ int sqlite_file_reserve_restore(struct smq_store *base, uint64_t keep_free)
 
     if (s->reserve_path == NULL || s->reserve_bytes == 0 || reserve_held(s))
         return 0;
-    if (storage_free_bytes(s->reserve_path) < s->reserve_bytes + keep_free)
+    if (volume_free_bytes(s->reserve_path) < s->reserve_bytes + keep_free)
         return SMQ_E_STORAGE_FULL;
     fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     rc = fd < 0 ? errno : 0;

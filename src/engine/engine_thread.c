@@ -1,7 +1,7 @@
 /*
- * server.c — owns the engine thread, its inbox and its sleep (server.h).
+ * engine_thread.c — owns the engine thread, its inbox and its sleep (engine_thread.h).
  */
-#include "smqd/server.h"
+#include "smqd/engine_thread.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "smqd/log.h"
 #include "smqd/worker.h"
 
-struct smq_server {
+struct smq_engine_thread {
     struct smq_engine *engine;
     struct worker thread;            /* its lock guards the inbox and stopped */
     struct smq_op *inbox_head, **inbox_tail;
@@ -17,7 +17,7 @@ struct smq_server {
 };
 
 /* Takes the whole inbox (caller holds the lock). */
-static struct smq_op *take_inbox(struct smq_server *s)
+static struct smq_op *take_inbox(struct smq_engine_thread *s)
 {
     struct smq_op *ops = s->inbox_head;
 
@@ -26,7 +26,7 @@ static struct smq_op *take_inbox(struct smq_server *s)
     return ops;
 }
 
-static void sleep_until_work(struct smq_server *s)
+static void sleep_until_work(struct smq_engine_thread *s)
 {
     while (s->inbox_head == NULL && !s->thread.stopping) {
         uint64_t wait_ms = engine_next_timeout_ms(s->engine);
@@ -37,7 +37,7 @@ static void sleep_until_work(struct smq_server *s)
 }
 
 /* Answers what raced in after the last run, at once (caller holds the lock). */
-static void refuse_late(struct smq_server *s)
+static void refuse_late(struct smq_engine_thread *s)
 {
     struct smq_op *op = take_inbox(s);
 
@@ -51,7 +51,7 @@ static void refuse_late(struct smq_server *s)
 
 static void *engine_thread(void *arg)
 {
-    struct smq_server *s = arg;
+    struct smq_engine_thread *s = arg;
     bool stopping = false;
 
     pthread_mutex_lock(&s->thread.lock);
@@ -74,9 +74,9 @@ static void *engine_thread(void *arg)
     return NULL;
 }
 
-int server_start(struct smq_engine *engine, struct smq_server **out)
+int engine_thread_start(struct smq_engine *engine, struct smq_engine_thread **out)
 {
-    struct smq_server *s = calloc(1, sizeof *s);
+    struct smq_engine_thread *s = calloc(1, sizeof *s);
 
     if (s == NULL)
         return SMQ_E_NOMEM;
@@ -85,14 +85,14 @@ int server_start(struct smq_engine *engine, struct smq_server **out)
     worker_init(&s->thread);
     if (worker_start(&s->thread, "smqd-engine", engine_thread, s) != 0) {
         SMQ_ERROR("cannot start the engine thread");
-        server_free(s);
+        engine_thread_free(s);
         return SMQ_E_INTERNAL;
     }
     *out = s;
     return 0;
 }
 
-void server_submit(struct smq_server *s, struct smq_op *op)
+void engine_thread_submit(struct smq_engine_thread *s, struct smq_op *op)
 {
     bool refused;
 
@@ -111,24 +111,24 @@ void server_submit(struct smq_server *s, struct smq_op *op)
     }
 }
 
-void server_wake(void *arg)
+void engine_thread_wake(void *arg)
 {
-    struct smq_server *s = arg;
+    struct smq_engine_thread *s = arg;
 
     worker_signal(&s->thread);
 }
 
-void server_stop(struct smq_server *s)
+void engine_thread_stop(struct smq_engine_thread *s)
 {
     if (s != NULL)
         worker_stop(&s->thread);
 }
 
-void server_free(struct smq_server *s)
+void engine_thread_free(struct smq_engine_thread *s)
 {
     if (s == NULL)
         return;
-    server_stop(s);
+    engine_thread_stop(s);
     worker_destroy(&s->thread);
     free(s);
 }

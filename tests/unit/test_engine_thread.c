@@ -1,11 +1,12 @@
 /*
- * test_server.c — unit tests for server.c (server.h): the engine thread and
- * its inbox.  Ops submitted from several threads are each answered exactly
- * once, in submission order per thread, after their commit; everything
- * that arrived while the engine was busy runs as one group, and submitting
- * never waits for a run; the sleeping thread is woken by a submit, by a
- * timer that has come due and by server_wake; server_stop runs what was
- * submitted, finishes parked long polls with MessageNotExist, and later
+ * test_engine_thread.c — unit tests for engine_thread.c (engine_thread.h):
+ * the engine thread and its inbox.  Ops submitted from several threads are
+ * each answered exactly once, in submission order per thread, after their
+ * commit; everything that arrived while the engine was busy runs as one
+ * group, and submitting never waits for a run; the sleeping thread is woken
+ * by a submit, by a timer that has come due and by engine_thread_wake;
+ * engine_thread_stop runs what was submitted, finishes parked long polls
+ * with MessageNotExist, and later
  * submits are answered at once with ServiceUnavailable.
  *
  * The engine is real (a SQLite store in a temporary directory, no syncer)
@@ -44,7 +45,7 @@
 #include "smqd/engine.h"
 #include "smqd/errors.h"
 #include "smqd/op.h"
-#include "smqd/server.h"
+#include "smqd/engine_thread.h"
 #include "smqd/store.h"
 
 #define N_THREADS 4
@@ -81,7 +82,7 @@ struct fixture {
     struct locked_clock clk;
     struct smq_store *store;
     struct smq_engine *e;
-    struct smq_server *s;
+    struct smq_engine_thread *s;
     pthread_mutex_t mu;
     pthread_cond_t cv;               /* monotonic: bounded waits */
     long n_answered;
@@ -173,7 +174,7 @@ static int setup(void **state)
     pthread_mutex_init(&f->clk.lock, NULL);
     clock_fake_init(&f->clk.fake, 5000000u, 1700000000500LL);
     f->clk.clock = (struct smq_clock){.mono_ms = lc_mono, .epoch_ms = lc_epoch, .ctx = &f->clk};
-    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-server-XXXXXX");
+    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-engine-thread-XXXXXX");
     if (mkdtemp(f->dir) == NULL)
         return -1;
     snprintf(f->path, sizeof f->path, "%s/smqd.db", f->dir);
@@ -183,7 +184,7 @@ static int setup(void **state)
     eo = (struct smq_engine_opts){.clock = &f->clk.clock, .store = f->store, .max_queues = 10};
     if (engine_open(&eo, &f->e, err, sizeof err) != 0)
         return -1;
-    return server_start(f->e, &f->s) == 0 ? 0 : -1;
+    return engine_thread_start(f->e, &f->s) == 0 ? 0 : -1;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -200,7 +201,7 @@ static int teardown(void **state)
     f->gate_open = true;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
-    server_free(f->s);
+    engine_thread_free(f->s);
     engine_close(f->e);
     store_close(f->store);
     for (size_t i = 0; i < N_OPS; i++)
@@ -319,7 +320,7 @@ static int answers_of(struct fixture *f, const struct tracked *t)
 /* Submits t and waits for its answer; returns its result. */
 static int run(struct fixture *f, struct tracked *t)
 {
-    server_submit(f->s, &t->op);
+    engine_thread_submit(f->s, &t->op);
     if (!wait_for(f, is_answered, t))
         fail_msg("op on %s not answered within %d ms", t->op.queue, BOUND_MS);
     return t->op.result.err;
@@ -346,7 +347,7 @@ static void hold_engine(struct fixture *f, int i, const char *queue)
     struct tracked *g = prep(f, i, SMQ_OP_GET_QUEUE, queue);
 
     g->gate = true;
-    server_submit(f->s, &g->op);
+    engine_thread_submit(f->s, &g->op);
     assert_true(wait_for(f, gate_entered, NULL));
 }
 
@@ -419,7 +420,7 @@ static void *submit_burst(void *arg)
     struct submitter *s = arg;
 
     for (int j = 0; j < PER_THREAD; j++)
-        server_submit(s->f->s, &s->f->ops[1 + s->k * PER_THREAD + j].op);
+        engine_thread_submit(s->f->s, &s->f->ops[1 + s->k * PER_THREAD + j].op);
     return NULL;
 }
 
@@ -438,7 +439,7 @@ static void check_thread_ops(struct fixture *f, int k)
     }
 }
 
-static void test_server_ops_from_threads_answered_once_in_order(void **state)
+static void test_engine_thread_ops_from_threads_answered_once_in_order(void **state)
 {
     struct fixture *f = *state;
     struct submitter subs[N_THREADS];
@@ -455,7 +456,7 @@ static void test_server_ops_from_threads_answered_once_in_order(void **state)
     for (int k = 0; k < N_THREADS; k++)
         pthread_join(th[k], NULL);
     assert_true(wait_for(f, n_answered_reached, &all));
-    server_stop(f->s);               /* no answer can come after the join */
+    engine_thread_stop(f->s);               /* no answer can come after the join */
     pthread_mutex_lock(&f->mu);
     assert_int_equal(f->n_answered, N_OPS);
     pthread_mutex_unlock(&f->mu);
@@ -466,7 +467,7 @@ static void test_server_ops_from_threads_answered_once_in_order(void **state)
 
 /* done comes after the commit: a connection of its own, opened inside the
  * callback, already sees the message. */
-static void test_server_answer_follows_commit(void **state)
+static void test_engine_thread_answer_follows_commit(void **state)
 {
     struct fixture *f = *state;
     struct tracked *s;
@@ -484,8 +485,8 @@ static void *submit_two(void *arg)
 {
     struct fixture *f = arg;
 
-    server_submit(f->s, &f->ops[2].op);
-    server_submit(f->s, &f->ops[3].op);
+    engine_thread_submit(f->s, &f->ops[2].op);
+    engine_thread_submit(f->s, &f->ops[3].op);
     set_flag(f);
     return NULL;
 }
@@ -493,7 +494,7 @@ static void *submit_two(void *arg)
 /* While the engine thread is busy (held inside a run), submits return at
  * once (no lock across the run) and queue up; the next run takes both as
  * one group: when the first is answered, the second has already run. */
-static void test_server_ops_queued_while_busy_run_as_one_group(void **state)
+static void test_engine_thread_ops_queued_while_busy_run_as_one_group(void **state)
 {
     struct fixture *f = *state;
     struct tracked *b, *c;
@@ -509,7 +510,7 @@ static void test_server_ops_queued_while_busy_run_as_one_group(void **state)
     submitted = wait_for(f, flag_set, NULL);
     open_gate(f);
     pthread_join(th, NULL);
-    assert_true(submitted);          /* server_submit did not wait for the run */
+    assert_true(submitted);          /* engine_thread_submit did not wait for the run */
     assert_true(wait_for(f, is_answered, c));
     assert_int_equal(b->op.result.err, 0);
     assert_int_equal(c->op.result.err, 0);
@@ -522,14 +523,14 @@ static void test_server_ops_queued_while_busy_run_as_one_group(void **state)
 /* A long poll parks; the thread sleeps until its deadline, 30 s away.  A
  * send must wake it: both are answered well before that, the poll with
  * the message. */
-static void test_server_submit_wakes_sleeping_thread(void **state)
+static void test_engine_thread_submit_wakes_sleeping_thread(void **state)
 {
     struct fixture *f = *state;
     struct tracked *r;
 
     create_queue(f, 0, "q");
     r = prep_receive(f, 1, "q", LONG_POLL_S);
-    server_submit(f->s, &r->op);
+    engine_thread_submit(f->s, &r->op);
     assert_int_equal(parked(f, 2), 1);
     wait_engine_asleep();            /* planned a 30 s sleep */
     assert_int_equal(run(f, prep_send(f, 3, "q")), 0);
@@ -543,14 +544,14 @@ static void test_server_submit_wakes_sleeping_thread(void **state)
 /* With no op coming, a timer that has come due wakes the thread: a 1 s
  * long poll whose deadline the fake clock has passed ends MessageNotExist
  * (a thread that slept until the next op would never answer it). */
-static void test_server_due_timer_wakes_thread(void **state)
+static void test_engine_thread_due_timer_wakes_thread(void **state)
 {
     struct fixture *f = *state;
     struct tracked *r;
 
     create_queue(f, 0, "q");
     r = prep_receive(f, 1, "q", 1);
-    server_submit(f->s, &r->op);
+    engine_thread_submit(f->s, &r->op);
     assert_int_equal(parked(f, 2), 1);
     wait_engine_asleep();            /* planned a 1 s sleep: the poll's deadline */
     assert_int_equal(answers_of(f, r), 0);
@@ -560,21 +561,21 @@ static void test_server_due_timer_wakes_thread(void **state)
     assert_int_equal(answers_of(f, r), 1);
 }
 
-/* server_wake makes the thread look at the timers again: after the clock
+/* engine_thread_wake makes the thread look at the timers again: after the clock
  * jumps past a 30 s poll's deadline, the poll ends well before the 30 s
  * the thread had planned to sleep. */
-static void test_server_wake_rereads_the_next_timeout(void **state)
+static void test_engine_thread_wake_rereads_the_next_timeout(void **state)
 {
     struct fixture *f = *state;
     struct tracked *r;
 
     create_queue(f, 0, "q");
     r = prep_receive(f, 1, "q", LONG_POLL_S);
-    server_submit(f->s, &r->op);
+    engine_thread_submit(f->s, &r->op);
     assert_int_equal(parked(f, 2), 1);
     wait_engine_asleep();            /* planned a 30 s sleep */
     lc_advance(&f->clk, LONG_POLL_S * 1000 + 1000);
-    server_wake(f->s);
+    engine_thread_wake(f->s);
     assert_true(wait_for(f, is_answered, r));
     assert_int_equal(r->op.result.err, SMQ_E_MESSAGE_NOT_EXIST);
 }
@@ -586,11 +587,11 @@ static void *stopper(void *arg)
     struct fixture *f = arg;
 
     set_flag(f);
-    server_stop(f->s);
+    engine_thread_stop(f->s);
     return NULL;
 }
 
-/* What was submitted before server_stop (queued behind a held run) runs
+/* What was submitted before engine_thread_stop (queued behind a held run) runs
  * and commits; the parked poll ends MessageNotExist; each once. */
 static void stop_with_queued_ops(struct fixture *f)
 {
@@ -598,7 +599,7 @@ static void stop_with_queued_ops(struct fixture *f)
 
     hold_engine(f, 3, "q");
     for (int i = 4; i < 8; i++)
-        server_submit(f->s, &prep_send(f, i, "other")->op);
+        engine_thread_submit(f->s, &prep_send(f, i, "other")->op);
     assert_int_equal(pthread_create(&th, NULL, stopper, f), 0);
     assert_true(wait_for(f, flag_set, NULL));
     open_gate(f);
@@ -612,20 +613,20 @@ static void stop_with_queued_ops(struct fixture *f)
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 4);
 }
 
-/* After server_stop, a submit is answered before it returns, with
+/* After engine_thread_stop, a submit is answered before it returns, with
  * ServiceUnavailable, and runs nothing. */
-static void test_server_stop_runs_queued_drains_polls_refuses_late(void **state)
+static void test_engine_thread_stop_runs_queued_drains_polls_refuses_late(void **state)
 {
     struct fixture *f = *state;
     struct tracked *late;
 
     create_queue(f, 0, "q");
     create_queue(f, 1, "other");
-    server_submit(f->s, &prep_receive(f, 2, "q", LONG_POLL_S)->op);
+    engine_thread_submit(f->s, &prep_receive(f, 2, "q", LONG_POLL_S)->op);
     assert_int_equal(parked(f, 8), 1);
     stop_with_queued_ops(f);
     late = prep_send(f, 9, "other");
-    server_submit(f->s, &late->op);
+    engine_thread_submit(f->s, &late->op);
     assert_int_equal(answers_of(f, late), 1);
     assert_int_equal(late->op.result.err, SMQ_E_SERVICE_UNAVAILABLE);
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 4);
@@ -635,13 +636,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
-        T(test_server_ops_from_threads_answered_once_in_order),
-        T(test_server_answer_follows_commit),
-        T(test_server_ops_queued_while_busy_run_as_one_group),
-        T(test_server_submit_wakes_sleeping_thread),
-        T(test_server_due_timer_wakes_thread),
-        T(test_server_wake_rereads_the_next_timeout),
-        T(test_server_stop_runs_queued_drains_polls_refuses_late),
+        T(test_engine_thread_ops_from_threads_answered_once_in_order),
+        T(test_engine_thread_answer_follows_commit),
+        T(test_engine_thread_ops_queued_while_busy_run_as_one_group),
+        T(test_engine_thread_submit_wakes_sleeping_thread),
+        T(test_engine_thread_due_timer_wakes_thread),
+        T(test_engine_thread_wake_rereads_the_next_timeout),
+        T(test_engine_thread_stop_runs_queued_drains_polls_refuses_late),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
