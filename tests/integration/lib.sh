@@ -372,19 +372,20 @@ mns_canon_headers_v() {   # the same, result in CANON
 
 # content_md5_of FILE — the SDKs' (non-RFC) form: base64 of the lowercase hex MD5.
 content_md5_of() {
+    content_md5_of_v "$1"
+    printf '%s' "$B64"
+}
+content_md5_of_v() {   # the same, result in B64
     local hex
     hex=$(md5sum <"$1")
     b64_text "${hex:0:32}"
-    printf '%s' "$B64"
 }
 
 # content_md5_text TEXT — the same for a string (a body signed by hand).
 content_md5_text() {
-    local hex f="$SUITE_TMP/md5.$BASHPID"
+    local f="$SUITE_TMP/md5.$BASHPID"
     printf '%s' "$1" >"$f"
-    hex=$(md5sum <"$f")
-    b64_text "${hex:0:32}"
-    printf '%s' "$B64"
+    content_md5_of "$f"
 }
 
 # mns_authorization AK SK VERB MD5 TYPE DATE RESOURCE ['Name: value']... — the complete
@@ -540,7 +541,7 @@ mns_request() {
             if [ -n "${MNS_MD5:-}" ]; then
                 md5=$MNS_MD5
             else
-                h=$(md5sum <"$tag.req"); b64_text "${h:0:32}"; md5=$B64
+                content_md5_of_v "$tag.req"; md5=$B64
             fi
         fi
         curl_args+=(--data-binary "@$tag.req")
