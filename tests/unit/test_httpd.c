@@ -557,16 +557,24 @@ static void test_httpd_kept_alive_connection_gets_the_idle_limit(void **state)
 
 #define XFF_REQUEST "GET /echo HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 192.0.2.1, 127.0.0.2\r\n\r\n"
 
+/* Sends request on fd and checks the echoed client and proxy the handler saw
+ * ("client=C\nproxy=P\n"). */
+static void expect_client(int fd, const char *request, const char *seen)
+{
+    char resp[4096];
+
+    send_text(fd, request);
+    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, seen));
+}
+
 /* No trusted proxy: the client is the peer, whatever X-Forwarded-For says. */
 static void test_httpd_client_is_the_peer(void **state)
 {
     struct fixture *f = *state;
-    char resp[4096];
     int fd = connect_from(f, 0x7f000003);
 
-    send_text(fd, XFF_REQUEST);
-    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
-    assert_non_null(strstr(resp, "client=127.0.0.3\nproxy=(none)\n"));
+    expect_client(fd, XFF_REQUEST, "client=127.0.0.3\nproxy=(none)\n");
     close(fd);
 }
 
@@ -575,21 +583,14 @@ static void test_httpd_client_is_the_peer(void **state)
 static void test_httpd_client_through_a_trusted_proxy(void **state)
 {
     struct fixture *f = *state;
-    char resp[4096];
     int fd = connect_from(f, 0x7f000001);
 
-    send_text(fd, XFF_REQUEST);
-    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
-    assert_non_null(strstr(resp, "client=127.0.0.2\nproxy=127.0.0.1\n"));
+    expect_client(fd, XFF_REQUEST, "client=127.0.0.2\nproxy=127.0.0.1\n");
     /* The proxy's own request (a health check) is the proxy's. */
-    send_text(fd, "GET /echo HTTP/1.1\r\nHost: h\r\n\r\n");
-    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
-    assert_non_null(strstr(resp, "client=127.0.0.1\nproxy=(none)\n"));
+    expect_client(fd, "GET /echo HTTP/1.1\r\nHost: h\r\n\r\n", "client=127.0.0.1\nproxy=(none)\n");
     close(fd);
     fd = connect_from(f, 0x7f000002);
-    send_text(fd, XFF_REQUEST);
-    assert_int_equal(read_response(fd, resp, sizeof resp), 200);
-    assert_non_null(strstr(resp, "client=127.0.0.2\nproxy=(none)\n"));
+    expect_client(fd, XFF_REQUEST, "client=127.0.0.2\nproxy=(none)\n");
     close(fd);
 }
 
