@@ -26,6 +26,7 @@ struct api_ctx {
     const struct handle_keys *handle_keys;
     const struct smq_clock *clock;
     int64_t max_skew_ms;
+    const char *account_id;              /* [topics] account_id; NULL = the default */
 };
 
 /* One request as received. */

@@ -75,11 +75,15 @@ struct smq_config {
     int idle_timeout_s;           /* keep-alive idle timeout; default 75 */
     int request_timeout_s;        /* whole-request read bound; default 30 */
     int max_queues;               /* default 1000 */
+    int max_topics;               /* default 1000 (docs/protocol.md §13.2) */
+    int max_subscriptions_per_topic;   /* default 1000 */
     int max_body_bytes;           /* request body cap; default 1 MiB */
     int queue_qps;                /* requests/s per queue (token bucket); 0 = no limit (default) */
     int queue_burst;              /* that bucket's size; 0 = queue_qps */
     int access_key_qps;           /* requests/s per access key; 0 = no limit (default) */
     int access_key_burst;         /* that bucket's size; 0 = access_key_qps */
+    /* [topics] */
+    char topics_account_id[65];   /* TopicOwner and Subscriber in answers; default 1000000000000000 */
     /* [log] */
     enum smq_log_level log_level; /* default info */
     char log_file[4096];          /* "-" = stderr (config_load stores "" as "-") */

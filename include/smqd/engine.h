@@ -52,6 +52,8 @@ struct smq_engine_opts {
     const struct smq_clock *clock;
     struct smq_store *store;      /* borrowed; outlives the engine */
     int max_queues;
+    int max_topics;               /* [limits]; 0 = SMQ_TOPICS_DEFAULT_MAX */
+    int max_subs_per_topic;       /* [limits]; 0 = SMQ_SUBS_PER_TOPIC_DEFAULT_MAX */
     uint64_t reserve_margin;      /* free bytes required beside the reserve to retake it */
     bool reserve_missing;         /* the reserve could not be allocated at start: begin in
                                    * storage-full mode until it can be taken */

@@ -83,6 +83,7 @@ struct smq_queue_stats {
 /* Engine-wide figures (engine_stats, SMQ_OP_STATS). */
 struct smq_engine_stats {
     size_t queues, messages, waiters;
+    size_t topics, subscriptions;  /* subscriptions: of every topic */
     uint64_t reloads;             /* state reloads after a lost transaction */
     bool storage_full;            /* refusing sends: the disk filled up */
     bool storage_reserve_spent;   /* and no released reserve is left for the deletes */

@@ -320,7 +320,8 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
         .max_body_bytes = (size_t)cfg->max_body_bytes, .log_requests = cfg->log_requests,
         .api = {.keys = &p->keys,
                 .handle_keys = p->node.engine != NULL ? engine_keys(p->node.engine) : NULL,
-                .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000},
+                .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000,
+                .account_id = cfg->topics_account_id},
         .thread = p->node.thread, .metrics = p->metrics, .ratelimit = p->ratelimit,
         .role = p->cluster != NULL ? &p->cluster->role : NULL};
     char err[512] = "";

@@ -91,6 +91,8 @@ static int start_engine(const struct smq_config *cfg, struct node_parts *p,
 {
     struct smq_engine_opts eopts = {.clock = clock_system(), .store = p->store,
                                     .max_queues = cfg->max_queues,
+                                    .max_topics = cfg->max_topics,
+                                    .max_subs_per_topic = cfg->max_subscriptions_per_topic,
                                     .reserve_margin = store_reserve_bytes(p->store),
                                     .reserve_missing = reserve_missing};
     char err[512] = "";

@@ -108,6 +108,9 @@ static void test_config_defaults(void **state)
     assert_int_equal(c->idle_timeout_s, 75);
     assert_int_equal(c->request_timeout_s, 30);
     assert_int_equal(c->max_queues, 1000);
+    assert_int_equal(c->max_topics, 1000);
+    assert_int_equal(c->max_subscriptions_per_topic, 1000);
+    assert_string_equal(c->topics_account_id, "1000000000000000");
     assert_int_equal(c->max_body_bytes, 1048576);
     assert_int_equal(c->log_level, SMQ_LOG_INFO);
     assert_string_equal(c->log_file, "-");
@@ -207,7 +210,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 30);   /* every row but the three key rows and the [admin] tokens */
+    assert_int_equal(checked, 33);   /* every row but the three key rows and the [admin] tokens */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
