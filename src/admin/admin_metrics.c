@@ -152,6 +152,9 @@ static void render_queue_family(const struct queue_family *f, const struct smq_o
 static void render_engine(const struct smq_engine_stats *t, struct smq_buf *out)
 {
     gauge_u64(out, "smqd_queues", "Queues that exist.", t->queues);
+    gauge_u64(out, "smqd_topics", "Topics that exist.", t->topics);
+    gauge_u64(out, "smqd_subscriptions", "Subscriptions that exist, of every topic.",
+              t->subscriptions);
     gauge_u64(out, "smqd_long_poll_waiters", "Receive requests parked on any queue.", t->waiters);
     gauge_u64(out, "smqd_storage_full", "1 while sends are refused because the disk filled up.",
               t->storage_full ? 1 : 0);

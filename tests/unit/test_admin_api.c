@@ -216,6 +216,8 @@ static void test_admin_metrics_exposition(void **state)
     in.version = "1.2.3";
     in.start_time_ms = 1500;
     in.ready = true;
+    op.stats.totals.topics = 3;
+    op.stats.totals.subscriptions = 7;
     in.stats = &op;
     in.now_ms = 1003000;
     in.db_bytes = 8192;
@@ -228,6 +230,9 @@ static void test_admin_metrics_exposition(void **state)
     assert_non_null(strstr(b.data, "smqd_queue_oldest_message_age_seconds{queue=\"a\\\"b\\\\c\"} 3.000\n"));
     assert_non_null(strstr(b.data, "# TYPE smqd_messages_sent_total counter\n"));
     assert_non_null(strstr(b.data, "smqd_db_free_bytes 8192\n"));
+    assert_non_null(strstr(b.data, "# HELP smqd_topics Topics that exist.\n"
+                                   "# TYPE smqd_topics gauge\nsmqd_topics 3\n"));
+    assert_non_null(strstr(b.data, "# TYPE smqd_subscriptions gauge\nsmqd_subscriptions 7\n"));
     assert_non_null(strstr(b.data, "smqd_db_bytes 8192\n"));
     assert_null(strstr(b.data, "smqd_wal_bytes"));      /* unknown: not written */
     assert_non_null(strstr(b.data, "smqd_build_info{version=\"1.2.3\"} 1\n"));
@@ -238,6 +243,8 @@ static void test_admin_metrics_exposition(void **state)
     admin_metrics_render(&in, &b);
     assert_non_null(strstr(b.data, "smqd_engine_up 0\n"));
     assert_null(strstr(b.data, "smqd_queues"));
+    assert_null(strstr(b.data, "smqd_topics"));
+    assert_null(strstr(b.data, "smqd_subscriptions"));
     buf_free(&b);
     op_release(&op);
 }
