@@ -39,6 +39,9 @@ enum admin_job_kind {
     ADMIN_JOB_PURGE,             /* POST /v1/queues/NAME/purge */
     ADMIN_JOB_REDRIVE,           /* POST /v1/queues/NAME/redrive */
     ADMIN_JOB_SET,               /* PUT /v1/queues/NAME/attributes: SET, then STATS */
+    ADMIN_JOB_TOPICS,            /* GET /v1/topics: one page of LIST_TOPICS */
+    ADMIN_JOB_SUBSCRIPTIONS,     /* GET /v1/topics/NAME/subscriptions: one page of
+                                  * LIST_SUBSCRIPTIONS */
     ADMIN_JOB__COUNT             /* not a kind: how many there are (admin_api.c's table) */
 };
 
@@ -74,5 +77,8 @@ bool admin_api_has_job(enum admin_job_kind kind);
 
 /* Appends the QUEUE object of docs/admin-api.md for st. */
 void admin_api_queue_json(struct smq_buf *b, const struct smq_queue_stats *st, int64_t now_ms);
+/* Appends the TOPIC and SUBSCRIPTION objects of docs/admin-api.md. */
+void admin_api_topic_json(struct smq_buf *b, const struct smq_topic_info *t);
+void admin_api_sub_json(struct smq_buf *b, const struct smq_sub_info *s);
 
 #endif

@@ -311,28 +311,36 @@ static const char *browser_refusal(struct httpd_req *r, enum token_state token)
     return NULL;
 }
 
+/* path is PREFIX + NAME + suffix, NAME non-empty and without a '/'. */
+static bool is_named(const char *path, const char *prefix, const char *suffix)
+{
+    size_t plen = strlen(prefix), slen = strlen(suffix), len = strlen(path);
+    const char *name = path + plen;
+    size_t name_len = len - plen - slen;
+
+    if (len <= plen + slen || strncmp(path, prefix, plen) != 0
+        || strcmp(path + len - slen, suffix) != 0)
+        return false;
+    return memchr(name, '/', name_len) == NULL;
+}
+
 /*
  * What the read-only token may ask (docs/admin-api.md): GET or HEAD of the
- * probes and of the queue statistics, which show counts and settings.  Not
- * a peek: message bodies are the queues' data, not statistics.  A list of
- * what is allowed rather than of what is not, so that a route added to
- * admin_api.c is refused to this token until it is named here.  path is
- * without its query; a malformed NAME is admin_api.c's to refuse (400).
+ * probes, of the queue statistics, which show counts and settings, and of
+ * the topic and subscription listings, which show settings.  Not a peek:
+ * message bodies are the queues' data, not statistics.  A list of what is
+ * allowed rather than of what is not, so that a route added to admin_api.c
+ * is refused to this token until it is named here.  path is without its
+ * query; a malformed NAME is admin_api.c's to refuse (400).
  */
 static bool read_only_request(const char *method, const char *path)
 {
-    static const char queue[] = "/v1/queues/";
-    const char *name;
-
     if (!is_get(method))
         return false;
-    if (strcmp(path, "/ready") == 0 || strcmp(path, "/metrics") == 0
-        || strcmp(path, "/v1/queues") == 0)
-        return true;
-    if (strncmp(path, queue, sizeof queue - 1) != 0)
-        return false;
-    name = path + sizeof queue - 1;
-    return name[0] != '\0' && strchr(name, '/') == NULL;
+    return strcmp(path, "/ready") == 0 || strcmp(path, "/metrics") == 0
+        || strcmp(path, "/v1/queues") == 0 || strcmp(path, "/v1/topics") == 0
+        || is_named(path, "/v1/queues/", "")
+        || is_named(path, "/v1/topics/", "/subscriptions");
 }
 
 /* 403 for a request beyond the read-only token's scope, logged (never the

@@ -116,6 +116,22 @@ static int take_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_
     return 0;
 }
 
+/* Copies a checked topic name: the queue-name rule (docs/protocol.md §13),
+ * refused with the topic's own error codes. */
+static int take_topic_name(const char *raw, size_t len, char out[SMQ_TOPIC_NAME_MAX + 1],
+                           struct admin_reply *r)
+{
+    struct smq_errinfo ei = {0, ""};
+    int err;
+
+    if (query_queue_name(raw, len, out, &ei) == 0)
+        return 0;
+    err = ei.err == SMQ_E_QUEUE_NAME_LENGTH ? SMQ_E_TOPIC_NAME_LENGTH : SMQ_E_TOPIC_NAME_INVALID;
+    errors_set(&ei, err, NULL);
+    admin_reply_errinfo(r, &ei);
+    return err;
+}
+
 /* ---- query parameters --------------------------------------------------------- */
 
 /* Every parameter must be one of allowed (NULL-terminated) and appear once. */
@@ -197,6 +213,65 @@ static int prepare_redrive(const struct query *q, struct admin_job *job, struct 
     op->redrive.rate_per_s = (uint32_t)rate_v;
     op->redrive.max = max_v;
     return 0;
+}
+
+/* The most a listing page holds: the engine's bound on ret_number (op.h). */
+#define LIST_LIMIT_MAX 1000
+
+/* A name-like parameter (prefix, marker) into out, at most a name long. */
+static int take_name_param(const char *name, const char *v, char out[SMQ_TOPIC_NAME_MAX + 1],
+                           struct admin_reply *r)
+{
+    size_t len = v != NULL ? strlen(v) : 0;
+
+    if (len > SMQ_TOPIC_NAME_MAX)
+        return bad_argument(r, "%s must be at most %d characters.", name, SMQ_TOPIC_NAME_MAX);
+    memcpy(out, v != NULL ? v : "", len + 1);
+    return 0;
+}
+
+/*
+ * The paging of the topic and subscription listings: ?prefix=&marker=&limit=.
+ * A page is what one engine op can answer (up to 1000 names, where
+ * [limits] max_topics may allow a million), so the client follows
+ * next_marker, as over the MNS API (docs/admin-api.md).
+ */
+static int take_page(const struct query *q, char prefix[SMQ_TOPIC_NAME_MAX + 1],
+                     char marker[SMQ_TOPIC_NAME_MAX + 1], int *ret_number, struct admin_reply *r)
+{
+    static const char *const allowed[] = {"prefix", "marker", "limit", NULL};
+    const char *limit = query_get(q, "limit");
+    uint64_t n = LIST_LIMIT_MAX;
+    int rc = check_params(q, allowed, r);
+
+    if (rc == 0 && limit != NULL && !parse_u64(limit, 1, LIST_LIMIT_MAX, &n))
+        rc = bad_argument(r, "limit must be an integer from 1 to 1000, not \"%.64s\".", limit);
+    if (rc == 0)
+        rc = take_name_param("prefix", query_get(q, "prefix"), prefix, r);
+    if (rc == 0)
+        rc = take_name_param("marker", query_get(q, "marker"), marker, r);
+    *ret_number = (int)n;
+    return rc;
+}
+
+/* Every topic, as the admin sees them all (visible = NULL). */
+static int prepare_topics(const struct query *q, struct admin_job *job, struct admin_reply *r)
+{
+    struct smq_op *op = &job->ops[0];
+
+    op_set_kind(op, SMQ_OP_LIST_TOPICS);
+    op->tlist.visible = NULL;
+    return take_page(q, op->tlist.prefix, op->tlist.marker, &op->tlist.ret_number, r);
+}
+
+/* One topic's subscriptions: op->queue is the topic (op.h). */
+static int prepare_subscriptions(const struct query *q, struct admin_job *job,
+                                 struct admin_reply *r)
+{
+    struct smq_op *op = &job->ops[0];
+
+    op_set_kind(op, SMQ_OP_LIST_SUBSCRIPTIONS);
+    return take_page(q, op->slist.prefix, op->slist.marker, &op->slist.ret_number, r);
 }
 
 /* ---- queue attributes ----------------------------------------------------------- */
@@ -466,6 +541,82 @@ static void render_redrive(const struct admin_job *job, const struct handle_keys
                (unsigned long long)op->redrive.n_scheduled, (unsigned)op->redrive.rate_per_s);
 }
 
+void admin_api_topic_json(struct smq_buf *b, const struct smq_topic_info *t)
+{
+    buf_puts(b, "{\"name\":");
+    json_cstr(b, t->name);
+    buf_printf(b, ",\"create_time\":%lld,\"modify_time\":%lld,\"message_count\":%llu,"
+               "\"published\":%llu,\"attributes\":{\"MaximumMessageSize\":%lld,"
+               "\"LoggingEnabled\":%s}}",
+               (long long)t->create_s, (long long)t->modify_s,
+               (unsigned long long)t->message_count, (unsigned long long)t->published,
+               (long long)t->attrs.max_msg_size, t->attrs.logging ? "true" : "false");
+}
+
+void admin_api_sub_json(struct smq_buf *b, const struct smq_sub_info *s)
+{
+    const struct smq_sub_attrs *a = &s->attrs;
+
+    buf_puts(b, "{\"name\":");
+    json_cstr(b, s->name);
+    buf_puts(b, ",\"topic\":");
+    json_cstr(b, s->topic);
+    buf_printf(b, ",\"create_time\":%lld,\"modify_time\":%lld,\"pending\":%llu,"
+               "\"retrying\":%llu,\"counters\":{\"delivered\":%llu,\"failed\":%llu,"
+               "\"dead\":%llu},\"attributes\":{\"Endpoint\":",
+               (long long)s->create_s, (long long)s->modify_s, (unsigned long long)s->pending,
+               (unsigned long long)s->retrying, (unsigned long long)s->delivered,
+               (unsigned long long)s->failed, (unsigned long long)s->dead);
+    json_cstr(b, a->endpoint);
+    buf_puts(b, ",\"FilterTag\":");
+    json_cstr(b, a->filter_tag);
+    buf_puts(b, ",\"NotifyStrategy\":");
+    json_cstr(b, mns_notify_strategy_name(a->strategy));
+    buf_puts(b, ",\"NotifyContentFormat\":");
+    json_cstr(b, mns_notify_format_name(a->format));
+    buf_printf(b, ",\"DlqEnabled\":%s,\"DlqTargetQueue\":", a->dlq.enabled ? "true" : "false");
+    json_cstr(b, a->dlq.enabled ? a->dlq.target : "");
+    buf_puts(b, "}}");
+}
+
+/* {"<key>":[...],"next_marker":"..."}: one page of a listing. */
+static void render_page_end(struct smq_buf *b, const char *next_marker)
+{
+    buf_puts(b, "],\"next_marker\":");
+    json_cstr(b, next_marker);
+    buf_puts(b, "}\n");
+}
+
+static void render_topics(const struct admin_job *job, const struct handle_keys *keys,
+                          int64_t now_ms, struct admin_reply *r)
+{
+    const struct smq_op_tlist *l = &job->ops[0].tlist;
+
+    (void)keys, (void)now_ms;
+    buf_puts(&r->body, "{\"topics\":[");
+    for (size_t i = 0; i < l->n_topics; i++) {
+        if (i > 0)
+            buf_puts(&r->body, ",");
+        admin_api_topic_json(&r->body, &l->topics[i]);
+    }
+    render_page_end(&r->body, l->next_marker);
+}
+
+static void render_subscriptions(const struct admin_job *job, const struct handle_keys *keys,
+                                 int64_t now_ms, struct admin_reply *r)
+{
+    const struct smq_op_slist *l = &job->ops[0].slist;
+
+    (void)keys, (void)now_ms;
+    buf_puts(&r->body, "{\"subscriptions\":[");
+    for (size_t i = 0; i < l->n_subs; i++) {
+        if (i > 0)
+            buf_puts(&r->body, ",");
+        admin_api_sub_json(&r->body, &l->subs[i]);
+    }
+    render_page_end(&r->body, l->next_marker);
+}
+
 /* ---- the table of job kinds ------------------------------------------------------------ */
 
 /* The prepare step of the two jobs that are one STATS op (list, one queue). */
@@ -483,20 +634,32 @@ static int prepare_stats(const struct query *q, struct admin_job *job, struct ad
  * a new admin resource is a row.
  */
 static const struct admin_job_row {
-    const char *suffix;          /* after /v1/queues/NAME ("" = the queue itself);
-                                  * NULL = /v1/queues, no name */
+    const char *collection;      /* "/v1/queues", "/v1/topics" */
+    /* How NAME is checked and copied into ops[0].queue (rows with a suffix). */
+    int (*take_name)(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
+                     struct admin_reply *r);
+    const char *suffix;          /* after COLLECTION/NAME ("" = NAME itself);
+                                  * NULL = the collection, no name */
     const char *method;
     int (*prepare)(const struct query *q, struct admin_job *job, struct admin_reply *r);
     void (*render)(const struct admin_job *job, const struct handle_keys *keys, int64_t now_ms,
                    struct admin_reply *r);
     bool empty_ok;               /* MessageNotExist is an empty answer, not an error */
 } jobs[] = {
-    [ADMIN_JOB_LIST] = {NULL, "GET", prepare_stats, render_list, false},
-    [ADMIN_JOB_QUEUE] = {"", "GET", prepare_stats, render_queue, false},
-    [ADMIN_JOB_PEEK] = {"/messages", "GET", prepare_peek, render_peek, true},
-    [ADMIN_JOB_PURGE] = {"/purge", "POST", prepare_purge, render_purge, false},
-    [ADMIN_JOB_REDRIVE] = {"/redrive", "POST", prepare_redrive, render_redrive, false},
-    [ADMIN_JOB_SET] = {"/attributes", "PUT", prepare_set, render_set, false},
+/* The first two fields of the rows of each collection. */
+#define Q "/v1/queues", take_queue_name
+#define T "/v1/topics", take_topic_name
+    [ADMIN_JOB_LIST] = {Q, NULL, "GET", prepare_stats, render_list, false},
+    [ADMIN_JOB_QUEUE] = {Q, "", "GET", prepare_stats, render_queue, false},
+    [ADMIN_JOB_PEEK] = {Q, "/messages", "GET", prepare_peek, render_peek, true},
+    [ADMIN_JOB_PURGE] = {Q, "/purge", "POST", prepare_purge, render_purge, false},
+    [ADMIN_JOB_REDRIVE] = {Q, "/redrive", "POST", prepare_redrive, render_redrive, false},
+    [ADMIN_JOB_SET] = {Q, "/attributes", "PUT", prepare_set, render_set, false},
+    [ADMIN_JOB_TOPICS] = {T, NULL, "GET", prepare_topics, render_topics, false},
+    [ADMIN_JOB_SUBSCRIPTIONS] = {T, "/subscriptions", "GET", prepare_subscriptions,
+                                 render_subscriptions, false},
+#undef Q
+#undef T
 };
 
 /* A kind added without its row fails here; a row left out in the middle
@@ -506,7 +669,8 @@ _Static_assert(sizeof jobs / sizeof jobs[0] == ADMIN_JOB__COUNT,
 
 bool admin_api_has_job(enum admin_job_kind kind)
 {
-    return (unsigned)kind < ADMIN_JOB__COUNT && jobs[kind].prepare != NULL
+    return (unsigned)kind < ADMIN_JOB__COUNT && jobs[kind].collection != NULL
+        && jobs[kind].take_name != NULL && jobs[kind].prepare != NULL
         && jobs[kind].render != NULL;
 }
 
@@ -532,34 +696,43 @@ static int not_found(struct admin_reply *r)
     return SMQ_E_INVALID_REQUEST_URL;
 }
 
-/* Matches "/v1/queues[/NAME[SUFFIX]]"; sets job->kind and ops[0].queue. */
+/* Whether path is row's route; *name and *name_len are NAME's raw text then
+ * (with a suffix). */
+static bool route_matches(const struct admin_job_row *row, const char *path, const char **name,
+                          size_t *name_len)
+{
+    size_t clen = strlen(row->collection);
+    const char *rest = path + clen, *slash;
+
+    if (strncmp(path, row->collection, clen) != 0)
+        return false;
+    if (row->suffix == NULL)
+        return *rest == '\0';
+    if (*rest != '/' || rest[1] == '\0')
+        return false;
+    rest++;
+    slash = strchr(rest, '/');
+    *name = rest;
+    *name_len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+    return strcmp(rest + *name_len, row->suffix) == 0;
+}
+
+/* Matches "COLLECTION[/NAME[SUFFIX]]" against the table; sets job->kind and
+ * ops[0].queue. */
 static int route_path(const char *method, const char *path, struct admin_job *job,
                       struct admin_reply *r)
 {
-    static const char prefix[] = "/v1/queues";
-    const char *rest, *slash;
-    size_t name_len;
+    const char *name = NULL;
+    size_t name_len = 0;
 
-    if (strncmp(path, prefix, sizeof prefix - 1) != 0)
-        return not_found(r);
-    rest = path + sizeof prefix - 1;
-    if (*rest == '\0') {
-        job->kind = ADMIN_JOB_LIST;
-        return method_is(method, jobs[ADMIN_JOB_LIST].method)
-                   ? 0 : wrong_method(r, method, jobs[ADMIN_JOB_LIST].method);
-    }
-    if (*rest != '/' || rest[1] == '\0')
-        return not_found(r);
-    rest++;
-    slash = strchr(rest, '/');
-    name_len = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
     for (size_t i = 0; i < ADMIN_JOB__COUNT; i++) {
-        if (jobs[i].suffix == NULL || strcmp(rest + name_len, jobs[i].suffix) != 0)
+        const struct admin_job_row *row = &jobs[i];
+        if (!route_matches(row, path, &name, &name_len))
             continue;
-        if (!method_is(method, jobs[i].method))
-            return wrong_method(r, method, jobs[i].method);
+        if (!method_is(method, row->method))
+            return wrong_method(r, method, row->method);
         job->kind = (enum admin_job_kind)i;
-        return take_queue_name(rest, name_len, job->ops[0].queue, r);
+        return row->suffix == NULL ? 0 : row->take_name(name, name_len, job->ops[0].queue, r);
     }
     return not_found(r);
 }

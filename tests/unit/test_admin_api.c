@@ -1,7 +1,7 @@
 /*
  * test_admin_api.c — unit tests for the admin listener's pure parts:
  * admin_api.c (routing, strict parameters, the dead-letter policy rules,
- * the JSON documents), admin_metrics.c (the exposition for a stats op) and
+ * the JSON documents of queues, topics and subscriptions), admin_metrics.c (the exposition for a stats op) and
  * json.c (escaping, invalid UTF-8).  No sockets, no engine: ops are filled
  * by hand as the engine would.
  */
@@ -204,6 +204,175 @@ static void test_admin_api_render_queue(void **state)
     assert_non_null(strstr(f->reply.body.data, "\"error\":\"QueueNotExist\""));
 }
 
+static void test_admin_api_topic_routes(void **state)
+{
+    struct fx *f = *state;
+    const struct smq_op *op = &f->job.ops[0];
+
+    assert_int_equal(prepare(f, "GET", "/v1/topics", NULL), 0);
+    assert_int_equal(f->job.kind, ADMIN_JOB_TOPICS);
+    assert_int_equal(f->job.n_ops, 1);
+    assert_int_equal(op->kind, SMQ_OP_LIST_TOPICS);
+    assert_null(op->tlist.visible);              /* the admin sees every topic */
+    assert_int_equal(op->tlist.ret_number, 1000);
+    assert_string_equal(op->tlist.marker, "");
+    assert_string_equal(op->tlist.prefix, "");
+    assert_int_equal(prepare(f, "HEAD", "/v1/topics", "marker=t-5&limit=2&prefix=t-"), 0);
+    assert_int_equal(op->tlist.ret_number, 2);
+    assert_string_equal(op->tlist.marker, "t-5");
+    assert_string_equal(op->tlist.prefix, "t-");
+
+    assert_int_equal(prepare(f, "GET", "/v1/topics/t%2D1/subscriptions", "limit=1"), 0);
+    assert_int_equal(f->job.kind, ADMIN_JOB_SUBSCRIPTIONS);
+    assert_int_equal(op->kind, SMQ_OP_LIST_SUBSCRIPTIONS);
+    assert_string_equal(op->queue, "t-1");       /* op->queue holds the topic (op.h) */
+    assert_int_equal(op->slist.ret_number, 1);
+    assert_string_equal(op->slist.marker, "");
+
+    expect_refused(f, "GET", "/v1/topics/t", NULL, 404, "NotFound");
+    expect_refused(f, "GET", "/v1/topicsx", NULL, 404, "NotFound");
+    expect_refused(f, "GET", "/v1/topics/", NULL, 404, "NotFound");
+    expect_refused(f, "GET", "/v1/topics/t/subscriptions/s", NULL, 404, "NotFound");
+    expect_refused(f, "POST", "/v1/topics", NULL, 405, "MethodNotAllowed");
+    assert_string_equal(f->reply.allow, "GET, HEAD");
+    expect_refused(f, "DELETE", "/v1/topics/t/subscriptions", NULL, 405, "MethodNotAllowed");
+    expect_refused(f, "GET", "/v1/topics/a_b/subscriptions", NULL, 400, "TopicNameInvalid");
+    expect_refused(f, "GET", "/v1/topics/a%2Fb/subscriptions", NULL, 400, "TopicNameInvalid");
+    expect_refused(f, "GET", "/v1/topics//subscriptions", NULL, 400, "TopicNameLengthError");
+    for (const char *const *q = (const char *const[]){"limit=0", "limit=1001", "limit=+1",
+                                                      "limit=1&limit=2", "n=1", NULL};
+         *q != NULL; q++) {
+        expect_refused(f, "GET", "/v1/topics", *q, 400, "InvalidArgument");
+        expect_refused(f, "GET", "/v1/topics/t/subscriptions", *q, 400, "InvalidArgument");
+    }
+    expect_refused(f, "GET", "/v1/topics",
+                   "marker=a1234567890123456789012345678901234567890123456789012345678901234567"
+                   "89012345678901234567890123456789012345678901234567890123", 400,
+                   "InvalidArgument");
+}
+
+/* A LIST_TOPICS result as the engine would leave it: two topics, more to come. */
+static void fake_topics(struct smq_op *op)
+{
+    op_init(op, SMQ_OP_LIST_TOPICS);
+    op->tlist.topics = calloc(2, sizeof *op->tlist.topics);
+    assert_non_null(op->tlist.topics);
+    op->tlist.n_topics = 2;
+    snprintf(op->tlist.topics[0].name, sizeof op->tlist.topics[0].name, "alerts");
+    mns_default_topic_attrs(&op->tlist.topics[0].attrs);
+    op->tlist.topics[0].create_s = 1796014616;
+    op->tlist.topics[0].modify_s = 1796014617;
+    op->tlist.topics[0].message_count = 4;
+    op->tlist.topics[0].published = 9;
+    snprintf(op->tlist.topics[1].name, sizeof op->tlist.topics[1].name, "billing");
+    op->tlist.topics[1].attrs.max_msg_size = 1024;
+    op->tlist.topics[1].attrs.logging = 1;
+    snprintf(op->tlist.next_marker, sizeof op->tlist.next_marker, "billing");
+}
+
+static void test_admin_api_render_topics(void **state)
+{
+    struct fx *f = *state;
+
+    f->job.kind = ADMIN_JOB_TOPICS;
+    f->job.n_ops = 1;
+    fake_topics(&f->job.ops[0]);
+    admin_api_render(&f->job, NULL, 0, &f->reply);
+    assert_int_equal(f->reply.status, 200);
+    assert_string_equal(f->reply.content_type, "application/json");
+    assert_string_equal(f->reply.body.data,
+        "{\"topics\":[{\"name\":\"alerts\",\"create_time\":1796014616,"
+        "\"modify_time\":1796014617,\"message_count\":4,\"published\":9,"
+        "\"attributes\":{\"MaximumMessageSize\":65536,\"LoggingEnabled\":false}},"
+        "{\"name\":\"billing\",\"create_time\":0,\"modify_time\":0,\"message_count\":0,"
+        "\"published\":0,\"attributes\":{\"MaximumMessageSize\":1024,"
+        "\"LoggingEnabled\":true}}],\"next_marker\":\"billing\"}\n");
+    /* The last page: no topics, no marker. */
+    admin_api_release(&f->job);
+    f->job.n_ops = 1;
+    op_init(&f->job.ops[0], SMQ_OP_LIST_TOPICS);
+    admin_api_render(&f->job, NULL, 0, &f->reply);
+    assert_string_equal(f->reply.body.data, "{\"topics\":[],\"next_marker\":\"\"}\n");
+}
+
+static void test_admin_api_render_subscriptions(void **state)
+{
+    struct fx *f = *state;
+    struct smq_op *op = &f->job.ops[0];
+    struct smq_sub_info *s;
+
+    f->job.kind = ADMIN_JOB_SUBSCRIPTIONS;
+    f->job.n_ops = 1;
+    op_init(op, SMQ_OP_LIST_SUBSCRIPTIONS);
+    snprintf(op->queue, sizeof op->queue, "alerts");
+    op->slist.subs = calloc(1, sizeof *op->slist.subs);
+    assert_non_null(op->slist.subs);
+    op->slist.n_subs = 1;
+    s = &op->slist.subs[0];
+    snprintf(s->topic, sizeof s->topic, "alerts");
+    snprintf(s->name, sizeof s->name, "to-pager");
+    snprintf(s->attrs.endpoint, sizeof s->attrs.endpoint, "http://h:8/p?a=\"x\"");
+    snprintf(s->attrs.filter_tag, sizeof s->attrs.filter_tag, "urgent");
+    s->attrs.strategy = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY;
+    s->attrs.format = SMQ_NOTIFY_JSON;
+    s->attrs.dlq.enabled = 1;
+    snprintf(s->attrs.dlq.target, sizeof s->attrs.dlq.target, "pager-dlq");
+    s->create_s = 10;
+    s->modify_s = 11;
+    s->pending = 3;
+    s->retrying = 1;
+    s->delivered = 7;
+    s->failed = 2;
+    s->dead = 1;
+    admin_api_render(&f->job, NULL, 0, &f->reply);
+    assert_int_equal(f->reply.status, 200);
+    assert_string_equal(f->reply.body.data,
+        "{\"subscriptions\":[{\"name\":\"to-pager\",\"topic\":\"alerts\","
+        "\"create_time\":10,\"modify_time\":11,\"pending\":3,\"retrying\":1,"
+        "\"counters\":{\"delivered\":7,\"failed\":2,\"dead\":1},"
+        "\"attributes\":{\"Endpoint\":\"http://h:8/p?a=\\\"x\\\"\",\"FilterTag\":\"urgent\","
+        "\"NotifyStrategy\":\"EXPONENTIAL_DECAY_RETRY\",\"NotifyContentFormat\":\"JSON\","
+        "\"DlqEnabled\":true,\"DlqTargetQueue\":\"pager-dlq\"}}],\"next_marker\":\"\"}\n");
+    /* Without a dead-letter queue the target is "", whatever the struct holds. */
+    s->attrs.dlq.enabled = 0;
+    admin_api_render(&f->job, NULL, 0, &f->reply);
+    assert_non_null(strstr(f->reply.body.data, "\"DlqEnabled\":false,\"DlqTargetQueue\":\"\"}"));
+}
+
+/* Every error the engine can answer a listing with becomes its JSON error. */
+static void test_admin_api_topic_errors(void **state)
+{
+    static const struct {
+        enum admin_job_kind job;
+        enum smq_op_kind kind;
+        int err, status;
+        const char *code;
+    } cases[] = {
+        {ADMIN_JOB_SUBSCRIPTIONS, SMQ_OP_LIST_SUBSCRIPTIONS, SMQ_E_TOPIC_NOT_EXIST, 404,
+         "TopicNotExist"},
+        {ADMIN_JOB_SUBSCRIPTIONS, SMQ_OP_LIST_SUBSCRIPTIONS, SMQ_E_INTERNAL, 500,
+         "InternalError"},
+        {ADMIN_JOB_TOPICS, SMQ_OP_LIST_TOPICS, SMQ_E_INTERNAL, 500, "InternalError"},
+        {ADMIN_JOB_TOPICS, SMQ_OP_LIST_TOPICS, SMQ_E_SERVICE_UNAVAILABLE, 503,
+         "ServiceUnavailable"},
+    };
+    struct fx *f = *state;
+    char want[64];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        admin_api_release(&f->job);
+        f->job.kind = cases[i].job;
+        f->job.n_ops = 1;
+        op_init(&f->job.ops[0], cases[i].kind);
+        errors_set(&f->job.ops[0].result, cases[i].err, NULL);
+        admin_api_render(&f->job, NULL, 0, &f->reply);
+        snprintf(want, sizeof want, "{\"error\":\"%s\",\"message\":", cases[i].code);
+        assert_int_equal(f->reply.status, cases[i].status);
+        assert_memory_equal(f->reply.body.data, want, strlen(want));
+        assert_null(strstr(f->reply.body.data, "\"topics\""));
+    }
+}
+
 static void test_admin_metrics_exposition(void **state)
 {
     struct smq_op op;
@@ -286,6 +455,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admin_api_strict_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_api_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_api_render_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_topic_routes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_render_topics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_render_subscriptions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_api_topic_errors, setup, teardown),
         cmocka_unit_test(test_admin_metrics_exposition),
         cmocka_unit_test(test_json_escaping),
         cmocka_unit_test(test_admin_api_every_job_has_a_row),
