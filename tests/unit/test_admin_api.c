@@ -1,9 +1,9 @@
 /*
  * test_admin_api.c — unit tests for the admin listener's pure parts:
  * admin_api.c (routing, strict parameters, the dead-letter policy rules,
- * the JSON documents of queues, topics and subscriptions), admin_metrics.c (the exposition for a stats op) and
- * json.c (escaping, invalid UTF-8).  No sockets, no engine: ops are filled
- * by hand as the engine would.
+ * the JSON documents of queues, topics and subscriptions), admin_metrics.c
+ * (the exposition for a stats op) and json.c (escaping, invalid UTF-8).
+ * No sockets, no engine: ops are filled by hand as the engine would.
  */
 #include <setjmp.h>
 #include <stdarg.h>
