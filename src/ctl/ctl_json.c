@@ -403,3 +403,111 @@ bool cj_u64(const struct cj_value *obj, const char *key, uint64_t *out)
     *out = n;
     return true;
 }
+
+struct cj_value *cj_get_mut(struct cj_value *obj, const char *key)
+{
+    /* obj is the caller's to change, so its member is too (as strchr). */
+    return (struct cj_value *)cj_get(obj, key);
+}
+
+/* ---- joining and writing ------------------------------------------------- */
+
+int cj_array_take(struct cj_value *to, struct cj_value *from)
+{
+    struct cj_value *grown;
+
+    if (to == NULL || from == NULL || to->type != CJ_ARRAY || from->type != CJ_ARRAY)
+        return SMQ_E_INVALID_ARGUMENT;
+    if (from->n == 0)
+        return 0;
+    grown = realloc(to->items, (to->n + from->n) * sizeof *grown);
+    if (grown == NULL)
+        return SMQ_E_NOMEM;
+    /* A shallow move: the elements' strings and children change owner. */
+    memcpy(grown + to->n, from->items, from->n * sizeof *grown);
+    to->items = grown;
+    to->n += from->n;
+    free(from->items);
+    from->items = NULL;
+    from->n = 0;
+    return 0;
+}
+
+int cj_add_u64(struct cj_value *obj, const char *key, uint64_t v)
+{
+    char num[24];
+    struct cj_value *items;
+    char **keys, *k, *text;
+    int rc = SMQ_E_NOMEM;
+
+    if (obj == NULL || obj->type != CJ_OBJECT)
+        return SMQ_E_INVALID_ARGUMENT;
+    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+    k = strdup(key);
+    text = strdup(num);
+    items = k != NULL && text != NULL ? realloc(obj->items, (obj->n + 1) * sizeof *items) : NULL;
+    if (items != NULL)
+        obj->items = items;
+    keys = items != NULL ? realloc(obj->keys, (obj->n + 1) * sizeof *keys) : NULL;
+    if (keys != NULL) {
+        obj->keys = keys;
+        keys[obj->n] = k;
+        memset(&items[obj->n], 0, sizeof items[obj->n]);
+        items[obj->n].type = CJ_NUMBER;
+        items[obj->n].text = text;
+        items[obj->n].len = strlen(text);
+        obj->n++;
+        k = text = NULL;
+        rc = 0;
+    }
+    free(k);
+    free(text);
+    return rc;
+}
+
+static void write_string(FILE *out, const char *s, size_t len)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+void cj_write(FILE *out, const struct cj_value *v)
+{
+    switch (v->type) {
+    case CJ_NULL:
+        fputs("null", out);
+        break;
+    case CJ_BOOL:
+        fputs(v->boolean ? "true" : "false", out);
+        break;
+    case CJ_NUMBER:
+        fputs(v->text, out);
+        break;
+    case CJ_STRING:
+        write_string(out, v->text, v->len);
+        break;
+    case CJ_ARRAY:
+    case CJ_OBJECT:
+        fputc(v->type == CJ_ARRAY ? '[' : '{', out);
+        for (size_t i = 0; i < v->n; i++) {
+            if (i > 0)
+                fputc(',', out);
+            if (v->type == CJ_OBJECT) {
+                write_string(out, v->keys[i], strlen(v->keys[i]));
+                fputc(':', out);
+            }
+            cj_write(out, &v->items[i]);
+        }
+        fputc(v->type == CJ_ARRAY ? ']' : '}', out);
+        break;
+    }
+}

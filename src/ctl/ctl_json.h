@@ -1,6 +1,7 @@
 /*
  * ctl_json.h — a small, strict JSON reader for smqctl: just enough to read
- * what the admin API returns (docs/admin-api.md).  It builds a tree; the
+ * what the admin API returns (docs/admin-api.md), and to join the pages of
+ * a listing and write them out again.  It builds a tree; the
  * input is bounded (nesting depth, total size) because a misconfigured -a
  * could point smqctl at anything.
  */
@@ -10,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum cj_type { CJ_NULL, CJ_BOOL, CJ_NUMBER, CJ_STRING, CJ_ARRAY, CJ_OBJECT };
 
@@ -38,5 +40,19 @@ const struct cj_value *cj_get(const struct cj_value *obj, const char *key);
 const char *cj_text(const struct cj_value *obj, const char *key, const char *fallback);
 /* A NUMBER member as an unsigned integer; false if absent or not one. */
 bool cj_u64(const struct cj_value *obj, const char *key, uint64_t *out);
+
+/* The member key of an object, to change it in place; NULL as cj_get. */
+struct cj_value *cj_get_mut(struct cj_value *obj, const char *key);
+
+/* Moves every element of the array from to the end of the array to (from
+ * is left empty): the pages of a listing become one list.  0,
+ * SMQ_E_INVALID_ARGUMENT (not two arrays) or SMQ_E_NOMEM (nothing moved). */
+int cj_array_take(struct cj_value *to, struct cj_value *from);
+/* Appends the member key: v (a NUMBER) to the object obj.  0,
+ * SMQ_E_INVALID_ARGUMENT (not an object) or SMQ_E_NOMEM (obj unchanged). */
+int cj_add_u64(struct cj_value *obj, const char *key, uint64_t v);
+/* Writes v as compact JSON: strings escaped again (as RFC 8259 requires,
+ * other bytes as they are), numbers as they were written. */
+void cj_write(FILE *out, const struct cj_value *v);
 
 #endif

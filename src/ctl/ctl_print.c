@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "smqd/errors.h"
 
@@ -79,6 +80,71 @@ int ctl_print_queue_table(FILE *out, const struct cj_value *doc)
                 field(cj_text(q, "waiters", "?"), f[4], sizeof f[4]),
                 field(cj_text(q, "oldest_age_s", "?"), f[5], sizeof f[5]));
         print_text(out, dlq_of(q));
+        fputc('\n', out);
+    }
+    return 0;
+}
+
+/* A Unix time member as 2026-12-07T18:07:28Z, or its text as sent when it
+ * is not a plausible time. */
+static const char *utc_time(const struct cj_value *obj, const char *key, char *buf, size_t size)
+{
+    uint64_t s;
+    time_t t;
+    struct tm tm;
+
+    if (!cj_u64(obj, key, &s) || s > 253402300799ull)     /* 9999-12-31T23:59:59Z */
+        return field(cj_text(obj, key, "?"), buf, size);
+    t = (time_t)s;
+    if (gmtime_r(&t, &tm) == NULL || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        return field(cj_text(obj, key, "?"), buf, size);
+    return buf;
+}
+
+int ctl_print_topic_table(FILE *out, const struct cj_value *doc)
+{
+    const struct cj_value *topics = cj_get(doc, "topics");
+
+    if (topics == NULL || topics->type != CJ_ARRAY)
+        return SMQ_E_INVALID_ARGUMENT;
+    fprintf(out, "%-32s %13s %12s %7s  %s\n", "NAME", "SUBSCRIPTIONS", "MAX_MSG_SIZE",
+            "LOGGING", "CREATED");
+    for (size_t i = 0; i < topics->n; i++) {
+        const struct cj_value *t = &topics->items[i];
+        const struct cj_value *attrs = cj_get(t, "attributes");
+        char f[5][128];
+        fprintf(out, "%-32s %13s %12s %7s  %s\n",
+                field(cj_text(t, "name", "?"), f[0], sizeof f[0]),
+                field(cj_text(t, "subscriptions", "-"), f[1], sizeof f[1]),
+                field(cj_text(attrs, "MaximumMessageSize", "?"), f[2], sizeof f[2]),
+                field(cj_text(attrs, "LoggingEnabled", "?"), f[3], sizeof f[3]),
+                utc_time(t, "create_time", f[4], sizeof f[4]));
+    }
+    return 0;
+}
+
+/* The endpoint goes last and whole (it may be 1024 bytes), printed safely;
+ * the FilterTag is cut to its column like the other fields (--json has it
+ * exactly). */
+int ctl_print_subscription_table(FILE *out, const struct cj_value *doc)
+{
+    const struct cj_value *subs = cj_get(doc, "subscriptions");
+
+    if (subs == NULL || subs->type != CJ_ARRAY)
+        return SMQ_E_INVALID_ARGUMENT;
+    fprintf(out, "%-32s %-16s %-23s %-10s  %s\n", "NAME", "FILTER_TAG", "STRATEGY", "FORMAT",
+            "ENDPOINT");
+    for (size_t i = 0; i < subs->n; i++) {
+        const struct cj_value *s = &subs->items[i];
+        const struct cj_value *attrs = cj_get(s, "attributes");
+        const char *tag = cj_text(attrs, "FilterTag", "");
+        char f[4][128];
+        fprintf(out, "%-32s %-16s %-23s %-10s  ",
+                field(cj_text(s, "name", "?"), f[0], sizeof f[0]),
+                field(tag[0] != '\0' ? tag : "-", f[1], 17),
+                field(cj_text(attrs, "NotifyStrategy", "?"), f[2], sizeof f[2]),
+                field(cj_text(attrs, "NotifyContentFormat", "?"), f[3], sizeof f[3]));
+        print_text(out, cj_text(attrs, "Endpoint", "?"));
         fputc('\n', out);
     }
     return 0;

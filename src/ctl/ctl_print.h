@@ -19,6 +19,12 @@ int ctl_print_queue_table(FILE *out, const struct cj_value *doc);
 int ctl_print_queue(FILE *out, const struct cj_value *queue);
 /* {"messages":[...]} as one block per message. */
 int ctl_print_messages(FILE *out, const struct cj_value *doc);
+/* {"topics":[TOPIC...]} as a table: name, subscriptions (the member
+ * "subscriptions" smqctl adds to each TOPIC, "-" without it), attributes,
+ * creation time in UTC. */
+int ctl_print_topic_table(FILE *out, const struct cj_value *doc);
+/* {"subscriptions":[SUBSCRIPTION...]} as a table. */
+int ctl_print_subscription_table(FILE *out, const struct cj_value *doc);
 /* s[0..len) with control and non-ASCII-printable bytes as \xNN (UTF-8 kept). */
 void ctl_print_safe(FILE *out, const char *s, size_t len);
 

@@ -1,7 +1,7 @@
 /*
  * smqctl.c — the operators' command-line tool for smqd: command line,
  * where the admin listener and the database are, one function per command.
- * The admin API (docs/admin-api.md) does the queue work; backup and check
+ * The admin API (docs/admin-api.md) does the queue and topic work; backup and check
  * read the database directly (ctl_db.c).  Usage and exit codes: usage()
  * below and docs/operations.md.
  */
@@ -20,6 +20,7 @@
 #include "ctl_print.h"
 #include "smqd/config.h"
 #include "smqd/errors.h"
+#include "smqd/mns.h"
 #include "smqd/strnum.h"
 
 enum exit_code {
@@ -60,6 +61,9 @@ static void usage(FILE *out)
         "                                move a dead-letter queue's messages back\n"
         "  set NAME Attr=Value...        change queue attributes (VisibilityTimeout=60,\n"
         "                                DlqTargetQueue=q-dlq DlqMaxReceiveCount=5, ...)\n"
+        "  topics [TOPIC]                topics: subscriptions, MaximumMessageSize,\n"
+        "                                LoggingEnabled, created; with TOPIC its\n"
+        "                                subscriptions: endpoint, filter tag, strategy, format\n"
         "  health | ready | metrics      the probes and the Prometheus text\n"
         "  backup DEST [--db PATH]       consistent online copy of the database\n"
         "  check [--db PATH]             PRAGMA integrity_check of the live database\n"
@@ -191,12 +195,20 @@ static void report_error(const struct ctl_resp *r)
     cj_free(&doc);
 }
 
+/* How fetch_json treats an answer. */
+enum {
+    FETCH_ECHO = 1,              /* with --json, print the body as it came */
+    FETCH_GONE_OK = 2            /* 404 is CALL_GONE, not reported (a name listed a moment ago) */
+};
+#define CALL_GONE 100            /* not an exit code: fetch_json's 404 under FETCH_GONE_OK */
+
 /*
  * One admin API call whose success is a JSON document: parsed into doc
- * (the caller frees it), and printed raw with --json.  Returns EXIT_OK or
- * EXIT_FAILED (reported on stderr).
+ * (the caller frees it).  Returns EXIT_OK, CALL_GONE, or EXIT_FAILED
+ * (reported on stderr).
  */
-static int call_json(struct ctl *c, const char *method, const char *path, struct cj_value *doc)
+static int fetch_json(struct ctl *c, const char *method, const char *path, int flags,
+                      struct cj_value *doc)
 {
     struct ctl_resp r;
     char err[512];
@@ -207,13 +219,15 @@ static int call_json(struct ctl *c, const char *method, const char *path, struct
         fprintf(stderr, "smqctl: %s\n", err);
         return EXIT_FAILED;
     }
-    if (r.status < 200 || r.status > 299) {
+    if (r.status == 404 && (flags & FETCH_GONE_OK)) {
+        code = CALL_GONE;
+    } else if (r.status < 200 || r.status > 299) {
         report_error(&r);
     } else if (cj_parse(r.body, r.len, doc, err, sizeof err) != 0) {
         fprintf(stderr, "smqctl: %s%s is not the admin API (bad JSON at %s)\n", c->target.base,
                 path, err);
     } else {
-        if (c->json) {
+        if (c->json && (flags & FETCH_ECHO)) {
             fwrite(r.body, 1, r.len, stdout);
             if (r.len == 0 || r.body[r.len - 1] != '\n')
                 fputc('\n', stdout);   /* a shell prompt must not follow on the same line */
@@ -221,6 +235,85 @@ static int call_json(struct ctl *c, const char *method, const char *path, struct
         code = EXIT_OK;
     }
     ctl_resp_free(&r);
+    return code;
+}
+
+/* One call whose answer is printed raw with --json. */
+static int call_json(struct ctl *c, const char *method, const char *path, struct cj_value *doc)
+{
+    return fetch_json(c, method, path, FETCH_ECHO, doc);
+}
+
+/* The most names the admin API gives in one page (docs/admin-api.md). */
+#define LISTING_PAGE 1000
+
+/* path?limit=1000[&marker=MARKER]; NULL when out of memory (reported). */
+static char *page_path(const char *path, const char *marker)
+{
+    char *esc = ctl_http_escape(marker), *url = NULL;
+    size_t n;
+
+    if (esc != NULL) {
+        n = strlen(path) + strlen("?limit=&marker=") + 8 + strlen(esc) + 1;
+        if ((url = malloc(n)) != NULL)
+            snprintf(url, n, "%s?limit=%d%s%s", path, LISTING_PAGE, esc[0] != '\0' ? "&marker="
+                     : "", esc);
+    }
+    free(esc);
+    if (url == NULL)
+        fprintf(stderr, "smqctl: out of memory\n");
+    return url;
+}
+
+/*
+ * One page of a listing into doc, and its next_marker into marker ("" after
+ * the last page).  A marker that does not move forward would loop for ever:
+ * names come in order, so it is refused as a bad answer.
+ */
+static int fetch_page(struct ctl *c, const char *path, const char *key, int flags,
+                      char marker[SMQ_TOPIC_NAME_MAX + 1], struct cj_value *doc)
+{
+    char *url = page_path(path, marker);
+    const struct cj_value *list;
+    const char *next;
+    int code;
+
+    memset(doc, 0, sizeof *doc);
+    if (url == NULL)
+        return EXIT_FAILED;
+    code = fetch_json(c, "GET", url, flags, doc);
+    free(url);
+    if (code != EXIT_OK)
+        return code;
+    list = cj_get(doc, key);
+    next = cj_text(doc, "next_marker", NULL);
+    if (list == NULL || list->type != CJ_ARRAY || next == NULL
+        || strlen(next) > SMQ_TOPIC_NAME_MAX || (next[0] != '\0' && strcmp(next, marker) <= 0)) {
+        fprintf(stderr, "smqctl: unexpected answer from %s (no \"%s\" list, or a next_marker "
+                "that does not move on)\n", path, key);
+        return EXIT_FAILED;
+    }
+    memcpy(marker, next, strlen(next) + 1);
+    return EXIT_OK;
+}
+
+/* Every element of a paged listing (path answers {KEY:[...],"next_marker"}):
+ * the first page in doc, with the later pages' elements joined to its list. */
+static int call_listing(struct ctl *c, const char *path, const char *key, int flags,
+                        struct cj_value *doc)
+{
+    char marker[SMQ_TOPIC_NAME_MAX + 1] = "";
+    struct cj_value page;
+    int code = fetch_page(c, path, key, flags, marker, doc);
+
+    while (code == EXIT_OK && marker[0] != '\0') {
+        code = fetch_page(c, path, key, flags, marker, &page);
+        if (code == EXIT_OK && cj_array_take(cj_get_mut(doc, key), cj_get_mut(&page, key)) != 0) {
+            fprintf(stderr, "smqctl: out of memory\n");
+            code = EXIT_FAILED;
+        }
+        cj_free(&page);
+    }
     return code;
 }
 
@@ -244,21 +337,27 @@ static int call_text(struct ctl *c, const char *path)
     return code;
 }
 
-/* "/v1/queues/NAME" + suffix, with NAME percent-encoded. */
-static char *queue_path(const char *name, const char *suffix)
+/* collection + NAME + suffix, with NAME percent-encoded. */
+static char *named_path(const char *collection, const char *name, const char *suffix)
 {
     char *esc = ctl_http_escape(name), *path = NULL;
     size_t n;
 
     if (esc != NULL) {
-        n = strlen("/v1/queues/") + strlen(esc) + strlen(suffix) + 1;
+        n = strlen(collection) + strlen(esc) + strlen(suffix) + 1;
         if ((path = malloc(n)) != NULL)
-            snprintf(path, n, "/v1/queues/%s%s", esc, suffix);
+            snprintf(path, n, "%s%s%s", collection, esc, suffix);
     }
     free(esc);
     if (path == NULL)
         fprintf(stderr, "smqctl: out of memory\n");
     return path;
+}
+
+/* "/v1/queues/NAME" + suffix. */
+static char *queue_path(const char *name, const char *suffix)
+{
+    return named_path("/v1/queues/", name, suffix);
 }
 
 /* ---- commands -------------------------------------------------------------------------- */
@@ -326,6 +425,83 @@ static int cmd_peek(struct ctl *c, char **args, int n)
     cj_free(&doc);
     free(path);
     return code;
+}
+
+/* {"KEY":[...]}: a joined listing as one document, for --json. */
+static void write_listing(const struct cj_value *doc, const char *key)
+{
+    printf("{\"%s\":", key);
+    cj_write(stdout, cj_get(doc, key));
+    printf("}\n");
+}
+
+/*
+ * Adds "subscriptions": N to every topic, N from the topic's own listing
+ * (the topic listing has no count).  A topic deleted since it was listed
+ * gets none, and shows "-".
+ */
+static int count_subscriptions(struct ctl *c, struct cj_value *topics)
+{
+    int code = EXIT_OK;
+
+    for (size_t i = 0; i < topics->n && code == EXIT_OK; i++) {
+        struct cj_value *t = &topics->items[i], subs;
+        char *path = named_path("/v1/topics/", cj_text(t, "name", ""), "/subscriptions");
+
+        code = path != NULL ? call_listing(c, path, "subscriptions", FETCH_GONE_OK, &subs)
+                            : EXIT_FAILED;
+        if (code == EXIT_OK
+            && cj_add_u64(t, "subscriptions", cj_get(&subs, "subscriptions")->n) != 0) {
+            fprintf(stderr, "smqctl: out of memory\n");
+            code = EXIT_FAILED;
+        }
+        if (code == CALL_GONE)
+            code = EXIT_OK;
+        cj_free(&subs);
+        free(path);
+    }
+    return code;
+}
+
+static int list_topics(struct ctl *c)
+{
+    struct cj_value doc;
+    int code = call_listing(c, "/v1/topics", "topics", 0, &doc);
+
+    if (code == EXIT_OK)
+        code = count_subscriptions(c, cj_get_mut(&doc, "topics"));
+    if (code == EXIT_OK && c->json)
+        write_listing(&doc, "topics");
+    else if (code == EXIT_OK)
+        ctl_print_topic_table(stdout, &doc);     /* the shape is checked by now */
+    cj_free(&doc);
+    return code;
+}
+
+static int list_subscriptions(struct ctl *c, const char *topic)
+{
+    char *path = named_path("/v1/topics/", topic, "/subscriptions");
+    struct cj_value doc;
+    int code;
+
+    if (path == NULL)
+        return EXIT_FAILED;
+    code = call_listing(c, path, "subscriptions", 0, &doc);
+    if (code == EXIT_OK && c->json)
+        write_listing(&doc, "subscriptions");
+    else if (code == EXIT_OK)
+        ctl_print_subscription_table(stdout, &doc);
+    cj_free(&doc);
+    free(path);
+    return code;
+}
+
+/* topics: every topic; topics TOPIC: its subscriptions. */
+static int cmd_topics(struct ctl *c, char **args, int n)
+{
+    if (n > 1)
+        return usage(stderr), EXIT_USAGE;
+    return n == 1 ? list_subscriptions(c, args[0]) : list_topics(c);
 }
 
 /* Purging cannot be undone: ask on a terminal, insist on --yes otherwise. */
@@ -578,6 +754,8 @@ static int run_command(struct ctl *c, const char *cmd, char **args, int n)
         return cmd_redrive(c, args, n);
     if (strcmp(cmd, "set") == 0)
         return cmd_set(c, args, n);
+    if (strcmp(cmd, "topics") == 0)
+        return cmd_topics(c, args, n);
     if (n == 0 && (strcmp(cmd, "health") == 0 || strcmp(cmd, "ready") == 0 ||
                    strcmp(cmd, "metrics") == 0)) {
         char path[16];

@@ -2,13 +2,15 @@
  * test_ctl_json.c — unit tests for smqctl's JSON reader (src/ctl/ctl_json.c):
  * the documents the admin API sends, escapes and surrogate pairs, numbers
  * kept as written, and refusal of everything RFC 8259 does not allow
- * (including nesting deeper than CJ_MAX_DEPTH), with no leak on any path.
+ * (including nesting deeper than CJ_MAX_DEPTH), with no leak on any path;
+ * and the joining of a listing's pages and their writing out again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -106,6 +108,59 @@ static void test_ctl_json_depth(void **state)
     cj_free(&v);
 }
 
+/* cj_write of v as a string (freed by the caller). */
+static char *written(const struct cj_value *v)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    assert_non_null(out);
+    cj_write(out, v);
+    fclose(out);
+    return text;
+}
+
+/* What smqctl does with the pages of a topic listing: join, count, write. */
+static void test_ctl_json_join_pages_and_write(void **state)
+{
+    static const char page1[] = "{\"topics\":[{\"name\":\"a\",\"attributes\":"
+                                "{\"MaximumMessageSize\":65536,\"LoggingEnabled\":false}}],"
+                                "\"next_marker\":\"b\"}";
+    static const char page2[] = "{\"topics\":[{\"name\":\"b\\\"q\\u0001\u00fc\"},"
+                                "{\"name\":\"c\",\"x\":[null,true,-1.5e3]}],"
+                                "\"next_marker\":\"\"}";
+    struct cj_value d1, d2, again;
+    char err[128], *text;
+
+    (void)state;
+    assert_int_equal(cj_parse(page1, strlen(page1), &d1, err, sizeof err), 0);
+    assert_int_equal(cj_parse(page2, strlen(page2), &d2, err, sizeof err), 0);
+    assert_int_equal(cj_array_take(cj_get_mut(&d1, "topics"), cj_get_mut(&d2, "topics")), 0);
+    assert_int_equal(cj_get(&d1, "topics")->n, 3);
+    assert_int_equal(cj_get(&d2, "topics")->n, 0);  /* moved, not copied */
+    cj_free(&d2);                                   /* frees nothing d1 still holds */
+    assert_int_equal(cj_array_take(cj_get_mut(&d1, "topics"), cj_get_mut(&d1, "next_marker")),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(cj_add_u64(&cj_get_mut(&d1, "topics")->items[0], "subscriptions", 42), 0);
+    assert_int_equal(cj_add_u64(cj_get_mut(&d1, "topics"), "subscriptions", 1),
+                     SMQ_E_INVALID_ARGUMENT);       /* an array, not an object */
+
+    text = written(cj_get(&d1, "topics"));
+    assert_string_equal(text, "[{\"name\":\"a\",\"attributes\":{\"MaximumMessageSize\":65536,"
+                              "\"LoggingEnabled\":false},\"subscriptions\":42},"
+                              "{\"name\":\"b\\\"q\\u0001\xc3\xbc\"},"
+                              "{\"name\":\"c\",\"x\":[null,true,-1.5e3]}]");
+    /* What is written reads back as the same values. */
+    assert_int_equal(cj_parse(text, strlen(text), &again, err, sizeof err), 0);
+    assert_int_equal(again.n, 3);
+    assert_string_equal(cj_text(&again.items[1], "name", NULL), "b\"q\x01\xc3\xbc");
+    assert_string_equal(cj_text(&again.items[0], "subscriptions", NULL), "42");
+    cj_free(&again);
+    free(text);
+    cj_free(&d1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -113,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_ctl_json_strings),
         cmocka_unit_test(test_ctl_json_refuses),
         cmocka_unit_test(test_ctl_json_depth),
+        cmocka_unit_test(test_ctl_json_join_pages_and_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * test_ctl_print.c — smqctl's human-readable output: whatever a (possibly
  * hostile) admin endpoint sends, no control sequence reaches the
- * operator's terminal raw, and columns stay one line per queue.
+ * operator's terminal raw, and columns stay one line per queue, topic or
+ * subscription.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "ctl_json.h"
 #include "ctl_print.h"
+#include "smqd/errors.h"
 
 /* Runs print over the parsed doc into a string (freed by the caller). */
 static char *render(const char *json, int (*print)(FILE *, const struct cj_value *))
@@ -75,11 +77,72 @@ static void test_ctl_print_table_escapes_and_keeps_lines(void **state)
     free(out);
 }
 
+static void test_ctl_print_topic_table(void **state)
+{
+    const char *doc = "{\"topics\":[{\"name\":\"alerts\",\"create_time\":1796014616,"
+                      "\"attributes\":{\"MaximumMessageSize\":1024,\"LoggingEnabled\":true},"
+                      "\"subscriptions\":3},{\"name\":\"gone\\u001b[2J\",\"create_time\":\"x\","
+                      "\"attributes\":{\"MaximumMessageSize\":65536,"
+                      "\"LoggingEnabled\":false}}]}";
+    char *out = render(doc, ctl_print_topic_table);
+
+    (void)state;
+    assert_terminal_safe(out);
+    assert_string_equal(out,
+        "NAME                             SUBSCRIPTIONS MAX_MSG_SIZE LOGGING  CREATED\n"
+        "alerts                                       3         1024    true  "
+        "2026-11-30T04:56:56Z\n"
+        "gone?[2J                                     -        65536   false  x\n");
+    free(out);
+}
+
+static void test_ctl_print_subscription_table(void **state)
+{
+    const char *doc = "{\"subscriptions\":[{\"name\":\"to-pager\",\"attributes\":"
+                      "{\"Endpoint\":\"http://h:8/p\\u001b]0;x\",\"FilterTag\":\"\","
+                      "\"NotifyStrategy\":\"BACKOFF_RETRY\",\"NotifyContentFormat\":\"XML\"}},"
+                      "{\"name\":\"q\",\"attributes\":{\"Endpoint\":"
+                      "\"acs:mns:cn-hangzhou:1:queues/q\",\"FilterTag\":\"urgent\","
+                      "\"NotifyStrategy\":\"EXPONENTIAL_DECAY_RETRY\","
+                      "\"NotifyContentFormat\":\"SIMPLIFIED\"}}]}";
+    char *out = render(doc, ctl_print_subscription_table);
+
+    (void)state;
+    assert_terminal_safe(out);
+    assert_string_equal(out,
+        "NAME                             FILTER_TAG       STRATEGY                FORMAT      "
+        "ENDPOINT\n"
+        "to-pager                         -                BACKOFF_RETRY           XML         "
+        "http://h:8/p\\x1b]0;x\n"
+        "q                                urgent           EXPONENTIAL_DECAY_RETRY SIMPLIFIED  "
+        "acs:mns:cn-hangzhou:1:queues/q\n");
+    free(out);
+}
+
+/* Another document's shape is refused, not printed as an empty table. */
+static void test_ctl_print_tables_refuse_other_shapes(void **state)
+{
+    struct cj_value doc;
+    char err[128];
+    FILE *out = fopen("/dev/null", "w");
+
+    (void)state;
+    assert_non_null(out);
+    assert_int_equal(cj_parse("{\"queues\":[]}", 13, &doc, err, sizeof err), 0);
+    assert_int_equal(ctl_print_topic_table(out, &doc), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(ctl_print_subscription_table(out, &doc), SMQ_E_INVALID_ARGUMENT);
+    cj_free(&doc);
+    fclose(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctl_print_messages_escape_every_field),
         cmocka_unit_test(test_ctl_print_table_escapes_and_keeps_lines),
+        cmocka_unit_test(test_ctl_print_topic_table),
+        cmocka_unit_test(test_ctl_print_subscription_table),
+        cmocka_unit_test(test_ctl_print_tables_refuse_other_shapes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
