@@ -47,7 +47,7 @@
 #include "smqd/mns.h"
 #include "smqd/storage.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_QUEUE_NAME_MAX 120
 
 struct smq_store;
@@ -261,6 +261,9 @@ struct store_notif_rec {
     uint64_t seq;
     uint32_t attempts;                   /* made so far (0 = none yet) */
     int64_t due_ms;                      /* epoch ms of the next attempt */
+    int strategy;                        /* enum smq_notify_strategy: the schedule it
+                                          * was made with, kept across a restart and a
+                                          * later change of the subscription's */
 };
 
 /* SMQ_E_INTERNAL also when the name is taken (UNIQUE). */
