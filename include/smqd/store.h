@@ -154,6 +154,8 @@ int store_meta_set(struct smq_store *s, const char *key, const void *value, size
 #define META_KEYS "handle_keys"
 #define META_NEXT_SEQ "next_seq"
 #define META_NEXT_QUEUE_ID "next_queue_id"
+#define META_NEXT_TOPIC_ID "next_topic_id"
+#define META_NEXT_SUB_ID "next_sub_id"
 
 /* SMQ_E_INTERNAL also when the name is already taken (UNIQUE).
  * Names longer than STORE_QUEUE_NAME_MAX: SMQ_E_INVALID_ARGUMENT. */
