@@ -224,6 +224,9 @@ int store_msg_load(struct smq_store *s,
  * reused; a message's seq comes from the same sequence as queue messages.
  * Loads call cb in id (or key) order; a non-zero return from cb stops and
  * is returned; cb may call other store functions but not the same loader.
+ * Write statements, as the fault seam counts them (store_fault_inject):
+ * store_topic_delete issues five, store_sub_delete, store_tmsg_insert and
+ * store_tmsg_delete two, every other write one.
  */
 
 struct store_topic_rec {

@@ -308,9 +308,7 @@ int sqlite_tmsg_insert(struct smq_store *base, const struct store_tmsg_rec *m, c
     struct binder blob = {s->tst[TS_TBODY_INSERT], SQLITE_OK};
     int ret;
 
-    if (!seq_ok(m->seq) || body_len > (size_t)INT64_MAX)
-        return SMQ_E_INVALID_ARGUMENT;
-    if (!fits(m->tag, sizeof m->tag))
+    if (!seq_ok(m->seq) || !fits(m->tag, sizeof m->tag))
         return SMQ_E_INVALID_ARGUMENT;
     sqlite_bind_i64(&meta, 1, (int64_t)m->seq);
     sqlite_bind_i64(&meta, 2, m->topic_id);
