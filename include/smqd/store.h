@@ -47,7 +47,7 @@
 #include "smqd/mns.h"
 #include "smqd/storage.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_QUEUE_NAME_MAX 120
 
 struct smq_store;
@@ -154,6 +154,8 @@ int store_meta_set(struct smq_store *s, const char *key, const void *value, size
 #define META_KEYS "handle_keys"
 #define META_NEXT_SEQ "next_seq"
 #define META_NEXT_QUEUE_ID "next_queue_id"
+#define META_NEXT_TOPIC_ID "next_topic_id"
+#define META_NEXT_SUB_ID "next_sub_id"
 
 /* SMQ_E_INTERNAL also when the name is already taken (UNIQUE).
  * Names longer than STORE_QUEUE_NAME_MAX: SMQ_E_INVALID_ARGUMENT. */
@@ -222,6 +224,9 @@ int store_msg_load(struct smq_store *s,
  * reused; a message's seq comes from the same sequence as queue messages.
  * Loads call cb in id (or key) order; a non-zero return from cb stops and
  * is returned; cb may call other store functions but not the same loader.
+ * Write statements, as the fault seam counts them (store_fault_inject):
+ * store_topic_delete issues five, store_sub_delete, store_tmsg_insert and
+ * store_tmsg_delete two, every other write one.
  */
 
 struct store_topic_rec {
@@ -261,6 +266,9 @@ struct store_notif_rec {
     uint64_t seq;
     uint32_t attempts;                   /* made so far (0 = none yet) */
     int64_t due_ms;                      /* epoch ms of the next attempt */
+    int strategy;                        /* enum smq_notify_strategy: the schedule it
+                                          * was made with, kept across a restart and a
+                                          * later change of the subscription's */
 };
 
 /* SMQ_E_INTERNAL also when the name is taken (UNIQUE). */

@@ -1,8 +1,10 @@
 /*
  * ctl_migrate.c — copies one smqd store into another through store.h
- * (ctl_migrate.h): the engine's metadata and queues in one transaction,
- * then the messages in transactions of MIGRATE_CHUNK rows, each chunk's
- * bodies read from the source in one batched read.  Only the store
+ * (ctl_migrate.h): the engine's metadata, queues, topics and subscriptions
+ * in one transaction, then the messages in transactions of MIGRATE_CHUNK
+ * rows, each chunk's bodies read from the source in one batched read, then
+ * the topic messages kept for pending notifications and the notifications
+ * (docs/protocol.md §13) in chunks the same way.  Only the store
  * contract is used, so the copy is the same for every pair of backends.
  */
 #include "ctl_migrate.h"
@@ -26,7 +28,8 @@
 
 /* The metadata the engine keeps (store.h): the receipt-handle secret
  * and the marks below which ids were handed out. */
-static const char *const meta_keys[] = {META_KEYS, META_NEXT_SEQ, META_NEXT_QUEUE_ID};
+static const char *const meta_keys[] = {META_KEYS, META_NEXT_SEQ, META_NEXT_QUEUE_ID,
+                                        META_NEXT_TOPIC_ID, META_NEXT_SUB_ID};
 
 struct copy {
     struct smq_store *src, *dst;
@@ -34,6 +37,8 @@ struct copy {
     struct ctl_migrate_counts n;
     struct store_msg_rec rows[MIGRATE_CHUNK];
     struct store_body_read reads[MIGRATE_CHUNK];
+    struct store_tmsg_rec tmsgs[MIGRATE_CHUNK];
+    struct store_notif_rec notifs[MIGRATE_CHUNK];
     size_t used;
     struct smq_buf bodies;
     char *err;
@@ -60,25 +65,55 @@ static int count_msg(void *arg, const struct store_msg_rec *m)
     return 0;
 }
 
+static int count_topic(void *arg, const struct store_topic_rec *t)
+{
+    (void)t;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+static int count_sub(void *arg, const struct store_sub_rec *sub)
+{
+    (void)sub;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+static int count_tmsg(void *arg, const struct store_tmsg_rec *m)
+{
+    (void)m;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
+static int count_notif(void *arg, const struct store_notif_rec *n)
+{
+    (void)n;
+    ++*(uint64_t *)arg;
+    return 0;
+}
+
 /* The destination must hold no smqd data: a copy over a live or earlier
  * database would mix two id spaces and two handle secrets. */
 static int check_empty(struct copy *c)
 {
     struct smq_buf val;
-    uint64_t queues = 0;
+    uint64_t queues = 0, topics = 0;
     int found = 0, rc;
 
     buf_init(&val);
     rc = store_queue_load(c->dst, count_queue, &queues);
     if (rc == 0)
+        rc = store_topic_load(c->dst, count_topic, &topics);
+    if (rc == 0)
         rc = store_meta_get(c->dst, META_KEYS, &val, &found);
     buf_free(&val);
     if (rc != 0)
         return fail(c, rc, "cannot read the destination");
-    if (queues > 0 || found) {
+    if (queues > 0 || topics > 0 || found) {
         snprintf(c->err, c->err_size, "the destination already holds smqd data (%" PRIu64
-                 " queue(s)%s); copy only into an empty database", queues,
-                 found ? ", a receipt-handle secret" : "");
+                 " queue(s), %" PRIu64 " topic(s)%s); copy only into an empty database",
+                 queues, topics, found ? ", a receipt-handle secret" : "");
         return SMQ_E_INVALID_ARGUMENT;
     }
     return 0;
@@ -110,7 +145,26 @@ static int copy_queue(void *arg, const struct store_queue_rec *q)
     return rc;
 }
 
-/* Metadata and queues: one transaction, so a failed start leaves nothing. */
+static int copy_topic(void *arg, const struct store_topic_rec *t)
+{
+    struct copy *c = arg;
+    int rc = store_topic_insert(c->dst, t);
+
+    c->n.topics += rc == 0;
+    return rc;
+}
+
+static int copy_sub(void *arg, const struct store_sub_rec *sub)
+{
+    struct copy *c = arg;
+    int rc = store_sub_insert(c->dst, sub);
+
+    c->n.subscriptions += rc == 0;
+    return rc;
+}
+
+/* Metadata, queues, topics and subscriptions: one transaction, so a
+ * failed start leaves nothing. */
 static int copy_head(struct copy *c)
 {
     int rc = store_begin(c->dst);
@@ -120,10 +174,15 @@ static int copy_head(struct copy *c)
     if (rc == 0)
         rc = store_queue_load(c->src, copy_queue, c);
     if (rc == 0)
+        rc = store_topic_load(c->src, copy_topic, c);
+    if (rc == 0)
+        rc = store_sub_load(c->src, copy_sub, c);
+    if (rc == 0)
         rc = store_commit(c->dst);
     if (rc != 0) {
         store_rollback(c->dst);
-        return fail(c, rc, "copying the queues and the handle secret failed; nothing was written");
+        return fail(c, rc, "copying the queues, topics and the handle secret failed; nothing "
+                    "was written");
     }
     return 0;
 }
@@ -201,20 +260,119 @@ static int copy_messages(struct copy *c)
     return 0;
 }
 
+/* ---- topic messages and notifications -------------------------------- */
+
+/* One chunk of topic messages, each body read from the source as it is
+ * written (there is no batched read of them: they are few, kept only
+ * while a notification is pending). */
+static int insert_tmsg_chunk(struct copy *c)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < c->used; i++) {
+        buf_reset(&c->bodies);
+        rc = store_tmsg_body(c->src, c->tmsgs[i].seq, &c->bodies);
+        if (rc == 0)
+            rc = store_tmsg_insert(c->dst, &c->tmsgs[i], c->bodies.data, c->bodies.len);
+    }
+    return rc;
+}
+
+static int insert_notif_chunk(struct copy *c)
+{
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < c->used; i++)
+        rc = store_notif_insert(c->dst, &c->notifs[i]);
+    return rc;
+}
+
+/* Writes the chunk collected so far in one destination transaction. */
+static int flush_rows(struct copy *c, int (*insert)(struct copy *c), uint64_t *count)
+{
+    int rc;
+
+    if (c->used == 0)
+        return 0;
+    rc = store_begin(c->dst);
+    if (rc == 0)
+        rc = insert(c);
+    if (rc == 0)
+        rc = store_commit(c->dst);
+    if (rc != 0) {
+        store_rollback(c->dst);
+        return rc;
+    }
+    *count += c->used;
+    c->used = 0;
+    return 0;
+}
+
+static int collect_tmsg(void *arg, const struct store_tmsg_rec *m)
+{
+    struct copy *c = arg;
+
+    c->tmsgs[c->used++] = *m;
+    return c->used == MIGRATE_CHUNK ? flush_rows(c, insert_tmsg_chunk, &c->n.topic_messages)
+                                    : 0;
+}
+
+static int collect_notif(void *arg, const struct store_notif_rec *n)
+{
+    struct copy *c = arg;
+
+    c->notifs[c->used++] = *n;
+    return c->used == MIGRATE_CHUNK ? flush_rows(c, insert_notif_chunk, &c->n.notifications)
+                                    : 0;
+}
+
+static int copy_notifications(struct copy *c)
+{
+    int rc = store_tmsg_load(c->src, collect_tmsg, c);
+
+    if (rc == 0)
+        rc = flush_rows(c, insert_tmsg_chunk, &c->n.topic_messages);
+    if (rc == 0)
+        rc = store_notif_load(c->src, collect_notif, c);
+    if (rc == 0)
+        rc = flush_rows(c, insert_notif_chunk, &c->n.notifications);
+    if (rc != 0) {
+        snprintf(c->err, c->err_size, "copying the pending notifications failed (%s); the "
+                 "destination holds a partial copy: empty it and run the copy again",
+                 errors_info(rc)->code);
+        return rc;
+    }
+    return 0;
+}
+
 /* Reads the destination back: what it holds must be what was copied. */
 static int verify(struct copy *c)
 {
-    uint64_t queues = 0, messages = 0;
-    int rc = store_queue_load(c->dst, count_queue, &queues);
+    struct ctl_migrate_counts got = {0};
+    int rc = store_queue_load(c->dst, count_queue, &got.queues);
 
     if (rc == 0)
-        rc = store_msg_load(c->dst, count_msg, &messages);
+        rc = store_msg_load(c->dst, count_msg, &got.messages);
+    if (rc == 0)
+        rc = store_topic_load(c->dst, count_topic, &got.topics);
+    if (rc == 0)
+        rc = store_sub_load(c->dst, count_sub, &got.subscriptions);
+    if (rc == 0)
+        rc = store_tmsg_load(c->dst, count_tmsg, &got.topic_messages);
+    if (rc == 0)
+        rc = store_notif_load(c->dst, count_notif, &got.notifications);
     if (rc != 0)
         return fail(c, rc, "cannot read the copy back");
-    if (queues != c->n.queues || messages != c->n.messages) {
-        snprintf(c->err, c->err_size, "the copy holds %" PRIu64 " queue(s) and %" PRIu64
-                 " message(s), %" PRIu64 " and %" PRIu64 " were copied", queues, messages,
-                 c->n.queues, c->n.messages);
+    if (got.queues != c->n.queues || got.messages != c->n.messages ||
+        got.topics != c->n.topics || got.subscriptions != c->n.subscriptions ||
+        got.topic_messages != c->n.topic_messages || got.notifications != c->n.notifications) {
+        snprintf(c->err, c->err_size, "the copy holds %" PRIu64 " queue(s), %" PRIu64
+                 " message(s), %" PRIu64 " topic(s), %" PRIu64 " subscription(s), %" PRIu64
+                 " topic message(s) and %" PRIu64 " notification(s); %" PRIu64 ", %" PRIu64
+                 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 " and %" PRIu64 " were copied",
+                 got.queues, got.messages, got.topics, got.subscriptions, got.topic_messages,
+                 got.notifications, c->n.queues, c->n.messages, c->n.topics,
+                 c->n.subscriptions, c->n.topic_messages, c->n.notifications);
         return SMQ_E_INTERNAL;
     }
     return 0;
@@ -265,6 +423,8 @@ int ctl_migrate(const struct store_config *from, const struct store_config *to, 
         rc = copy_head(c);
     if (rc == 0)
         rc = copy_messages(c);
+    if (rc == 0)
+        rc = copy_notifications(c);
     if (rc == 0)
         rc = verify(c);
     if (rc == 0)

@@ -17,16 +17,21 @@
 
 struct ctl_migrate_counts {
     uint64_t queues, messages, body_bytes;
+    uint64_t topics, subscriptions;
+    uint64_t topic_messages, notifications;  /* kept for pending notifications */
 };
 
 /*
  * Copies every queue, message (metadata, body, MD5, extensions, receive
- * state, dead-letter origin) and the engine's metadata (the receipt-handle
- * secret and the id marks, so MessageIds and receipt handles issued before
- * stay valid) from `from` to `to`, in transactions of a bounded size, then
- * reads the destination back and compares the counts.  Progress goes to
- * log (NULL: none).  Refuses, writing nothing, when the destination already
- * holds queues or a receipt-handle secret.  0 with *out filled, or an
+ * state, dead-letter origin), topic and subscription (ids, names,
+ * attributes, times), topic message kept for a pending notification (with
+ * its body) and notification (with its retry state), and the engine's
+ * metadata (the receipt-handle secret and the id marks, so MessageIds,
+ * receipt handles and ids issued before stay valid) from `from` to `to`,
+ * in transactions of a bounded size, then reads the destination back and
+ * compares the counts.  Progress goes to log (NULL: none).  Refuses,
+ * writing nothing, when the destination already holds queues, topics or a
+ * receipt-handle secret.  0 with *out filled, or an
  * SMQ_E_* code with a reason in err (a half-made copy is reported as such:
  * the operator empties the destination and runs it again).
  */

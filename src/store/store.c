@@ -172,6 +172,93 @@ int store_msg_load(struct smq_store *s,
     return s->be->msg_load(s, cb, arg);
 }
 
+/* ---- topics ---- */
+
+int store_topic_insert(struct smq_store *s, const struct store_topic_rec *t)
+{
+    return s->be->topic_insert(s, t);
+}
+
+int store_topic_update(struct smq_store *s, const struct store_topic_rec *t)
+{
+    return s->be->topic_update(s, t);
+}
+
+int store_topic_delete(struct smq_store *s, int64_t topic_id)
+{
+    return s->be->topic_delete(s, topic_id);
+}
+
+int store_topic_load(struct smq_store *s,
+                     int (*cb)(void *arg, const struct store_topic_rec *t), void *arg)
+{
+    return s->be->topic_load(s, cb, arg);
+}
+
+int store_sub_insert(struct smq_store *s, const struct store_sub_rec *sub)
+{
+    return s->be->sub_insert(s, sub);
+}
+
+int store_sub_update(struct smq_store *s, const struct store_sub_rec *sub)
+{
+    return s->be->sub_update(s, sub);
+}
+
+int store_sub_delete(struct smq_store *s, int64_t sub_id)
+{
+    return s->be->sub_delete(s, sub_id);
+}
+
+int store_sub_load(struct smq_store *s,
+                   int (*cb)(void *arg, const struct store_sub_rec *sub), void *arg)
+{
+    return s->be->sub_load(s, cb, arg);
+}
+
+int store_tmsg_insert(struct smq_store *s, const struct store_tmsg_rec *m, const void *body,
+                      size_t body_len)
+{
+    return s->be->tmsg_insert(s, m, body, body_len);
+}
+
+int store_tmsg_delete(struct smq_store *s, uint64_t seq)
+{
+    return s->be->tmsg_delete(s, seq);
+}
+
+int store_tmsg_body(struct smq_store *s, uint64_t seq, struct smq_buf *out)
+{
+    return s->be->tmsg_body(s, seq, out);
+}
+
+int store_tmsg_load(struct smq_store *s,
+                    int (*cb)(void *arg, const struct store_tmsg_rec *m), void *arg)
+{
+    return s->be->tmsg_load(s, cb, arg);
+}
+
+int store_notif_insert(struct smq_store *s, const struct store_notif_rec *n)
+{
+    return s->be->notif_insert(s, n);
+}
+
+int store_notif_update(struct smq_store *s, const struct store_notif_rec *n)
+{
+    return s->be->notif_update(s, n);
+}
+
+int store_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq)
+{
+    return s->be->notif_delete(s, sub_id, seq);
+}
+
+int store_notif_load(struct smq_store *s,
+                     int (*cb)(void *arg, const struct store_notif_rec *n), void *arg)
+{
+    return s->be->notif_load(s, cb, arg);
+}
+
 /* ---- optional upkeep of a local file ---- */
 
 int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes)

@@ -53,6 +53,29 @@ struct store_backend {
     int (*msg_load)(struct smq_store *s,
                     int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
 
+    /* topics (docs/protocol.md §13) */
+    int (*topic_insert)(struct smq_store *s, const struct store_topic_rec *t);
+    int (*topic_update)(struct smq_store *s, const struct store_topic_rec *t);
+    int (*topic_delete)(struct smq_store *s, int64_t topic_id);
+    int (*topic_load)(struct smq_store *s,
+                      int (*cb)(void *arg, const struct store_topic_rec *t), void *arg);
+    int (*sub_insert)(struct smq_store *s, const struct store_sub_rec *sub);
+    int (*sub_update)(struct smq_store *s, const struct store_sub_rec *sub);
+    int (*sub_delete)(struct smq_store *s, int64_t sub_id);
+    int (*sub_load)(struct smq_store *s,
+                    int (*cb)(void *arg, const struct store_sub_rec *sub), void *arg);
+    int (*tmsg_insert)(struct smq_store *s, const struct store_tmsg_rec *m, const void *body,
+                       size_t body_len);
+    int (*tmsg_delete)(struct smq_store *s, uint64_t seq);
+    int (*tmsg_body)(struct smq_store *s, uint64_t seq, struct smq_buf *out);
+    int (*tmsg_load)(struct smq_store *s,
+                     int (*cb)(void *arg, const struct store_tmsg_rec *m), void *arg);
+    int (*notif_insert)(struct smq_store *s, const struct store_notif_rec *n);
+    int (*notif_update)(struct smq_store *s, const struct store_notif_rec *n);
+    int (*notif_delete)(struct smq_store *s, int64_t sub_id, uint64_t seq);
+    int (*notif_load)(struct smq_store *s,
+                      int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
+
     /* optional: upkeep of a local database file */
     int (*reserve_init)(struct smq_store *s, const char *db_path, uint64_t bytes);
     int (*reserve_restore)(struct smq_store *s, uint64_t keep_free);

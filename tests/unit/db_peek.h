@@ -7,7 +7,9 @@
  * A "path" of the form "pg:DSN" is a PostgreSQL database (the engine tests
  * run on both backends: engine_fixture.h): the query, written for the
  * SQLite schema, has its table names mapped to the PostgreSQL ones (msg →
- * smq_msg, msg_body → smq_body, queue → smq_queue, meta → smq_meta).
+ * smq_msg, msg_body → smq_body, queue → smq_queue, meta → smq_meta, and
+ * the topics' topic, subscription, tmsg, tmsg_body and notif → smq_ and
+ * the same name).
  */
 #ifndef SMQD_TEST_DB_PEEK_H
 #define SMQD_TEST_DB_PEEK_H
@@ -23,7 +25,11 @@
 static inline void db_peek_pg_sql(const char *sql, char *out, size_t size)
 {
     static const char *const map[][2] = {{"msg_body", "smq_body"}, {"msg", "smq_msg"},
-                                         {"queue", "smq_queue"}, {"meta", "smq_meta"}};
+                                         {"queue", "smq_queue"}, {"meta", "smq_meta"},
+                                         {"topic", "smq_topic"},
+                                         {"subscription", "smq_subscription"},
+                                         {"tmsg", "smq_tmsg"}, {"tmsg_body", "smq_tmsg_body"},
+                                         {"notif", "smq_notif"}};
     size_t o = 0;
 
     while (*sql != '\0' && o + 16 < size) {

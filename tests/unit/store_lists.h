@@ -1,8 +1,9 @@
 /*
  * store_lists.h — for the store's unit tests (test_store.c on SQLite,
  * test_store_pg.c on PostgreSQL): loader callbacks that collect what a
- * load returned, and a field-by-field record comparison, so both backends
- * are held to the same checks.
+ * load returned, and field-by-field record comparisons (queues' messages
+ * and the topics' four records), so both backends are held to the same
+ * checks.
  */
 #ifndef SMQD_TEST_STORE_LISTS_H
 #define SMQD_TEST_STORE_LISTS_H
@@ -58,6 +59,115 @@ static inline int stop_at_second(void *arg, const struct store_msg_rec *m)
 {
     (void)m;
     return ++*(int *)arg == 2 ? 42 : 0;
+}
+
+/* ---- topics ---- */
+
+struct topic_list {
+    struct store_topic_rec t[8];
+    int n;
+};
+
+static inline int collect_topic(void *arg, const struct store_topic_rec *t)
+{
+    struct topic_list *l = arg;
+
+    if (l->n >= 8)
+        return -1;
+    l->t[l->n++] = *t;
+    return 0;
+}
+
+struct sub_list {
+    struct store_sub_rec s[8];
+    int n;
+};
+
+static inline int collect_sub(void *arg, const struct store_sub_rec *sub)
+{
+    struct sub_list *l = arg;
+
+    if (l->n >= 8)
+        return -1;
+    l->s[l->n++] = *sub;
+    return 0;
+}
+
+struct tmsg_list {
+    struct store_tmsg_rec m[8];
+    int n;
+};
+
+static inline int collect_tmsg(void *arg, const struct store_tmsg_rec *m)
+{
+    struct tmsg_list *l = arg;
+
+    if (l->n >= 8)
+        return -1;
+    l->m[l->n++] = *m;
+    return 0;
+}
+
+struct notif_list {
+    struct store_notif_rec r[8];
+    int n;
+};
+
+static inline int collect_notif(void *arg, const struct store_notif_rec *n)
+{
+    struct notif_list *l = arg;
+
+    if (l->n >= 8)
+        return -1;
+    l->r[l->n++] = *n;
+    return 0;
+}
+
+static inline void assert_topic_equal(const struct store_topic_rec *a,
+                                      const struct store_topic_rec *b)
+{
+    assert_int_equal(a->id, b->id);
+    assert_string_equal(a->name, b->name);
+    assert_int_equal(a->create_s, b->create_s);
+    assert_int_equal(a->modify_s, b->modify_s);
+    assert_int_equal(a->max_msg_size, b->max_msg_size);
+    assert_int_equal(a->logging, b->logging);
+}
+
+static inline void assert_sub_equal(const struct store_sub_rec *a, const struct store_sub_rec *b)
+{
+    assert_int_equal(a->id, b->id);
+    assert_int_equal(a->topic_id, b->topic_id);
+    assert_string_equal(a->name, b->name);
+    assert_string_equal(a->endpoint, b->endpoint);
+    assert_string_equal(a->filter_tag, b->filter_tag);
+    assert_int_equal(a->strategy, b->strategy);
+    assert_int_equal(a->format, b->format);
+    assert_int_equal(a->dlq_enabled, b->dlq_enabled);
+    assert_string_equal(a->dlq_target, b->dlq_target);
+    assert_int_equal(a->create_s, b->create_s);
+    assert_int_equal(a->modify_s, b->modify_s);
+}
+
+static inline void assert_tmsg_equal(const struct store_tmsg_rec *a,
+                                     const struct store_tmsg_rec *b)
+{
+    assert_int_equal(a->topic_id, b->topic_id);
+    assert_true(a->seq == b->seq);
+    assert_int_equal(a->publish_ms, b->publish_ms);
+    assert_string_equal(a->tag, b->tag);
+    assert_memory_equal(a->md5, b->md5, MNS_MD5_LEN);
+    assert_int_equal(a->body_len, b->body_len);
+}
+
+static inline void assert_notif_equal(const struct store_notif_rec *a,
+                                      const struct store_notif_rec *b)
+{
+    assert_int_equal(a->sub_id, b->sub_id);
+    assert_true(a->seq == b->seq);
+    assert_int_equal(a->attempts, b->attempts);
+    assert_int_equal(a->due_ms, b->due_ms);
+    assert_int_equal(a->strategy, b->strategy);
 }
 
 #endif

@@ -1,10 +1,12 @@
 /*
  * test_ctl_migrate.c — unit tests of smqctl's store copy (ctl_migrate.h):
- * everything a message carries arrives, the handle secret and id marks
- * arrive, a destination with data is refused untouched, a source in use is
- * refused.  The source is always SQLite; the destination is SQLite, and
- * also PostgreSQL when SMQD_TEST_PG_DSN names a database to use (each case
- * then works in a schema of its own, dropped afterwards).
+ * everything a message carries arrives, so do topics, subscriptions (the
+ * longest Endpoint too), a topic message pending for notifications and the
+ * notifications, the handle secret and id marks arrive, a destination with
+ * data (even a topic alone) is refused untouched, a source in use is
+ * refused.  SQLite into SQLite always; when SMQD_TEST_PG_DSN names a
+ * database to use, also SQLite into PostgreSQL and PostgreSQL into SQLite
+ * (each case then works in a schema of its own, dropped afterwards).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
+#include "store_lists.h"
 
 struct fixture {
     char dir[64];
@@ -31,7 +34,9 @@ struct fixture {
     struct store_config src, dst;
 };
 
-static int setup_with(void **state, bool pg)
+/* pg: the destination is a scratch PostgreSQL database; pg_source: the
+ * source is, and the destination the SQLite file. */
+static int setup_with(void **state, bool pg, bool pg_source)
 {
     struct fixture *f = calloc(1, sizeof *f);
 
@@ -52,7 +57,10 @@ static int setup_with(void **state, bool pg)
             free(f);
             return -1;
         }
-        f->dst = (struct store_config){.backend = SMQ_STORE_POSTGRESQL, .dsn = f->pg.dsn};
+        if (pg_source)
+            f->src = (struct store_config){.backend = SMQ_STORE_POSTGRESQL, .dsn = f->pg.dsn};
+        else
+            f->dst = (struct store_config){.backend = SMQ_STORE_POSTGRESQL, .dsn = f->pg.dsn};
     }
     *state = f;
     return 0;
@@ -60,12 +68,17 @@ static int setup_with(void **state, bool pg)
 
 static int setup_sqlite(void **state)
 {
-    return setup_with(state, false);
+    return setup_with(state, false, false);
 }
 
 static int setup_pg(void **state)
 {
-    return setup_with(state, true);
+    return setup_with(state, true, false);
+}
+
+static int setup_pg_source(void **state)
+{
+    return setup_with(state, true, true);
 }
 
 static int teardown(void **state)
@@ -81,8 +94,117 @@ static int teardown(void **state)
 static const unsigned char md5_a[16] = {0xd4, 0x1d, 0x8c, 0xd9, 0x8f, 0x00, 0xb2, 0x04,
                                         0xe9, 0x80, 0x09, 0x98, 0xec, 0xf8, 0x42, 0x7e};
 
+/* ---- topics (docs/protocol.md §13) ---- */
+
+static struct store_topic_rec topic_rec(int i)
+{
+    struct store_topic_rec t[2] = {
+        {.id = 1, .name = "events", .create_s = 300, .modify_s = 301, .max_msg_size = 1024,
+         .logging = 1},
+        {.id = 2, .name = "audit", .create_s = 302, .modify_s = 302, .max_msg_size = 65536},
+    };
+    return t[i];
+}
+
+/* The first with every field set and the longest Endpoint. */
+static struct store_sub_rec sub_rec(int i)
+{
+    struct store_sub_rec sub[3] = {
+        {.id = 1, .topic_id = 1, .name = "web", .filter_tag = "tagA",
+         .strategy = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY, .format = SMQ_NOTIFY_JSON,
+         .dlq_enabled = 1, .dlq_target = "orders-dlq", .create_s = 400, .modify_s = 401},
+        {.id = 2, .topic_id = 1, .name = "mail", .endpoint = "mail:directmail:a@example.com",
+         .format = SMQ_NOTIFY_SIMPLIFIED, .create_s = 402, .modify_s = 402},
+        {.id = 3, .topic_id = 2, .name = "web", .endpoint = "acs:mns:cn-hangzhou:1:queues/orders",
+         .create_s = 403, .modify_s = 404},
+    };
+    if (i == 0) {
+        size_t n = (size_t)snprintf(sub[0].endpoint, sizeof sub[0].endpoint, "http://h/");
+        memset(sub[0].endpoint + n, 'p', SMQ_ENDPOINT_MAX - n);
+        sub[0].endpoint[SMQ_ENDPOINT_MAX] = '\0';
+    }
+    return sub[i];
+}
+
+static struct store_tmsg_rec tmsg_rec(void)
+{
+    struct store_tmsg_rec m = {.topic_id = 1, .seq = 20, .publish_ms = 5000, .tag = "tagA",
+                               .body_len = 3};
+
+    memcpy(m.md5, md5_a, sizeof m.md5);
+    return m;
+}
+
+static struct store_notif_rec notif_rec(int i)
+{
+    struct store_notif_rec n[2] = {
+        {.sub_id = 1, .seq = 20, .attempts = 2, .due_ms = 7000,
+         .strategy = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY},
+        {.sub_id = 2, .seq = 20, .attempts = 0, .due_ms = 5000},
+    };
+    return n[i];
+}
+
+static void fill_topics(struct smq_store *s)
+{
+    struct store_tmsg_rec m = tmsg_rec();
+
+    assert_int_equal(store_meta_set(s, META_NEXT_TOPIC_ID, "3", 1), 0);
+    assert_int_equal(store_meta_set(s, META_NEXT_SUB_ID, "4", 1), 0);
+    for (int i = 0; i < 2; i++) {
+        struct store_topic_rec t = topic_rec(i);
+        assert_int_equal(store_topic_insert(s, &t), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        struct store_sub_rec sub = sub_rec(i);
+        assert_int_equal(store_sub_insert(s, &sub), 0);
+    }
+    assert_int_equal(store_tmsg_insert(s, &m, "evt", 3), 0);
+    for (int i = 0; i < 2; i++) {
+        struct store_notif_rec n = notif_rec(i);
+        assert_int_equal(store_notif_insert(s, &n), 0);
+    }
+}
+
+static void assert_topics(struct smq_store *s)
+{
+    struct topic_list tl = {.n = 0};
+    struct sub_list sl = {.n = 0};
+    struct tmsg_list ml = {.n = 0};
+    struct notif_list nl = {.n = 0};
+    struct store_tmsg_rec m = tmsg_rec();
+    struct smq_buf body;
+
+    assert_int_equal(store_topic_load(s, collect_topic, &tl), 0);
+    assert_int_equal(tl.n, 2);
+    assert_int_equal(store_sub_load(s, collect_sub, &sl), 0);
+    assert_int_equal(sl.n, 3);
+    assert_int_equal(store_tmsg_load(s, collect_tmsg, &ml), 0);
+    assert_int_equal(ml.n, 1);
+    assert_int_equal(store_notif_load(s, collect_notif, &nl), 0);
+    assert_int_equal(nl.n, 2);
+    for (int i = 0; i < 2; i++) {
+        struct store_topic_rec t = topic_rec(i);
+        struct store_notif_rec n = notif_rec(i);
+        assert_topic_equal(&tl.t[i], &t);
+        assert_notif_equal(&nl.r[i], &n);
+    }
+    for (int i = 0; i < 3; i++) {
+        struct store_sub_rec sub = sub_rec(i);
+        assert_sub_equal(&sl.s[i], &sub);
+    }
+    assert_int_equal(strlen(sl.s[0].endpoint), SMQ_ENDPOINT_MAX);
+    assert_tmsg_equal(&ml.m[0], &m);
+    buf_init(&body);
+    assert_int_equal(store_tmsg_body(s, 20, &body), 0);
+    assert_int_equal(body.len, 3);
+    assert_memory_equal(body.data, "evt", 3);
+    buf_free(&body);
+}
+
 /* Two queues (one the other's dead-letter queue), three messages in every
- * state a row can carry, the handle secret and the marks. */
+ * state a row can carry, two topics with three subscriptions and a message
+ * pending for two of them, the handle secret and the marks. */
 static void fill_source(const struct store_config *cfg)
 {
     struct smq_store *s = NULL;
@@ -119,6 +241,7 @@ static void fill_source(const struct store_config *cfg)
                          binary, sizeof binary, NULL, NULL, 0}), 0);
     assert_int_equal(store_msg_insert(s, &dead, &(struct store_msg_content){
                          NULL, 0, NULL, NULL, 0}), 0);
+    fill_topics(s);
     assert_int_equal(store_commit(s), 0);
     store_close(s);
 }
@@ -200,6 +323,9 @@ static void assert_copy(const struct store_config *cfg)
     assert_meta(s, META_KEYS, "0123456789abcdef0123456789abcdef");
     assert_meta(s, META_NEXT_SEQ, "1024");
     assert_meta(s, META_NEXT_QUEUE_ID, "3");
+    assert_meta(s, META_NEXT_TOPIC_ID, "3");
+    assert_meta(s, META_NEXT_SUB_ID, "4");
+    assert_topics(s);
     buf_free(&bodies);
     store_close(s);
 }
@@ -215,7 +341,34 @@ static void test_migrate_copies_everything(void **state)
     assert_int_equal(n.queues, 2);
     assert_int_equal(n.messages, 3);
     assert_int_equal(n.body_bytes, 9);
+    assert_int_equal(n.topics, 2);
+    assert_int_equal(n.subscriptions, 3);
+    assert_int_equal(n.topic_messages, 1);
+    assert_int_equal(n.notifications, 2);
     assert_copy(&f->dst);
+}
+
+/* A destination with nothing but a topic is not empty either. */
+static void test_migrate_refuses_a_destination_with_a_topic(void **state)
+{
+    struct fixture *f = *state;
+    struct ctl_migrate_counts n = {0};
+    struct store_topic_rec t = topic_rec(1);
+    struct smq_store *s = NULL;
+    struct seen v = {0};
+    char err[512] = "";
+
+    fill_source(&f->src);
+    assert_int_equal(store_open(&f->dst, &s, err, sizeof err), 0);
+    assert_int_equal(store_topic_insert(s, &t), 0);
+    store_close(s);
+    assert_int_equal(ctl_migrate(&f->src, &f->dst, NULL, &n, err, sizeof err),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "1 topic(s)"));
+    assert_int_equal(store_open(&f->dst, &s, err, sizeof err), 0);
+    assert_int_equal(store_queue_load(s, see_queue, &v), 0);
+    assert_int_equal(v.n_queues, 0);                     /* nothing written */
+    store_close(s);
 }
 
 static void test_migrate_refuses_a_destination_with_data(void **state)
@@ -311,6 +464,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refuses_a_missing_source, setup_sqlite,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_a_topic,
+                                        setup_sqlite, teardown),
     };
     const struct CMUnitTest pg_tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_copies_everything, setup_pg, teardown),
@@ -318,12 +473,25 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_migrate_many_messages_cross_chunks, setup_pg,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_a_topic,
+                                        setup_pg, teardown),
+    };
+    /* And back: PostgreSQL into an SQLite file. */
+    const struct CMUnitTest from_pg_tests[] = {
+        cmocka_unit_test_setup_teardown(test_migrate_copies_everything, setup_pg_source,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_data,
+                                        setup_pg_source, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_many_messages_cross_chunks,
+                                        setup_pg_source, teardown),
     };
     int failed = cmocka_run_group_tests_name("migrate_to_sqlite", sqlite_tests, NULL, NULL);
 
-    if (pg_scratch_available())
+    if (pg_scratch_available()) {
         failed += cmocka_run_group_tests_name("migrate_to_postgresql", pg_tests, NULL, NULL);
-    else
+        failed += cmocka_run_group_tests_name("migrate_from_postgresql", from_pg_tests, NULL,
+                                              NULL);
+    } else
         printf("migrate_to_postgresql: skipped: no PostgreSQL (SMQD_TEST_PG_DSN / SMQD_TEST_PG_DIR)\n");
     return failed;
 }

@@ -283,19 +283,20 @@ static void test_store_open_reopen_keeps_data(void **state)
     buf_free(&body);
 }
 
-static void test_store_user_version_is_4(void **state)
+static void test_store_user_version_is_5(void **state)
 {
     struct fixture *f = *state;
 
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 4);
+    assert_int_equal(STORE_SCHEMA_VERSION, 5);
     /* A new database is created with incremental auto-vacuum (reclamation). */
     assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 4);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 5);
+    /* meta, queue, msg, msg_body; topic, subscription, tmsg, tmsg_body, notif */
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
-                     4);
+                     9);
 }
 
 static void test_store_journal_mode_is_wal(void **state)
@@ -380,8 +381,8 @@ static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
 
-    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 5;");
-    expect_refusal(f, "database schema version 5 is newer than this smqd supports (4); "
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 6;");
+    expect_refusal(f, "database schema version 6 is newer than this smqd supports (5); "
                       "refusing to open");
 }
 
@@ -1220,7 +1221,7 @@ static void test_store_ext_after_body_and_migrated(void **state)
                               "PRAGMA user_version = 3;") > 0, 1);
     make_raw_db(f->path, v3_db);
     assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 4);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     m.seq = 6;
     assert_int_equal(store_msg_insert(f->s, &m, &(struct store_msg_content){"new", 3, NULL,
                                                                             "<G>xy;", 6}), 0);
@@ -1348,11 +1349,120 @@ static void test_store_reclaim_shrinks_file(void **state)
     assert_true(after.pages <= before.pages + 8);
 }
 
+/* ---- topics (docs/protocol.md §13): store_topic_cases.h --------------- */
+
+static long long topic_peek(struct fixture *f, const char *sql)
+{
+    return db_peek_int(f->path, sql);
+}
+
+#include "store_topic_cases.h"
+
+static void test_store_topic_round_trip(void **state)
+{
+    topic_case_round_trip(*state);
+}
+
+static void test_store_topic_refusals(void **state)
+{
+    topic_case_refusals(*state);
+}
+
+static void test_store_sub_round_trip_1024_endpoint(void **state)
+{
+    sub_case_round_trip(*state);
+}
+
+static void test_store_sub_refusals(void **state)
+{
+    sub_case_refusals(*state);
+}
+
+static void test_store_topic_delete_cascades(void **state)
+{
+    topic_case_delete_cascades(*state);
+}
+
+static void test_store_topics_survive_reopen(void **state)
+{
+    topic_case_survives_reopen(*state);
+}
+
+static void test_store_topic_savepoint_and_fault(void **state)
+{
+    topic_case_savepoint_and_fault(*state);
+}
+
+static void test_store_tmsg_round_trip(void **state)
+{
+    tmsg_case_round_trip(*state);
+}
+
+static void test_store_notif_round_trip(void **state)
+{
+    notif_case_round_trip(*state);
+}
+
+/* A schema-4 database (the last before topics) gains the topic tables on
+ * open and keeps every row it had. */
+static void test_store_v4_database_gains_topic_tables(void **state)
+{
+    struct fixture *f = *state;
+    struct store_topic_rec t = make_topic(1, "new-topic");
+    struct queue_list ql = {.n = 0};
+    struct topic_list tl = {.n = 0};
+    struct smq_buf body;
+    char v4_db[sizeof v1_db + 512], err[256];
+    const char *v1_tail = "PRAGMA user_version = 1;";
+
+    assert_true(snprintf(v4_db, sizeof v4_db, "%.*s%s", (int)(strlen(v1_db) - strlen(v1_tail)),
+                         v1_db, "ALTER TABLE queue ADD COLUMN dlq_enabled INTEGER NOT NULL DEFAULT 0;"
+                         "ALTER TABLE queue ADD COLUMN dlq_target TEXT NOT NULL DEFAULT '';"
+                         "ALTER TABLE queue ADD COLUMN dlq_max_receive INTEGER NOT NULL DEFAULT 0;"
+                         "ALTER TABLE msg ADD COLUMN src_queue_id INTEGER NOT NULL DEFAULT 0;"
+                         "ALTER TABLE msg_body ADD COLUMN md5 BLOB;"
+                         "ALTER TABLE msg_body ADD COLUMN ext BLOB;"
+                         "PRAGMA user_version = 4;") < (int)sizeof v4_db);
+    make_raw_db(f->path, v4_db);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE name = 'topic'"),
+                     0);
+    assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 5);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
+                                          "AND name IN ('topic', 'subscription', 'tmsg', "
+                                          "'tmsg_body', 'notif')"), 5);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 1);
+    assert_string_equal(ql.q[0].name, "old");
+    buf_init(&body);
+    assert_int_equal(body_of(f->s, 1, 5, &body, NULL), 0);
+    assert_memory_equal(body.data, "kept", 4);
+    buf_free(&body);
+    assert_int_equal(store_topic_insert(f->s, &t), 0);
+    reopen(f);                                      /* nothing to migrate the second time */
+    assert_int_equal(store_topic_load(f->s, collect_topic, &tl), 0);
+    assert_int_equal(tl.n, 1);
+    assert_topic_equal(&tl.t[0], &t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_user_version_is_4, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_5, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_topic_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_topic_refusals, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_sub_round_trip_1024_endpoint, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_sub_refusals, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_topic_delete_cascades, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_topics_survive_reopen, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_topic_savepoint_and_fault, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_tmsg_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_notif_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_v4_database_gains_topic_tables, dir_setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_store_ext_after_body_and_migrated, dir_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_journal_mode_is_wal, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sync_normal_opens, dir_setup, teardown),

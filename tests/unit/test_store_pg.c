@@ -24,7 +24,9 @@
 
 #include <cmocka.h>
 #include <libpq-fe.h>
+#include <sqlite3.h>                 /* db_peek.h's SQLite half, unused here */
 
+#include "db_peek.h"
 #include "pg_peek.h"
 #include "pg_scratch.h"
 #include "smqd/buf.h"
@@ -176,7 +178,7 @@ static void test_pg_open_reopen_keeps_data(void **state)
     struct queue_list ql = {.n = 0};
 
     assert_string_equal(store_backend_name(f->s), "postgresql");
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 1);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 2);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_lease WHERE id = 1"), 1);
     assert_int_equal(store_queue_insert(f->s, &q), 0);
     reopen(f);                                   /* a second open migrates nothing */
@@ -203,9 +205,9 @@ static void test_pg_refuses_newer_schema(void **state)
     struct fixture *f = *state;
 
     peek_exec(f, "CREATE TABLE smq_schema(version int NOT NULL);"
-                 "INSERT INTO smq_schema VALUES (2)");
+                 "INSERT INTO smq_schema VALUES (3)");
     expect_refusal(f, "created by a newer smqd");
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 2);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 3);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                  "current_schema()"), 1);          /* untouched */
 }
@@ -721,6 +723,131 @@ static void test_pg_fence_takeover_fences_deferred_flush(void **state)
     assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_msg"), 1);
 }
 
+/* ---- topics (docs/protocol.md §13): store_topic_cases.h --------------- */
+
+static long long topic_peek(struct fixture *f, const char *sql)
+{
+    char q[1024];
+
+    db_peek_pg_sql(sql, q, sizeof q);
+    return peek_int(f, q);
+}
+
+#include "store_topic_cases.h"
+
+static void test_pg_topic_round_trip(void **state)
+{
+    topic_case_round_trip(*state);
+}
+
+static void test_pg_topic_refusals(void **state)
+{
+    topic_case_refusals(*state);
+}
+
+static void test_pg_sub_round_trip_1024_endpoint(void **state)
+{
+    sub_case_round_trip(*state);
+}
+
+static void test_pg_sub_refusals(void **state)
+{
+    sub_case_refusals(*state);
+}
+
+static void test_pg_topic_delete_cascades(void **state)
+{
+    topic_case_delete_cascades(*state);
+}
+
+static void test_pg_topics_survive_reopen(void **state)
+{
+    topic_case_survives_reopen(*state);
+}
+
+static void test_pg_topic_savepoint_and_fault(void **state)
+{
+    topic_case_savepoint_and_fault(*state);
+}
+
+static void test_pg_tmsg_round_trip(void **state)
+{
+    tmsg_case_round_trip(*state);
+}
+
+static void test_pg_notif_round_trip(void **state)
+{
+    notif_case_round_trip(*state);
+}
+
+/* Buffered: a missing topic or subscription inside a transaction fails
+ * its commit, and nothing of it is applied. */
+static void test_pg_topic_missing_row_fails_the_transaction(void **state)
+{
+    struct fixture *f = *state;
+    struct store_topic_rec k = make_topic(1, "kept"), ghost = make_topic(9, "ghost");
+
+    assert_int_equal(store_begin(f->s), 0);
+    assert_int_equal(store_topic_insert(f->s, &k), 0);
+    assert_int_equal(store_topic_update(f->s, &ghost), 0);
+    assert_int_equal(store_commit(f->s), SMQ_E_INTERNAL);
+    store_rollback(f->s);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_topic"), 0);
+}
+
+/* A topic message's body is readable while its commit waits for the
+ * flush (store_defer_fsync), from the write itself. */
+static void test_pg_tmsg_body_before_flush(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_buf body;
+
+    buf_init(&body);
+    assert_int_equal(store_defer_fsync(f->s), 0);
+    assert_int_equal(store_begin(f->s), 0);
+    put_tmsg(f->s, 1, 42);
+    assert_int_equal(store_commit(f->s), 0);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_tmsg_body"), 0);   /* queued */
+    assert_int_equal(store_tmsg_body(f->s, 42, &body), 0);
+    assert_memory_equal(body.data, "body 42", 7);
+    assert_int_equal(store_flush(f->s), 0);
+    buf_reset(&body);
+    assert_int_equal(store_tmsg_body(f->s, 42, &body), 0);
+    assert_memory_equal(body.data, "body 42", 7);
+    buf_free(&body);
+}
+
+/* A version-1 schema (the one before topics) gains the topic tables on
+ * open and keeps every row it had. */
+static void test_pg_v1_schema_gains_topic_tables(void **state)
+{
+    struct fixture *f = *state;
+    struct store_queue_rec q = make_queue(1, "old");
+    struct store_topic_rec t = make_topic(1, "new-topic");
+    struct queue_list ql = {.n = 0};
+    struct topic_list tl = {.n = 0};
+
+    assert_int_equal(store_queue_insert(f->s, &q), 0);
+    store_close(f->s);
+    f->s = NULL;
+    peek_exec(f, "DROP TABLE smq_topic, smq_subscription, smq_tmsg, smq_tmsg_body, smq_notif;"
+                 "UPDATE smq_schema SET version = 1");
+    reopen(f);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 2);
+    assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                 "current_schema() AND tablename IN ('smq_topic', "
+                                 "'smq_subscription', 'smq_tmsg', 'smq_tmsg_body', "
+                                 "'smq_notif')"), 5);
+    assert_int_equal(store_queue_load(f->s, collect_queue, &ql), 0);
+    assert_int_equal(ql.n, 1);
+    assert_memory_equal(&ql.q[0], &q, sizeof q);
+    assert_int_equal(store_topic_insert(f->s, &t), 0);
+    reopen(f);
+    assert_int_equal(store_topic_load(f->s, collect_topic, &tl), 0);
+    assert_int_equal(tl.n, 1);
+    assert_topic_equal(&tl.t[0], &t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -731,6 +858,22 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pg_unreachable_names_the_server, schema_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_queue_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_topic_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_topic_refusals, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_sub_round_trip_1024_endpoint, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pg_sub_refusals, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_topic_delete_cascades, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_topics_survive_reopen, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_topic_savepoint_and_fault, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pg_tmsg_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_notif_round_trip, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_topic_missing_row_fails_the_transaction,
+                                        store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_tmsg_body_before_flush, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_v1_schema_gains_topic_tables, store_setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pg_missing_row_fails_the_transaction, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_queue_name_unique_and_too_long, store_setup,

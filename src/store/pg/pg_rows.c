@@ -1,7 +1,8 @@
 /*
  * pg_rows.c — owns the PostgreSQL backend's rows (pg_store.h): the
  * buffered writes of the meta, queue, message and body rows (handed to the
- * transaction of pg_txn.c), the meta reads (which see the writes not yet in
+ * transaction of pg_txn.c) and the builders of every write (pg_topic.c's
+ * too), the meta reads (which see the writes not yet in
  * the database first) and the loaders, paged by key.  The statements
  * themselves are pg_stmt.c's.
  */
@@ -16,56 +17,76 @@
 
 /* ---- building a write ------------------------------------------------- */
 
-static void w_init(struct pg_write *w, enum pg_stmt st)
+void pg_w_init(struct pg_write *w, enum pg_stmt st)
 {
     memset(w, 0, offsetof(struct pg_write, text));
     w->stmt = st;
 }
 
-static void w_text(struct pg_write *w, const char *t)
+/* Moves the text to (a larger) spill with room for need bytes; 0 when
+ * out of memory.  Offsets stay valid: the text keeps its layout. */
+static int grow_text(struct pg_write *w, size_t need)
 {
-    size_t n = strlen(t) + 1;
+    size_t cap = w->spill_cap > 0 ? w->spill_cap * 2 : sizeof w->text * 2;
+    char *p;
 
-    /* Room is sized for the longest write (two queue names and eleven
-     * numbers); a longer one is a bug, caught here rather than overrun. */
-    if (w->used + n > sizeof w->text)
+    while (cap < need)
+        cap *= 2;
+    /* Offsets are int16_t: more than that in one write is a bug. */
+    if (need > INT16_MAX)
         abort();
+    p = realloc(w->spill, cap);
+    if (p == NULL)
+        return 0;
+    if (w->spill == NULL)
+        memcpy(p, w->text, w->used);
+    w->spill = p;
+    w->spill_cap = cap;
+    return 1;
+}
+
+void pg_w_text(struct pg_write *w, const char *t)
+{
+    size_t n = strlen(t) + 1, room = w->spill != NULL ? w->spill_cap : sizeof w->text;
+
+    if (w->used + n > room && !grow_text(w, w->used + n)) {
+        w->nomem = 1;              /* pg_txn_write refuses it */
+        w->off[w->n++] = -2;
+        return;
+    }
     w->off[w->n++] = (int16_t)w->used;
-    memcpy(w->text + w->used, t, n);
+    memcpy((w->spill != NULL ? w->spill : w->text) + w->used, t, n);
     w->used += n;
 }
 
-static void w_i64(struct pg_write *w, int64_t v)
+void pg_w_i64(struct pg_write *w, int64_t v)
 {
     char t[24];
 
     snprintf(t, sizeof t, "%" PRId64, v);
-    w_text(w, t);
+    pg_w_text(w, t);
 }
 
-/* Binary (bytea); NULL data with len 0 is an empty value, not SQL NULL. */
-static void w_bin(struct pg_write *w, const void *data, size_t len)
+void pg_w_bin(struct pg_write *w, const void *data, size_t len)
 {
     w->bin[w->n] = data != NULL ? data : "";
     w->len[w->n] = (int)len;
     w->off[w->n++] = -1;
 }
 
-static void w_null(struct pg_write *w)
+void pg_w_null(struct pg_write *w)
 {
     w->off[w->n++] = -2;
 }
 
-/* One write as its own statement (in the open transaction, or in one of
- * its own); not_exist_rc is what a missing row means outside one. */
-static int write_one(struct pg_store *s, const struct pg_write *w, int not_exist_rc)
+int pg_rows_write_one(struct pg_store *s, const struct pg_write *w, int not_exist_rc)
 {
     int implicit, rc = pg_txn_implicit_begin(s, &implicit);
 
     if (rc == 0) {
         rc = pg_txn_write(s, w);
     } else {                      /* pg_txn_write would have owned these */
-        free(w->owned);
+        pg_write_free(w);
         free(w->body);
     }
     return pg_txn_implicit_end(s, implicit, rc, not_exist_rc);
@@ -78,7 +99,7 @@ static const struct pg_write *meta_in(const struct pg_wset *ws, const char *key)
 {
     for (size_t i = ws->n; i-- > 0;) {
         const struct pg_write *w = &ws->w[i];
-        if (w->stmt == PS_META_SET && strcmp(w->text + w->off[0], key) == 0)
+        if (w->stmt == PS_META_SET && strcmp(pg_write_text(w) + w->off[0], key) == 0)
             return w;
     }
     return NULL;
@@ -152,11 +173,11 @@ int pg_rows_meta_set(struct smq_store *base, const char *key, const void *value,
         return SMQ_E_NOMEM;
     if (len > 0)
         memcpy(copy, value, len);
-    w_init(&w, PS_META_SET);
-    w_text(&w, key);
-    w_bin(&w, copy, len);
+    pg_w_init(&w, PS_META_SET);
+    pg_w_text(&w, key);
+    pg_w_bin(&w, copy, len);
     w.owned = copy;
-    return write_one(pg_of(base), &w, 0);   /* owns copy from here, even on failure */
+    return pg_rows_write_one(pg_of(base), &w, 0);   /* owns copy from here, even on failure */
 }
 
 /* ---- queues ----------------------------------------------------------- */
@@ -172,16 +193,16 @@ static int name_ok(const struct store_queue_rec *q)
  * after their leading id (and name, create_s for the insert). */
 static void w_queue_settings(struct pg_write *w, const struct store_queue_rec *q)
 {
-    w_i64(w, q->modify_s);
-    w_i64(w, q->delay_s);
-    w_i64(w, q->max_msg_size);
-    w_i64(w, q->retention_s);
-    w_i64(w, q->visibility_s);
-    w_i64(w, q->polling_wait_s);
-    w_i64(w, q->logging);
-    w_i64(w, q->dlq_enabled);
-    w_text(w, q->dlq_target);
-    w_i64(w, q->dlq_max_receive);
+    pg_w_i64(w, q->modify_s);
+    pg_w_i64(w, q->delay_s);
+    pg_w_i64(w, q->max_msg_size);
+    pg_w_i64(w, q->retention_s);
+    pg_w_i64(w, q->visibility_s);
+    pg_w_i64(w, q->polling_wait_s);
+    pg_w_i64(w, q->logging);
+    pg_w_i64(w, q->dlq_enabled);
+    pg_w_text(w, q->dlq_target);
+    pg_w_i64(w, q->dlq_max_receive);
 }
 
 int pg_rows_queue_insert(struct smq_store *base, const struct store_queue_rec *q)
@@ -190,12 +211,12 @@ int pg_rows_queue_insert(struct smq_store *base, const struct store_queue_rec *q
 
     if (!name_ok(q))
         return SMQ_E_INVALID_ARGUMENT;
-    w_init(&w, PS_QUEUE_INSERT);
-    w_i64(&w, q->id);
-    w_text(&w, q->name);
-    w_i64(&w, q->create_s);
+    pg_w_init(&w, PS_QUEUE_INSERT);
+    pg_w_i64(&w, q->id);
+    pg_w_text(&w, q->name);
+    pg_w_i64(&w, q->create_s);
     w_queue_settings(&w, q);
-    return write_one(pg_of(base), &w, 0);
+    return pg_rows_write_one(pg_of(base), &w, 0);
 }
 
 /* In a transaction a missing row cannot be known here: 0, and the commit
@@ -206,19 +227,19 @@ int pg_rows_queue_update(struct smq_store *base, const struct store_queue_rec *q
 
     if (!name_ok(q))
         return SMQ_E_INVALID_ARGUMENT;
-    w_init(&w, PS_QUEUE_UPDATE);
-    w_i64(&w, q->id);
+    pg_w_init(&w, PS_QUEUE_UPDATE);
+    pg_w_i64(&w, q->id);
     w_queue_settings(&w, q);
-    return write_one(pg_of(base), &w, SMQ_E_QUEUE_NOT_EXIST);
+    return pg_rows_write_one(pg_of(base), &w, SMQ_E_QUEUE_NOT_EXIST);
 }
 
 static int by_queue(struct pg_store *s, enum pg_stmt st, int64_t queue_id)
 {
     struct pg_write w;
 
-    w_init(&w, st);
+    pg_w_init(&w, st);
     w.queue_id = queue_id;
-    w_i64(&w, queue_id);
+    pg_w_i64(&w, queue_id);
     return pg_txn_write(s, &w);
 }
 
@@ -275,16 +296,14 @@ static int queue_from_row(PGresult *r, int i, struct store_queue_rec *q)
     return 0;
 }
 
-/* One page of a loader after the key in vals (text results). */
-static PGresult *load_page(struct pg_store *s, enum pg_stmt st, int n, const char *const *vals,
-                           int *rc)
+PGresult *pg_rows_load_page(struct pg_store *s, enum pg_stmt st, int n,
+                            const char *const *vals, const char *what, int *rc)
 {
     PGresult *r = PQexecPrepared(s->conn, pg_stmt_name(st), n, vals, NULL, NULL, 0);
 
     *rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        *rc = pg_err_fail(st == PS_QUEUE_LOAD ? "queue load" : "msg load",
-                          PQerrorMessage(s->conn));
+        *rc = pg_err_fail(what, PQerrorMessage(s->conn));
         PQclear(r);
         r = NULL;
     }
@@ -303,7 +322,7 @@ int pg_rows_queue_load(struct smq_store *base,
     int rc = 0, rows;
 
     do {
-        PGresult *r = load_page(s, PS_QUEUE_LOAD, 1, vals, &rc);
+        PGresult *r = pg_rows_load_page(s, PS_QUEUE_LOAD, 1, vals, "queue load", &rc);
         rows = r != NULL ? PQntuples(r) : 0;
         for (int i = 0; rc == 0 && i < rows; i++) {
             rc = queue_from_row(r, i, &q);
@@ -334,20 +353,20 @@ static int insert_body(struct pg_store *s, const struct store_msg_rec *m,
 
     if (e == NULL)
         return SMQ_E_NOMEM;
-    w_init(&w, PS_BODY_INSERT);
+    pg_w_init(&w, PS_BODY_INSERT);
     w.body = e;
     w.seq = m->seq;
     w.queue_id = m->queue_id;
-    w_i64(&w, (int64_t)m->seq);
-    w_bin(&w, e->data, e->len);
+    pg_w_i64(&w, (int64_t)m->seq);
+    pg_w_bin(&w, e->data, e->len);
     if (e->has_md5)
-        w_bin(&w, e->md5, MNS_MD5_LEN);
+        pg_w_bin(&w, e->md5, MNS_MD5_LEN);
     else
-        w_null(&w);
+        pg_w_null(&w);
     if (e->ext_len > 0)
-        w_bin(&w, e->data + e->len, e->ext_len);
+        pg_w_bin(&w, e->data + e->len, e->ext_len);
     else
-        w_null(&w);
+        pg_w_null(&w);
     return pg_txn_write(s, &w);
 }
 
@@ -361,17 +380,17 @@ int pg_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
     if (!seq_ok(m->seq))
         return SMQ_E_INVALID_ARGUMENT;
     rc = pg_txn_implicit_begin(s, &implicit);
-    w_init(&w, PS_MSG_INSERT);
-    w_i64(&w, m->queue_id);
-    w_i64(&w, (int64_t)m->seq);
-    w_i64(&w, m->priority);
-    w_i64(&w, m->enqueue_ms);
-    w_i64(&w, m->first_dequeue_ms);
-    w_i64(&w, m->visible_ms);
-    w_i64(&w, m->expire_ms);
-    w_i64(&w, m->dequeue_count);
-    w_i64(&w, m->handle_gen);
-    w_i64(&w, m->src_queue_id);
+    pg_w_init(&w, PS_MSG_INSERT);
+    pg_w_i64(&w, m->queue_id);
+    pg_w_i64(&w, (int64_t)m->seq);
+    pg_w_i64(&w, m->priority);
+    pg_w_i64(&w, m->enqueue_ms);
+    pg_w_i64(&w, m->first_dequeue_ms);
+    pg_w_i64(&w, m->visible_ms);
+    pg_w_i64(&w, m->expire_ms);
+    pg_w_i64(&w, m->dequeue_count);
+    pg_w_i64(&w, m->handle_gen);
+    pg_w_i64(&w, m->src_queue_id);
     if (rc == 0)
         rc = pg_txn_write(s, &w);
     if (rc == 0)
@@ -382,15 +401,15 @@ int pg_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
 /* $1..$6 of an update or a move: the key and the mutable fields. */
 static void w_mutable(struct pg_write *w, enum pg_stmt st, const struct store_msg_rec *m)
 {
-    w_init(w, st);
+    pg_w_init(w, st);
     w->seq = m->seq;
     w->queue_id = m->queue_id;
-    w_i64(w, m->queue_id);
-    w_i64(w, (int64_t)m->seq);
-    w_i64(w, m->first_dequeue_ms);
-    w_i64(w, m->visible_ms);
-    w_i64(w, m->dequeue_count);
-    w_i64(w, m->handle_gen);
+    pg_w_i64(w, m->queue_id);
+    pg_w_i64(w, (int64_t)m->seq);
+    pg_w_i64(w, m->first_dequeue_ms);
+    pg_w_i64(w, m->visible_ms);
+    pg_w_i64(w, m->dequeue_count);
+    pg_w_i64(w, m->handle_gen);
 }
 
 int pg_rows_msg_update(struct smq_store *base, const struct store_msg_rec *m)
@@ -400,7 +419,7 @@ int pg_rows_msg_update(struct smq_store *base, const struct store_msg_rec *m)
     if (!seq_ok(m->seq))
         return SMQ_E_MESSAGE_NOT_EXIST;
     w_mutable(&w, PS_MSG_UPDATE, m);
-    return write_one(pg_of(base), &w, SMQ_E_MESSAGE_NOT_EXIST);
+    return pg_rows_write_one(pg_of(base), &w, SMQ_E_MESSAGE_NOT_EXIST);
 }
 
 int pg_rows_msg_move(struct smq_store *base, int64_t from_queue_id, const struct store_msg_rec *m)
@@ -410,10 +429,10 @@ int pg_rows_msg_move(struct smq_store *base, int64_t from_queue_id, const struct
     if (!seq_ok(m->seq))
         return SMQ_E_MESSAGE_NOT_EXIST;
     w_mutable(&w, PS_MSG_MOVE, m);
-    w_i64(&w, m->expire_ms);
-    w_i64(&w, m->src_queue_id);
-    w_i64(&w, from_queue_id);
-    return write_one(pg_of(base), &w, SMQ_E_MESSAGE_NOT_EXIST);
+    pg_w_i64(&w, m->expire_ms);
+    pg_w_i64(&w, m->src_queue_id);
+    pg_w_i64(&w, from_queue_id);
+    return pg_rows_write_one(pg_of(base), &w, SMQ_E_MESSAGE_NOT_EXIST);
 }
 
 int pg_rows_msg_delete(struct smq_store *base, int64_t queue_id, uint64_t seq)
@@ -425,17 +444,17 @@ int pg_rows_msg_delete(struct smq_store *base, int64_t queue_id, uint64_t seq)
     if (!seq_ok(seq))
         return 0;   /* could never have been stored, so it is already gone */
     rc = pg_txn_implicit_begin(s, &implicit);
-    w_init(&w, PS_MSG_DELETE);
+    pg_w_init(&w, PS_MSG_DELETE);
     w.queue_id = queue_id;
     w.seq = seq;
-    w_i64(&w, queue_id);
-    w_i64(&w, (int64_t)seq);
+    pg_w_i64(&w, queue_id);
+    pg_w_i64(&w, (int64_t)seq);
     if (rc == 0)
         rc = pg_txn_write(s, &w);
-    w_init(&w, PS_BODY_DELETE);
+    pg_w_init(&w, PS_BODY_DELETE);
     w.queue_id = queue_id;
     w.seq = seq;
-    w_i64(&w, (int64_t)seq);
+    pg_w_i64(&w, (int64_t)seq);
     if (rc == 0)
         rc = pg_txn_write(s, &w);
     return pg_txn_implicit_end(s, implicit, rc, 0);
@@ -473,7 +492,7 @@ int pg_rows_msg_load(struct smq_store *base,
     int rc = 0, rows;
 
     do {
-        PGresult *r = load_page(s, PS_MSG_LOAD, 2, vals, &rc);
+        PGresult *r = pg_rows_load_page(s, PS_MSG_LOAD, 2, vals, "msg load", &rc);
         rows = r != NULL ? PQntuples(r) : 0;
         for (int i = 0; rc == 0 && i < rows; i++) {
             rc = load_fault_due(s);

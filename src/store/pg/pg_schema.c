@@ -20,7 +20,7 @@
 
 #include "smqd/errors.h"
 
-#define PG_SCHEMA_VERSION 1
+#define PG_SCHEMA_VERSION 2
 /* Any fixed number: it only has to be the same for every smqd. */
 #define PG_MIGRATE_LOCK "SELECT pg_advisory_xact_lock(7235108310347141)"
 
@@ -65,9 +65,32 @@ static const char schema_v1[] =
     "  END IF;"
     " END $f$;";
 
+/* Version 2: topics (docs/protocol.md §13), the same tables as SQLite's
+ * schema 5: topics, their subscriptions (UNIQUE per topic), the published
+ * messages kept for pending notifications (metadata apart from bodies)
+ * and the notifications.  New tables only: nothing of version 1 changes. */
+static const char schema_v2[] =
+    "CREATE TABLE smq_topic(id bigint PRIMARY KEY, name text UNIQUE NOT NULL,"
+    " create_s bigint NOT NULL, modify_s bigint NOT NULL, max_msg_size bigint NOT NULL,"
+    " logging int NOT NULL);"
+    "CREATE TABLE smq_subscription(id bigint PRIMARY KEY, topic_id bigint NOT NULL,"
+    " name text NOT NULL, endpoint text NOT NULL, filter_tag text NOT NULL,"
+    " strategy int NOT NULL, format int NOT NULL, dlq_enabled int NOT NULL,"
+    " dlq_target text NOT NULL, create_s bigint NOT NULL, modify_s bigint NOT NULL,"
+    " UNIQUE (topic_id, name));"
+    "CREATE TABLE smq_tmsg(seq bigint PRIMARY KEY, topic_id bigint NOT NULL,"
+    " publish_ms bigint NOT NULL, tag text NOT NULL, md5 bytea NOT NULL,"
+    " body_len bigint NOT NULL);"
+    "CREATE INDEX smq_tmsg_topic ON smq_tmsg(topic_id);"
+    "CREATE TABLE smq_tmsg_body(seq bigint PRIMARY KEY, body bytea NOT NULL);"
+    "CREATE TABLE smq_notif(sub_id bigint NOT NULL, seq bigint NOT NULL,"
+    " attempts bigint NOT NULL, due_ms bigint NOT NULL, strategy int NOT NULL,"
+    " PRIMARY KEY (sub_id, seq));";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[PG_SCHEMA_VERSION] = {
     schema_v1,
+    schema_v2,
 };
 
 static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)

@@ -16,7 +16,13 @@
 #define MSG_COLS "queue_id, seq, priority, enqueue_ms, first_dequeue_ms, visible_ms, " \
     "expire_ms, dequeue_count, handle_gen, src_queue_id"
 
-/* Parameter numbers are relied on by pg_rows.c's builders; keep them in step.
+#define TOPIC_COLS "id, name, create_s, modify_s, max_msg_size, logging"
+#define SUB_COLS "id, topic_id, name, endpoint, filter_tag, strategy, format, dlq_enabled, " \
+    "dlq_target, create_s, modify_s"
+#define TMSG_COLS "seq, topic_id, publish_ms, tag, md5, body_len"
+#define NOTIF_COLS "sub_id, seq, attempts, due_ms, strategy"
+
+/* Parameter numbers are relied on by pg_rows.c's and pg_topic.c's builders; keep them in step.
  * UPDATEs go through smq_expect_row so that a missing row aborts the whole
  * transaction at commit (pg_schema.c). */
 static const char *const stmt_sql[PS__COUNT] = {
@@ -53,13 +59,59 @@ static const char *const stmt_sql[PS__COUNT] = {
     [PS_MSG_LOAD] = "SELECT " MSG_COLS " FROM smq_msg WHERE (queue_id, seq) > ($1, $2) "
                     "ORDER BY queue_id, seq LIMIT " PG_LOAD_PAGE,
     [PS_FENCE] = "SELECT smq_fence($1, $2)",
+    [PS_TOPIC_INSERT] = "INSERT INTO smq_topic(" TOPIC_COLS ") VALUES ($1, $2, $3, $4, $5, $6)",
+    [PS_TOPIC_UPDATE] = "WITH u AS (UPDATE smq_topic SET modify_s = $2, max_msg_size = $3, "
+                        "logging = $4 WHERE id = $1 RETURNING 1) "
+                        "SELECT smq_expect_row((SELECT count(*) FROM u), 'topic update')",
+    /* A topic's delete, in this order: what names the rows to delete goes last. */
+    [PS_TOPIC_DELETE_NOTIFS] = "DELETE FROM smq_notif WHERE sub_id IN "
+                               "(SELECT id FROM smq_subscription WHERE topic_id = $1)",
+    [PS_TOPIC_DELETE_SUBS] = "DELETE FROM smq_subscription WHERE topic_id = $1",
+    [PS_TOPIC_DELETE_BODIES] = "DELETE FROM smq_tmsg_body WHERE seq IN "
+                               "(SELECT seq FROM smq_tmsg WHERE topic_id = $1)",
+    [PS_TOPIC_DELETE_MSGS] = "DELETE FROM smq_tmsg WHERE topic_id = $1",
+    [PS_TOPIC_DELETE] = "DELETE FROM smq_topic WHERE id = $1",
+    [PS_TOPIC_LOAD] = "SELECT " TOPIC_COLS " FROM smq_topic WHERE id > $1 ORDER BY id "
+                      "LIMIT " PG_LOAD_PAGE,
+    [PS_SUB_INSERT] = "INSERT INTO smq_subscription(" SUB_COLS ") VALUES ($1, $2, $3, $4, $5, "
+                      "$6, $7, $8, $9, $10, $11)",
+    [PS_SUB_UPDATE] = "WITH u AS (UPDATE smq_subscription SET filter_tag = $2, strategy = $3, "
+                      "dlq_enabled = $4, dlq_target = $5, modify_s = $6 WHERE id = $1 "
+                      "RETURNING 1) "
+                      "SELECT smq_expect_row((SELECT count(*) FROM u), 'subscription update')",
+    [PS_SUB_DELETE_NOTIFS] = "DELETE FROM smq_notif WHERE sub_id = $1",
+    [PS_SUB_DELETE] = "DELETE FROM smq_subscription WHERE id = $1",
+    [PS_SUB_LOAD] = "SELECT " SUB_COLS " FROM smq_subscription WHERE id > $1 ORDER BY id "
+                    "LIMIT " PG_LOAD_PAGE,
+    [PS_TMSG_INSERT] = "INSERT INTO smq_tmsg(" TMSG_COLS ") VALUES ($1, $2, $3, $4, $5, $6)",
+    [PS_TBODY_INSERT] = "INSERT INTO smq_tmsg_body(seq, body) VALUES ($1, $2)",
+    [PS_TMSG_DELETE] = "DELETE FROM smq_tmsg WHERE seq = $1",
+    [PS_TBODY_DELETE] = "DELETE FROM smq_tmsg_body WHERE seq = $1",
+    [PS_TBODY_GET] = "SELECT body FROM smq_tmsg_body WHERE seq = $1",
+    /* The md5 as hex, whatever the server's bytea_output. */
+    [PS_TMSG_LOAD] = "SELECT seq, topic_id, publish_ms, tag, encode(md5, 'hex'), body_len "
+                     "FROM smq_tmsg WHERE seq > $1 ORDER BY seq LIMIT " PG_LOAD_PAGE,
+    [PS_NOTIF_INSERT] = "INSERT INTO smq_notif(" NOTIF_COLS ") VALUES ($1, $2, $3, $4, $5)",
+    [PS_NOTIF_UPDATE] = "WITH u AS (UPDATE smq_notif SET attempts = $3, due_ms = $4 "
+                        "WHERE sub_id = $1 AND seq = $2 RETURNING 1) "
+                        "SELECT smq_expect_row((SELECT count(*) FROM u), 'notification update')",
+    [PS_NOTIF_DELETE] = "DELETE FROM smq_notif WHERE sub_id = $1 AND seq = $2",
+    [PS_NOTIF_LOAD] = "SELECT " NOTIF_COLS " FROM smq_notif WHERE (sub_id, seq) > ($1, $2) "
+                      "ORDER BY sub_id, seq LIMIT " PG_LOAD_PAGE,
 };
 
+/* In enum pg_stmt's order. */
 static const char *const stmt_name[PS__COUNT] = {
     "smq_meta_get", "smq_meta_set", "smq_queue_insert", "smq_queue_update",
     "smq_queue_delete_bodies", "smq_queue_delete_msgs", "smq_queue_delete", "smq_queue_load",
     "smq_msg_insert", "smq_body_insert", "smq_msg_update", "smq_msg_move", "smq_msg_delete",
     "smq_body_delete", "smq_body_get", "smq_msg_load", "smq_fence",
+    "smq_topic_insert", "smq_topic_update", "smq_topic_delete_notifs", "smq_topic_delete_subs",
+    "smq_topic_delete_bodies", "smq_topic_delete_msgs", "smq_topic_delete", "smq_topic_load",
+    "smq_sub_insert", "smq_sub_update", "smq_sub_delete_notifs", "smq_sub_delete",
+    "smq_sub_load", "smq_tmsg_insert", "smq_tbody_insert", "smq_tmsg_delete",
+    "smq_tbody_delete", "smq_tbody_get", "smq_tmsg_load", "smq_notif_insert",
+    "smq_notif_update", "smq_notif_delete", "smq_notif_load",
 };
 
 const char *pg_stmt_name(enum pg_stmt st)

@@ -1,7 +1,7 @@
 /*
  * pg_store.h — the PostgreSQL backend's insides, shared by its files and
  * nothing else: pg_store.c (the backend table, opening and closing),
- * pg_rows.c (the buffered writes, loads and meta reads), pg_txn.c (the write
+ * pg_topic.c (the topics' rows), pg_rows.c (the buffered writes, loads and meta reads), pg_txn.c (the write
  * set, savepoints, commit and flush), pg_body.c (the bodies kept in memory
  * until committed, and the bounded cache of committed ones), pg_stmt.c (the
  * statements), pg_err.c (the log line of a failure) and pg_schema.c (the
@@ -40,12 +40,40 @@ enum pg_stmt {
     PS_BODY_GET,
     PS_MSG_LOAD,
     PS_FENCE,
+    /* topics (pg_topic.c) */
+    PS_TOPIC_INSERT,
+    PS_TOPIC_UPDATE,
+    PS_TOPIC_DELETE_NOTIFS,
+    PS_TOPIC_DELETE_SUBS,
+    PS_TOPIC_DELETE_BODIES,
+    PS_TOPIC_DELETE_MSGS,
+    PS_TOPIC_DELETE,
+    PS_TOPIC_LOAD,
+    PS_SUB_INSERT,
+    PS_SUB_UPDATE,
+    PS_SUB_DELETE_NOTIFS,
+    PS_SUB_DELETE,
+    PS_SUB_LOAD,
+    PS_TMSG_INSERT,
+    PS_TBODY_INSERT,
+    PS_TMSG_DELETE,
+    PS_TBODY_DELETE,
+    PS_TBODY_GET,
+    PS_TMSG_LOAD,
+    PS_NOTIF_INSERT,
+    PS_NOTIF_UPDATE,
+    PS_NOTIF_DELETE,
+    PS_NOTIF_LOAD,
     PS__COUNT
 };
 
 #define PG_MAX_PARAMS 13
 #define PG_FENCE_TOKEN_MAX 64  /* an application_name: below PostgreSQL's NAMEDATALEN */
-#define PG_TEXT_ROOM 640       /* every text parameter of one write, packed */
+/* Room inside a write for its text parameters, packed: enough for every
+ * queue and message write (two queue names and eleven numbers).  A longer
+ * one (a subscription's Endpoint is up to SMQ_ENDPOINT_MAX bytes) moves
+ * its text to the heap (pg_w_text), so the common write stays small. */
+#define PG_TEXT_ROOM 640
 
 /* Committed bodies kept for receives, by bytes (pg_body.c). */
 #define PG_BODY_CACHE_BYTES (64u << 20)
@@ -71,14 +99,20 @@ struct pg_body {
 };
 
 /* One buffered write statement: text parameters packed in text[] (by
- * offset, so the write can move with its array), binary ones by pointer. */
+ * offset, so the write can move with its array), or in spill once they
+ * outgrow it; binary ones by pointer. */
 struct pg_write {
     enum pg_stmt stmt;
     int n;
-    int16_t off[PG_MAX_PARAMS];        /* >= 0: text at text + off; -1: bin[]; -2: NULL */
+    int16_t off[PG_MAX_PARAMS];        /* >= 0: text at pg_write_text + off; -1: bin[];
+                                        * -2: NULL */
     const void *bin[PG_MAX_PARAMS];
     int len[PG_MAX_PARAMS];
-    void *owned;                       /* a meta value copy, freed with the write */
+    void *owned;                       /* a value copy, freed with the write */
+    char *spill;                       /* the text, when text[] was too small; freed
+                                        * with the write */
+    size_t spill_cap;
+    int nomem;                         /* building it ran out of memory */
     struct pg_body *body;              /* PS_BODY_INSERT: its pinned entry */
     int64_t queue_id;                  /* for the body bookkeeping after commit */
     uint64_t seq;
@@ -129,6 +163,12 @@ static inline struct pg_store *pg_of(struct smq_store *s)
     return (struct pg_store *)s;
 }
 
+/* Where a write's text parameters are (their offsets index it). */
+static inline const char *pg_write_text(const struct pg_write *w)
+{
+    return w->spill != NULL ? w->spill : w->text;
+}
+
 /* ---- test seams (style.md 1.9) ---- */
 /* What a unit test may change or watch inside the store, to force the
  * interleavings of the engine and the flush thread instead of hoping for
@@ -147,7 +187,47 @@ struct pg_test_seams {
  * the hooks, the limits stay.  Call before another thread uses s. */
 void pg_store_test_seams(struct smq_store *s, struct pg_test_seams *t);
 
+/* ---- pg_topic.c ---- the topics' rows, built and loaded through pg_rows.c */
+int pg_topic_insert(struct smq_store *s, const struct store_topic_rec *t);
+int pg_topic_update(struct smq_store *s, const struct store_topic_rec *t);
+int pg_topic_delete(struct smq_store *s, int64_t topic_id);
+int pg_topic_load(struct smq_store *s,
+                  int (*cb)(void *arg, const struct store_topic_rec *t), void *arg);
+int pg_sub_insert(struct smq_store *s, const struct store_sub_rec *sub);
+int pg_sub_update(struct smq_store *s, const struct store_sub_rec *sub);
+int pg_sub_delete(struct smq_store *s, int64_t sub_id);
+int pg_sub_load(struct smq_store *s,
+                int (*cb)(void *arg, const struct store_sub_rec *sub), void *arg);
+int pg_tmsg_insert(struct smq_store *s, const struct store_tmsg_rec *m, const void *body,
+                   size_t body_len);
+int pg_tmsg_delete(struct smq_store *s, uint64_t seq);
+int pg_tmsg_body(struct smq_store *s, uint64_t seq, struct smq_buf *out);
+int pg_tmsg_load(struct smq_store *s,
+                 int (*cb)(void *arg, const struct store_tmsg_rec *m), void *arg);
+int pg_notif_insert(struct smq_store *s, const struct store_notif_rec *n);
+int pg_notif_update(struct smq_store *s, const struct store_notif_rec *n);
+int pg_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
+int pg_notif_load(struct smq_store *s,
+                  int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
+
 /* ---- pg_rows.c ---- the rows, written through pg_txn.c */
+/* Building a write: pg_w_init first, then its parameters in order. */
+void pg_w_init(struct pg_write *w, enum pg_stmt st);
+void pg_w_text(struct pg_write *w, const char *t);
+void pg_w_i64(struct pg_write *w, int64_t v);
+/* Binary (bytea), by pointer: it must live as long as the write (owned,
+ * body, or the caller's until the write is sent); NULL with len 0 is an
+ * empty value, not SQL NULL. */
+void pg_w_bin(struct pg_write *w, const void *data, size_t len);
+void pg_w_null(struct pg_write *w);
+/* One write as its own statement (in the open transaction, or in one of
+ * its own); not_exist_rc is what a missing row means outside one. */
+int pg_rows_write_one(struct pg_store *s, const struct pg_write *w, int not_exist_rc);
+/* One page of a loader after the key in vals (text results); NULL with
+ * *rc set (logged as what) on failure. */
+PGresult *pg_rows_load_page(struct pg_store *s, enum pg_stmt st, int n,
+                            const char *const *vals, const char *what, int *rc);
+
 int pg_rows_meta_get(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
 int pg_rows_meta_set(struct smq_store *s, const char *key, const void *value, size_t len);
 int pg_rows_queue_insert(struct smq_store *s, const struct store_queue_rec *q);
@@ -177,9 +257,12 @@ int pg_txn_flush(struct smq_store *s);
 /* Drops every write never flushed (store_close). */
 void pg_txn_free_all(struct pg_store *s);
 /* Appends w to the open transaction's write set (counted by the fault
- * seam); it owns w->owned and w->body from now on, even when it fails.
- * 0, SMQ_E_NOMEM or an injected fault. */
+ * seam); it owns w->owned, w->spill and w->body from now on, even when it
+ * fails.  0, SMQ_E_NOMEM (also when building w ran out) or an injected
+ * fault. */
 int pg_txn_write(struct pg_store *s, const struct pg_write *w);
+/* Frees what a write owns but its body (w->owned, w->spill). */
+void pg_write_free(const struct pg_write *w);
 /* A write outside store_begin ... store_commit is a transaction of its
  * own: implicit_begin opens one when none is open, implicit_end commits it
  * (rc == 0) or drops it.  An expected row that was absent gives

@@ -28,7 +28,7 @@ static void wset_cut(struct pg_store *s, struct pg_wset *ws, size_t n, int drop_
 {
     pthread_mutex_lock(&s->lock);
     for (size_t i = n; i < ws->n; i++) {
-        free(ws->w[i].owned);
+        pg_write_free(&ws->w[i]);
         if (drop_bodies && ws->w[i].body != NULL)
             pg_body_drop(&s->bodies, ws->w[i].body);
     }
@@ -55,13 +55,18 @@ static int write_fault_due(struct pg_store *s)
     return 1;
 }
 
+void pg_write_free(const struct pg_write *w)
+{
+    free(w->owned);
+    free(w->spill);
+}
+
 int pg_txn_write(struct pg_store *s, const struct pg_write *w)
 {
     struct pg_wset *ws = &s->txn;
+    int rc = w->nomem ? SMQ_E_NOMEM : 0;
 
-    int rc = 0;
-
-    if (write_fault_due(s)) {
+    if (rc == 0 && write_fault_due(s)) {
         pg_err_fail(pg_stmt_name(w->stmt), s->fault_full ? "disk full (injected)"
                                                          : "I/O error (injected)");
         rc = s->fault_full ? SMQ_E_STORAGE_FULL : SMQ_E_INTERNAL;
@@ -76,7 +81,7 @@ int pg_txn_write(struct pg_store *s, const struct pg_write *w)
         rc = p != NULL ? 0 : SMQ_E_NOMEM;
     }
     if (rc != 0) {                /* what w owns goes with it */
-        free(w->owned);
+        pg_write_free(w);
         free(w->body);
         return rc;
     }
@@ -97,7 +102,9 @@ static int send_write(PGconn *conn, const struct pg_write *w)
     int lens[PG_MAX_PARAMS], fmts[PG_MAX_PARAMS];
 
     for (int i = 0; i < w->n; i++) {
-        vals[i] = w->off[i] >= 0 ? w->text + w->off[i] : w->off[i] == -1 ? w->bin[i] : NULL;
+        vals[i] = w->off[i] >= 0    ? pg_write_text(w) + w->off[i]
+                  : w->off[i] == -1 ? w->bin[i]
+                                    : NULL;
         lens[i] = w->off[i] == -1 ? w->len[i] : 0;
         fmts[i] = w->off[i] == -1;
     }
@@ -276,6 +283,7 @@ static size_t wset_bytes(const struct pg_wset *ws)
     size_t bytes = sizeof *ws + ws->cap * sizeof *ws->w;
 
     for (size_t i = 0; i < ws->n; i++) {
+        bytes += ws->w[i].spill_cap;
         if (ws->w[i].body != NULL)
             bytes += sizeof *ws->w[i].body + ws->w[i].body->len + ws->w[i].body->ext_len;
     }

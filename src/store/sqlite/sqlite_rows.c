@@ -1,7 +1,8 @@
 /*
  * sqlite_rows.c — owns the SQLite backend's statements (sqlite_store.h):
  * every statement prepared once at open, transactions and savepoints, and
- * the meta, queue, message and body rows, with the write-fault seam.
+ * the meta, queue, message and body rows, with the write-fault seam; and
+ * the binding and write helpers sqlite_topic.c runs its rows through.
  *
  * Message bodies sit in msg_body, apart from msg, so that recovery can scan
  * a million metadata rows without paging bodies in.
@@ -75,20 +76,13 @@ static const char *const stmt_sql[ST__COUNT] = {
 
 /* ---- statement helpers ------------------------------------------------ */
 
-/* Collects the first bind error so a function can bind every parameter and
- * check once, the same idea as buf_failed(). */
-struct binder {
-    sqlite3_stmt *st;
-    int rc;
-};
-
-static void bind_i64(struct binder *b, int idx, int64_t v)
+void sqlite_bind_i64(struct binder *b, int idx, int64_t v)
 {
     if (b->rc == SQLITE_OK)
         b->rc = sqlite3_bind_int64(b->st, idx, v);
 }
 
-static void bind_text(struct binder *b, int idx, const char *text)
+void sqlite_bind_text(struct binder *b, int idx, const char *text)
 {
     /* SQLITE_STATIC: every statement is stepped and reset before the
      * public function returns, so the caller's memory outlives the use. */
@@ -96,7 +90,7 @@ static void bind_text(struct binder *b, int idx, const char *text)
         b->rc = sqlite3_bind_text(b->st, idx, text, -1, SQLITE_STATIC);
 }
 
-static void bind_blob(struct binder *b, int idx, const void *data, size_t len)
+void sqlite_bind_blob(struct binder *b, int idx, const void *data, size_t len)
 {
     if (b->rc != SQLITE_OK)
         return;
@@ -117,7 +111,7 @@ static void bind_null(struct binder *b, int idx)
 /* Returns the statement to its pristine state; called on every path,
  * including errors, so that the next user never sees stale bindings or a
  * statement still holding a read transaction open. */
-static void stmt_reset(sqlite3_stmt *st)
+void sqlite_stmt_reset(sqlite3_stmt *st)
 {
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
@@ -141,7 +135,7 @@ static bool write_fault_due(struct sqlite_store *s)
  * not NULL, receives the number of rows it touched.  A write is counted by
  * the fault seam only once its bindings succeeded, as a real write would be.
  */
-static int run_write(struct sqlite_store *s, struct binder *b, const char *what, int *changes)
+int sqlite_rows_write(struct sqlite_store *s, struct binder *b, const char *what, int *changes)
 {
     int rc = b->rc, ret = 0;
 
@@ -160,34 +154,40 @@ static int run_write(struct sqlite_store *s, struct binder *b, const char *what,
     if (changes != NULL)
         *changes = sqlite3_changes(s->db);
 out:
-    stmt_reset(b->st);
+    sqlite_stmt_reset(b->st);
     return ret;
 }
 
 /* Runs one of the parameterless transaction-control statements. */
 static int run_control(struct sqlite_store *s, enum sqlite_stmt id, const char *what)
 {
-    /* Not run_write: control statements are not writes for the fault seam. */
+    /* Not sqlite_rows_write: control statements are not writes for the fault seam. */
     int rc = sqlite3_step(s->st[id]);
     int ret = rc == SQLITE_DONE ? 0 : sqlite_err_fail(what, rc, sqlite3_errmsg(s->db));
 
-    stmt_reset(s->st[id]);
+    sqlite_stmt_reset(s->st[id]);
     return ret;
 }
 
-int sqlite_rows_prepare(struct sqlite_store *s, const char *path, char *err, size_t err_size)
+int sqlite_rows_prepare_set(struct sqlite_store *s, const char *const *sql, int n,
+                            sqlite3_stmt **st, const char *path, char *err, size_t err_size)
 {
-    for (int i = 0; i < ST__COUNT; i++) {
+    for (int i = 0; i < n; i++) {
         /* PERSISTENT: these live for the whole process, so let SQLite put
          * them in long-lived memory rather than its lookaside slots. */
-        if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
+        if (sqlite3_prepare_v3(s->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st[i],
                                NULL) != SQLITE_OK) {
-            sqlite_err_set(err, err_size, "%s: cannot prepare statement %d: %s", path, i,
-                           sqlite3_errmsg(s->db));
+            sqlite_err_set(err, err_size, "%s: cannot prepare statement \"%.40s\": %s", path,
+                           sql[i], sqlite3_errmsg(s->db));
             return SMQ_E_INTERNAL;
         }
     }
     return 0;
+}
+
+int sqlite_rows_prepare(struct sqlite_store *s, const char *path, char *err, size_t err_size)
+{
+    return sqlite_rows_prepare_set(s, stmt_sql, ST__COUNT, s->st, path, err, err_size);
 }
 
 void sqlite_rows_finalize(struct sqlite_store *s)
@@ -285,7 +285,7 @@ int sqlite_rows_meta_get(struct smq_store *base, const char *key, struct smq_buf
     int n, rc, ret = 0;
 
     *found = 0;
-    bind_text(&b, 1, key);
+    sqlite_bind_text(&b, 1, key);
     rc = b.rc == SQLITE_OK ? sqlite3_step(b.st) : b.rc;
     if (rc == SQLITE_ROW) {
         value = sqlite3_column_blob(b.st, 0);
@@ -301,7 +301,7 @@ int sqlite_rows_meta_get(struct smq_store *base, const char *key, struct smq_buf
         ret = sqlite_err_fail("meta get", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }
 out:
-    stmt_reset(b.st);
+    sqlite_stmt_reset(b.st);
     return ret;
 }
 
@@ -310,9 +310,9 @@ int sqlite_rows_meta_set(struct smq_store *base, const char *key, const void *va
     struct sqlite_store *s = sqlite_of(base);
     struct binder b = {s->st[ST_META_SET], SQLITE_OK};
 
-    bind_text(&b, 1, key);
-    bind_blob(&b, 2, value, len);
-    return run_write(s, &b, "meta set", NULL);
+    sqlite_bind_text(&b, 1, key);
+    sqlite_bind_blob(&b, 2, value, len);
+    return sqlite_rows_write(s, &b, "meta set", NULL);
 }
 
 /* ---- queues ----------------------------------------------------------- */
@@ -320,19 +320,19 @@ int sqlite_rows_meta_set(struct smq_store *base, const char *key, const void *va
 /* Binds all thirteen queue columns as ?1..?13 in table order. */
 static void bind_queue(struct binder *b, const struct store_queue_rec *q)
 {
-    bind_i64(b, 1, q->id);
-    bind_text(b, 2, q->name);
-    bind_i64(b, 3, q->create_s);
-    bind_i64(b, 4, q->modify_s);
-    bind_i64(b, 5, q->delay_s);
-    bind_i64(b, 6, q->max_msg_size);
-    bind_i64(b, 7, q->retention_s);
-    bind_i64(b, 8, q->visibility_s);
-    bind_i64(b, 9, q->polling_wait_s);
-    bind_i64(b, 10, q->logging);
-    bind_i64(b, 11, q->dlq_enabled);
-    bind_text(b, 12, q->dlq_target);
-    bind_i64(b, 13, q->dlq_max_receive);
+    sqlite_bind_i64(b, 1, q->id);
+    sqlite_bind_text(b, 2, q->name);
+    sqlite_bind_i64(b, 3, q->create_s);
+    sqlite_bind_i64(b, 4, q->modify_s);
+    sqlite_bind_i64(b, 5, q->delay_s);
+    sqlite_bind_i64(b, 6, q->max_msg_size);
+    sqlite_bind_i64(b, 7, q->retention_s);
+    sqlite_bind_i64(b, 8, q->visibility_s);
+    sqlite_bind_i64(b, 9, q->polling_wait_s);
+    sqlite_bind_i64(b, 10, q->logging);
+    sqlite_bind_i64(b, 11, q->dlq_enabled);
+    sqlite_bind_text(b, 12, q->dlq_target);
+    sqlite_bind_i64(b, 13, q->dlq_max_receive);
 }
 
 int sqlite_rows_queue_insert(struct smq_store *base, const struct store_queue_rec *q)
@@ -344,7 +344,7 @@ int sqlite_rows_queue_insert(struct smq_store *base, const struct store_queue_re
     if (strnlen(q->name, sizeof q->name) > STORE_QUEUE_NAME_MAX)
         return SMQ_E_INVALID_ARGUMENT;
     bind_queue(&b, q);
-    return run_write(s, &b, "queue insert", NULL);
+    return sqlite_rows_write(s, &b, "queue insert", NULL);
 }
 
 int sqlite_rows_queue_update(struct smq_store *base, const struct store_queue_rec *q)
@@ -356,7 +356,7 @@ int sqlite_rows_queue_update(struct smq_store *base, const struct store_queue_re
     if (strnlen(q->name, sizeof q->name) > STORE_QUEUE_NAME_MAX)
         return SMQ_E_INVALID_ARGUMENT;
     bind_queue(&b, q);
-    ret = run_write(s, &b, "queue update", &changes);
+    ret = sqlite_rows_write(s, &b, "queue update", &changes);
     if (ret == 0 && changes == 0)
         ret = SMQ_E_QUEUE_NOT_EXIST;
     return ret;
@@ -369,8 +369,8 @@ static int delete_by_queue(struct sqlite_store *s, enum sqlite_stmt id, int64_t 
 {
     struct binder b = {s->st[id], SQLITE_OK};
 
-    bind_i64(&b, 1, queue_id);
-    return run_write(s, &b, what, NULL);
+    sqlite_bind_i64(&b, 1, queue_id);
+    return sqlite_rows_write(s, &b, what, NULL);
 }
 
 static int purge_queue(struct sqlite_store *s, int64_t queue_id)
@@ -449,7 +449,7 @@ int sqlite_rows_queue_load(struct smq_store *base,
     if (rc != SQLITE_DONE)
         ret = sqlite_err_fail("queue load", SQLITE_ERROR, sqlite3_errmsg(s->db));
 out:
-    stmt_reset(st);
+    sqlite_stmt_reset(st);
     return ret;
 }
 
@@ -464,8 +464,8 @@ static int seq_ok(uint64_t seq)
 
 static void bind_key(struct binder *b, int64_t queue_id, uint64_t seq)
 {
-    bind_i64(b, 1, queue_id);
-    bind_i64(b, 2, (int64_t)seq);
+    sqlite_bind_i64(b, 1, queue_id);
+    sqlite_bind_i64(b, 2, (int64_t)seq);
 }
 
 /* Binds the first nine msg columns as ?1..?9 in table order (src_queue_id,
@@ -474,13 +474,13 @@ static void bind_key(struct binder *b, int64_t queue_id, uint64_t seq)
 static void bind_msg(struct binder *b, const struct store_msg_rec *m)
 {
     bind_key(b, m->queue_id, m->seq);
-    bind_i64(b, 3, m->priority);
-    bind_i64(b, 4, m->enqueue_ms);
-    bind_i64(b, 5, m->first_dequeue_ms);
-    bind_i64(b, 6, m->visible_ms);
-    bind_i64(b, 7, m->expire_ms);
-    bind_i64(b, 8, m->dequeue_count);
-    bind_i64(b, 9, m->handle_gen);
+    sqlite_bind_i64(b, 3, m->priority);
+    sqlite_bind_i64(b, 4, m->enqueue_ms);
+    sqlite_bind_i64(b, 5, m->first_dequeue_ms);
+    sqlite_bind_i64(b, 6, m->visible_ms);
+    sqlite_bind_i64(b, 7, m->expire_ms);
+    sqlite_bind_i64(b, 8, m->dequeue_count);
+    sqlite_bind_i64(b, 9, m->handle_gen);
 }
 
 int sqlite_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m,
@@ -494,21 +494,21 @@ int sqlite_rows_msg_insert(struct smq_store *base, const struct store_msg_rec *m
     if (!seq_ok(m->seq))
         return SMQ_E_INVALID_ARGUMENT;
     bind_msg(&meta, m);
-    bind_i64(&meta, 10, m->src_queue_id);
-    ret = run_write(s, &meta, "msg insert", NULL);
+    sqlite_bind_i64(&meta, 10, m->src_queue_id);
+    ret = sqlite_rows_write(s, &meta, "msg insert", NULL);
     if (ret != 0)
         return ret;
     bind_key(&blob, m->queue_id, m->seq);
-    bind_blob(&blob, 3, c->body, c->body_len);
+    sqlite_bind_blob(&blob, 3, c->body, c->body_len);
     if (c->md5 != NULL)
-        bind_blob(&blob, 4, c->md5, MNS_MD5_LEN);
+        sqlite_bind_blob(&blob, 4, c->md5, MNS_MD5_LEN);
     else
         bind_null(&blob, 4);
     if (c->ext_len > 0)
-        bind_blob(&blob, 5, c->ext, c->ext_len);
+        sqlite_bind_blob(&blob, 5, c->ext, c->ext_len);
     else
         bind_null(&blob, 5);
-    return run_write(s, &blob, "msg body insert", NULL);
+    return sqlite_rows_write(s, &blob, "msg body insert", NULL);
 }
 
 int sqlite_rows_msg_update(struct smq_store *base, const struct store_msg_rec *m)
@@ -520,7 +520,7 @@ int sqlite_rows_msg_update(struct smq_store *base, const struct store_msg_rec *m
     if (!seq_ok(m->seq))
         return SMQ_E_MESSAGE_NOT_EXIST;
     bind_msg(&b, m);
-    ret = run_write(s, &b, "msg update", &changes);
+    ret = sqlite_rows_write(s, &b, "msg update", &changes);
     if (ret == 0 && changes == 0)
         ret = SMQ_E_MESSAGE_NOT_EXIST;
     return ret;
@@ -536,9 +536,9 @@ int sqlite_rows_msg_move(struct smq_store *base, int64_t from_queue_id,
     if (!seq_ok(m->seq))
         return SMQ_E_MESSAGE_NOT_EXIST;
     bind_msg(&b, m);
-    bind_i64(&b, 10, m->src_queue_id);
-    bind_i64(&b, 11, from_queue_id);
-    ret = run_write(s, &b, "msg move", &changes);
+    sqlite_bind_i64(&b, 10, m->src_queue_id);
+    sqlite_bind_i64(&b, 11, from_queue_id);
+    ret = sqlite_rows_write(s, &b, "msg move", &changes);
     if (ret == 0 && changes == 0)
         ret = SMQ_E_MESSAGE_NOT_EXIST;
     return ret;
@@ -551,7 +551,7 @@ static int delete_by_key(struct sqlite_store *s, enum sqlite_stmt id, int64_t qu
     struct binder b = {s->st[id], SQLITE_OK};
 
     bind_key(&b, queue_id, seq);
-    return run_write(s, &b, what, NULL);
+    return sqlite_rows_write(s, &b, what, NULL);
 }
 
 int sqlite_rows_msg_delete(struct smq_store *base, int64_t queue_id, uint64_t seq)
@@ -621,7 +621,7 @@ static int read_body(struct sqlite_store *s, struct store_body_read *r, struct s
     } else {
         ret = sqlite_err_fail("msg body", SQLITE_ERROR, sqlite3_errmsg(s->db));
     }
-    stmt_reset(b.st);
+    sqlite_stmt_reset(b.st);
     return ret;
 }
 
@@ -681,7 +681,7 @@ int sqlite_rows_msg_load(struct smq_store *base,
     if (rc != SQLITE_DONE)
         ret = sqlite_err_fail("msg load", SQLITE_ERROR, sqlite3_errmsg(s->db));
 out:
-    stmt_reset(st);
+    sqlite_stmt_reset(st);
     return ret;
 }
 
@@ -694,7 +694,7 @@ int sqlite_rows_count(struct sqlite_store *s, enum sqlite_stmt id, uint64_t *out
         *out = (uint64_t)sqlite3_column_int64(st, 0);
     else
         ret = sqlite_err_fail("page count", SQLITE_ERROR, sqlite3_errmsg(s->db));
-    stmt_reset(st);
+    sqlite_stmt_reset(st);
     return ret;
 }
 

@@ -98,12 +98,64 @@ static const char schema_v3[] =
 static const char schema_v4[] =
     "ALTER TABLE msg_body ADD COLUMN ext BLOB;";
 
+/* Version 5: topics (docs/protocol.md §13): topics, their subscriptions
+ * (UNIQUE per topic), the published messages kept for pending
+ * notifications (metadata apart from bodies, as for msg) and the
+ * notifications, one per (subscription, message).  New tables only, so a
+ * database from before keeps every row it had. */
+static const char schema_v5[] =
+    "CREATE TABLE topic("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE,"
+    " create_s INTEGER NOT NULL,"
+    " modify_s INTEGER NOT NULL,"
+    " max_msg_size INTEGER NOT NULL,"
+    " logging INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE subscription("
+    " id INTEGER PRIMARY KEY,"
+    " topic_id INTEGER NOT NULL,"
+    " name TEXT NOT NULL,"
+    " endpoint TEXT NOT NULL,"
+    " filter_tag TEXT NOT NULL,"
+    " strategy INTEGER NOT NULL,"
+    " format INTEGER NOT NULL,"
+    " dlq_enabled INTEGER NOT NULL,"
+    " dlq_target TEXT NOT NULL,"
+    " create_s INTEGER NOT NULL,"
+    " modify_s INTEGER NOT NULL,"
+    " UNIQUE(topic_id, name)"
+    ");"
+    "CREATE TABLE tmsg("
+    " seq INTEGER PRIMARY KEY,"
+    " topic_id INTEGER NOT NULL,"
+    " publish_ms INTEGER NOT NULL,"
+    " tag TEXT NOT NULL,"
+    " md5 BLOB NOT NULL,"
+    " body_len INTEGER NOT NULL"
+    ");"
+    /* A topic's delete finds its messages by it. */
+    "CREATE INDEX tmsg_topic ON tmsg(topic_id);"
+    "CREATE TABLE tmsg_body("
+    " seq INTEGER PRIMARY KEY,"
+    " body BLOB NOT NULL"
+    ");"
+    "CREATE TABLE notif("
+    " sub_id INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " attempts INTEGER NOT NULL,"
+    " due_ms INTEGER NOT NULL,"
+    " strategy INTEGER NOT NULL,"
+    " PRIMARY KEY(sub_id, seq)"
+    ") WITHOUT ROWID;";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v1,
     schema_v2,
     schema_v3,
     schema_v4,
+    schema_v5,
 };
 
 /* ---- opening ---------------------------------------------------------- */
@@ -454,12 +506,14 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     if (version == 1)
         convert_auto_vacuum(s->db, path);
     if (sqlite_rows_prepare(s, path, err, err_size) != 0
+        || sqlite_topic_prepare(s, path, err, err_size) != 0
         || read_page_size(s, path, err, err_size) != 0)
         goto fail_stmts;
     *out = &s->base;
     return 0;
 
 fail_stmts:
+    sqlite_topic_finalize(s);
     sqlite_rows_finalize(s);
 fail_db:
     close(s->lock_fd);
@@ -474,6 +528,7 @@ static void sqlite_close(struct smq_store *base)
 {
     struct sqlite_store *s = sqlite_of(base);
 
+    sqlite_topic_finalize(s);
     sqlite_rows_finalize(s);
     /* With every statement finalized this can only fail on misuse; the
      * last close also checkpoints and removes the -wal file. */
@@ -512,6 +567,22 @@ const struct store_backend store_sqlite_backend = {
     .msg_delete = sqlite_rows_msg_delete,
     .msg_bodies = sqlite_rows_msg_bodies,
     .msg_load = sqlite_rows_msg_load,
+    .topic_insert = sqlite_topic_insert,
+    .topic_update = sqlite_topic_update,
+    .topic_delete = sqlite_topic_delete,
+    .topic_load = sqlite_topic_load,
+    .sub_insert = sqlite_sub_insert,
+    .sub_update = sqlite_sub_update,
+    .sub_delete = sqlite_sub_delete,
+    .sub_load = sqlite_sub_load,
+    .tmsg_insert = sqlite_tmsg_insert,
+    .tmsg_delete = sqlite_tmsg_delete,
+    .tmsg_body = sqlite_tmsg_body,
+    .tmsg_load = sqlite_tmsg_load,
+    .notif_insert = sqlite_notif_insert,
+    .notif_update = sqlite_notif_update,
+    .notif_delete = sqlite_notif_delete,
+    .notif_load = sqlite_notif_load,
     .reserve_init = sqlite_file_reserve_init,
     .reserve_restore = sqlite_file_reserve_restore,
     .reserve_bytes = sqlite_file_reserve_bytes,

@@ -1,9 +1,11 @@
 /*
- * sqlite_store.h — the SQLite backend's insides, shared by its four files
+ * sqlite_store.h — the SQLite backend's insides, shared by its five files
  * and nothing else: sqlite_store.c (the backend table, opening, schema and
  * migrations), sqlite_file.c (the file's upkeep and its WAL flush),
- * sqlite_rows.c (statements, transactions and every row) and sqlite_err.c
- * (how a failure is reported).  Calls go one way, in that order: no file
+ * sqlite_topic.c (the topics' rows: topics, subscriptions, published
+ * messages, notifications), sqlite_rows.c (statements, transactions and
+ * the queues' rows, and the write helpers sqlite_topic.c shares) and
+ * sqlite_err.c (how a failure is reported).  Calls go one way, in that order: no file
  * calls one listed before it.  The backend implements store_backend.h; store.h has
  * the contract.
  */
@@ -45,6 +47,34 @@ enum sqlite_stmt {
     ST__COUNT
 };
 
+/* The topics' statements (sqlite_topic.c), prepared beside the others. */
+enum sqlite_tstmt {
+    TS_TOPIC_INSERT,
+    TS_TOPIC_UPDATE,
+    TS_TOPIC_DELETE_NOTIFS,
+    TS_TOPIC_DELETE_SUBS,
+    TS_TOPIC_DELETE_BODIES,
+    TS_TOPIC_DELETE_MSGS,
+    TS_TOPIC_DELETE,
+    TS_TOPIC_LOAD,
+    TS_SUB_INSERT,
+    TS_SUB_UPDATE,
+    TS_SUB_DELETE_NOTIFS,
+    TS_SUB_DELETE,
+    TS_SUB_LOAD,
+    TS_TMSG_INSERT,
+    TS_TBODY_INSERT,
+    TS_TMSG_DELETE,
+    TS_TBODY_DELETE,
+    TS_TBODY_GET,
+    TS_TMSG_LOAD,
+    TS_NOTIF_INSERT,
+    TS_NOTIF_UPDATE,
+    TS_NOTIF_DELETE,
+    TS_NOTIF_LOAD,
+    TS__COUNT
+};
+
 struct sqlite_store {
     struct smq_store base;        /* first: the store's handle is this */
     int lock_fd;                  /* flock'ed PATH.lock: one smqd per database */
@@ -53,6 +83,7 @@ struct sqlite_store {
     uint64_t reserve_bytes;       /* 0 = no reserve */
     sqlite3 *db;
     sqlite3_stmt *st[ST__COUNT];
+    sqlite3_stmt *tst[TS__COUNT];
     unsigned fault_writes_left;   /* STORE_FAULT_OFF = no injected write fault */
     int fault_commit;             /* non-zero: the next COMMIT fails */
     int fault_full;               /* the write fault reads as SQLITE_FULL, else IOERR */
@@ -81,7 +112,56 @@ void sqlite_err_set(char *err, size_t err_size, const char *fmt, ...)
  * database) is full.  errno is preserved. */
 int sqlite_err_fail(const char *what, int rc, const char *sqlite_msg);
 
+/* ---- sqlite_topic.c ---- */
+
+int sqlite_topic_prepare(struct sqlite_store *s, const char *path, char *err, size_t err_size);
+void sqlite_topic_finalize(struct sqlite_store *s);
+int sqlite_topic_insert(struct smq_store *s, const struct store_topic_rec *t);
+int sqlite_topic_update(struct smq_store *s, const struct store_topic_rec *t);
+int sqlite_topic_delete(struct smq_store *s, int64_t topic_id);
+int sqlite_topic_load(struct smq_store *s,
+                      int (*cb)(void *arg, const struct store_topic_rec *t), void *arg);
+int sqlite_sub_insert(struct smq_store *s, const struct store_sub_rec *sub);
+int sqlite_sub_update(struct smq_store *s, const struct store_sub_rec *sub);
+int sqlite_sub_delete(struct smq_store *s, int64_t sub_id);
+int sqlite_sub_load(struct smq_store *s,
+                    int (*cb)(void *arg, const struct store_sub_rec *sub), void *arg);
+int sqlite_tmsg_insert(struct smq_store *s, const struct store_tmsg_rec *m, const void *body,
+                       size_t body_len);
+int sqlite_tmsg_delete(struct smq_store *s, uint64_t seq);
+int sqlite_tmsg_body(struct smq_store *s, uint64_t seq, struct smq_buf *out);
+int sqlite_tmsg_load(struct smq_store *s,
+                     int (*cb)(void *arg, const struct store_tmsg_rec *m), void *arg);
+int sqlite_notif_insert(struct smq_store *s, const struct store_notif_rec *n);
+int sqlite_notif_update(struct smq_store *s, const struct store_notif_rec *n);
+int sqlite_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
+int sqlite_notif_load(struct smq_store *s,
+                      int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
+
 /* ---- sqlite_rows.c ---- */
+
+/* Collects the first bind error so a function can bind every parameter and
+ * check once, the same idea as buf_failed(). */
+struct binder {
+    sqlite3_stmt *st;
+    int rc;
+};
+
+void sqlite_bind_i64(struct binder *b, int idx, int64_t v);
+/* Bound SQLITE_STATIC: every statement is stepped and reset before the
+ * public function that bound it returns. */
+void sqlite_bind_text(struct binder *b, int idx, const char *text);
+/* An empty value is an empty blob, never SQL NULL. */
+void sqlite_bind_blob(struct binder *b, int idx, const void *data, size_t len);
+/* Resets the statement and clears its bindings (on every path). */
+void sqlite_stmt_reset(sqlite3_stmt *st);
+/* Runs a bound write statement to completion (counted by the write-fault
+ * seam) and resets it; *changes, if not NULL, gets the rows it touched.
+ * 0, SMQ_E_INTERNAL or SMQ_E_STORAGE_FULL. */
+int sqlite_rows_write(struct sqlite_store *s, struct binder *b, const char *what, int *changes);
+/* Prepares n statements of sql[] into st[] (at open). */
+int sqlite_rows_prepare_set(struct sqlite_store *s, const char *const *sql, int n,
+                            sqlite3_stmt **st, const char *path, char *err, size_t err_size);
 
 /* Prepares every statement (at open).  0, or SMQ_E_INTERNAL with err set. */
 int sqlite_rows_prepare(struct sqlite_store *s, const char *path, char *err, size_t err_size);
