@@ -2,12 +2,12 @@
  * engine_core.h — the engine's state, shared by the engine's own files and
  * nothing else: engine.c (the run loop and dispatch), the operation files
  * above it (ops_queue.c, ops_message.c, ops_admin.c, ops_redrive.c,
- * recover.c) and the message lifecycle below them (msgs.c).
+ * ops_topic.c, recover.c) and the message lifecycle below them (msgs.c).
  *
  * Most of the state is in parts with a module of their own, each the only
  * writer of its part: the run's transaction (txn.h), the disk space
  * (space.h), the parked long polls (waiters.h), the operation log
- * (oplog.h), and the in-memory model itself (queue.h).  The few fields
+ * (oplog.h), and the in-memory models themselves (queue.h, topic.h).  The few fields
  * below them say which file writes them.
  */
 #ifndef SMQD_ENGINE_CORE_H
@@ -24,6 +24,7 @@
 #include "smqd/store.h"
 #include "smqd/twheel.h"
 #include "space.h"
+#include "topic.h"
 #include "txn.h"
 #include "waiters.h"
 
@@ -35,6 +36,13 @@ struct engine_ids {
     uint64_t seq_reserved;           /* next_seq may go up to this one */
     uint64_t seq_reserve_pending;    /* a new mark written in the open savepoint; 0 = none */
     int64_t next_queue_id;
+    int64_t next_topic_id, next_sub_id;
+};
+
+/* Topics and their subscriptions (ops_topic.c; loaded by recover.c). */
+struct engine_topics {
+    struct topic_model model;
+    int max_topics, max_subs_per_topic;
 };
 
 /* Rows of expired messages, deleted lazily in one go (msgs.c). */
@@ -61,6 +69,7 @@ struct smq_engine {
     int64_t now_ms;                  /* epoch ms, fixed for one run (engine.c) */
 
     struct queue_registry queues;    /* the in-memory model (queue.h) */
+    struct engine_topics topics;
     struct msg_table msgs;
     struct twheel msg_wheel;         /* message delay / visibility / expiry (msgs.c) */
 

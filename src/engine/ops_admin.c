@@ -31,6 +31,8 @@ void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
     out->queues = e->queues.n;
     out->messages = e->msgs.count;
     out->waiters = e->waiters.n;
+    out->topics = e->topics.model.n_topics;
+    out->subscriptions = e->topics.model.n_subs_total;
     out->reloads = e->reloads;
     out->storage_full = e->space.full;
     out->storage_reserve_spent = e->space.reserve_spent;

@@ -3,7 +3,8 @@
  * start-up and after a lost transaction.  Every stored row goes through the
  * same placement as live traffic (msgs_link), so Delayed stays delayed
  * until its time, Inactive stays inactive until its NextVisibleTime, and a
- * row past its retention never comes back.
+ * row past its retention never comes back.  Topics and their subscriptions
+ * load after the queues.
  */
 #include "recover.h"
 
@@ -74,6 +75,111 @@ static int load_msg(void *arg, const struct store_msg_rec *r)
     return 0;
 }
 
+/* ---- topics and subscriptions ---- */
+
+/* Topics as they load, in id order, for finding a subscription's topic. */
+struct topic_load_ctx {
+    struct smq_engine *e;
+    struct smq_topic **by_id;
+    size_t n, cap;
+    int rc;
+};
+
+static int load_topic(void *arg, const struct store_topic_rec *r)
+{
+    struct topic_load_ctx *ctx = arg;
+    struct smq_engine *e = ctx->e;
+    struct smq_topic_attrs attrs = {r->max_msg_size, r->logging};
+    struct smq_topic *t;
+
+    if (ctx->n == ctx->cap) {
+        size_t cap = ctx->cap > 0 ? ctx->cap * 2 : 64;
+        struct smq_topic **grown = realloc(ctx->by_id, cap * sizeof *grown);
+        if (grown == NULL)
+            return ctx->rc = SMQ_E_NOMEM;
+        ctx->by_id = grown;
+        ctx->cap = cap;
+    }
+    if (topic_reserve(&e->topics.model) != 0
+        || (t = topic_new(r->id, r->name, &attrs, r->create_s, r->modify_s)) == NULL)
+        return ctx->rc = SMQ_E_NOMEM;
+    topic_insert(&e->topics.model, t);
+    ctx->by_id[ctx->n++] = t;
+    if (r->id >= e->ids.next_topic_id)
+        e->ids.next_topic_id = r->id + 1;
+    return 0;
+}
+
+static struct smq_topic *loaded_topic(const struct topic_load_ctx *ctx, int64_t id)
+{
+    size_t lo = 0, hi = ctx->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ctx->by_id[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ctx->n && ctx->by_id[lo]->id == id ? ctx->by_id[lo] : NULL;
+}
+
+static void sub_attrs_of(const struct store_sub_rec *r, struct smq_sub_attrs *a)
+{
+    memset(a, 0, sizeof *a);
+    snprintf(a->endpoint, sizeof a->endpoint, "%s", r->endpoint);
+    snprintf(a->filter_tag, sizeof a->filter_tag, "%s", r->filter_tag);
+    a->strategy = r->strategy == SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY
+                      ? SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY : SMQ_NOTIFY_BACKOFF_RETRY;
+    a->format = r->format == SMQ_NOTIFY_JSON         ? SMQ_NOTIFY_JSON
+                : r->format == SMQ_NOTIFY_SIMPLIFIED ? SMQ_NOTIFY_SIMPLIFIED
+                                                     : SMQ_NOTIFY_XML;
+    a->dlq.enabled = r->dlq_enabled;
+    snprintf(a->dlq.target, sizeof a->dlq.target, "%s", r->dlq_target);
+}
+
+static int load_sub(void *arg, const struct store_sub_rec *r)
+{
+    struct topic_load_ctx *ctx = arg;
+    struct smq_engine *e = ctx->e;
+    struct smq_topic *t = loaded_topic(ctx, r->topic_id);
+    struct smq_sub_attrs attrs;
+    struct smq_sub *s;
+
+    if (r->id >= e->ids.next_sub_id)
+        e->ids.next_sub_id = r->id + 1;
+    if (t == NULL)              /* a topic's delete takes its rows: cannot happen */
+        return 0;
+    sub_attrs_of(r, &attrs);
+    if (topic_sub_reserve(&e->topics.model, t) != 0)
+        return ctx->rc = SMQ_E_NOMEM;
+    s = topic_sub_new(r->id, r->name, &attrs, r->create_s, r->modify_s);
+    if (s == NULL) {
+        /* Out of memory, or an endpoint this version no longer accepts:
+         * keep serving the rest, and say which row is not. */
+        SMQ_ERROR("recovery: subscription %s of topic %s not loaded (endpoint \"%s\")",
+                  r->name, t->name, r->endpoint);
+        return 0;
+    }
+    topic_sub_insert(&e->topics.model, t, s);
+    return 0;
+}
+
+static int load_topics(struct smq_engine *e)
+{
+    struct topic_load_ctx ctx = {e, NULL, 0, 0, 0};
+    int rc = store_topic_load(e->store, load_topic, &ctx);
+
+    if (rc == 0)
+        rc = ctx.rc;
+    if (rc == 0)
+        rc = store_sub_load(e->store, load_sub, &ctx);
+    if (rc == 0)
+        rc = ctx.rc;
+    free(ctx.by_id);
+    return rc;
+}
+
 /* Reads a high-water mark from meta; *mark is left alone when absent. */
 static int read_mark(struct smq_engine *e, const char *key, uint64_t *mark)
 {
@@ -96,11 +202,18 @@ static int load_marks(struct smq_engine *e)
 {
     struct engine_ids *ids = &e->ids;
     uint64_t queue_id = (uint64_t)ids->next_queue_id;
+    uint64_t topic_id = (uint64_t)ids->next_topic_id, sub_id = (uint64_t)ids->next_sub_id;
     int rc = read_mark(e, META_NEXT_SEQ, &ids->next_seq);
 
     if (rc == 0)
         rc = read_mark(e, META_NEXT_QUEUE_ID, &queue_id);
+    if (rc == 0)
+        rc = read_mark(e, META_NEXT_TOPIC_ID, &topic_id);
+    if (rc == 0)
+        rc = read_mark(e, META_NEXT_SUB_ID, &sub_id);
     ids->next_queue_id = (int64_t)queue_id;
+    ids->next_topic_id = (int64_t)topic_id;
+    ids->next_sub_id = (int64_t)sub_id;
     ids->seq_reserved = ids->next_seq;      /* the next id forces a fresh reservation */
     ids->seq_reserve_pending = 0;
     return rc;
@@ -113,12 +226,16 @@ int recover_load(struct smq_engine *e)
 
     e->ids.next_seq = 1;
     e->ids.next_queue_id = 1;
+    e->ids.next_topic_id = 1;
+    e->ids.next_sub_id = 1;
     e->now_ms = engine_core_now_ms(e);
     rc = store_queue_load(e->store, load_queue, &ctx);
     if (rc == 0)
         rc = store_msg_load(e->store, load_msg, &ctx);
     if (rc == 0)
         rc = ctx.rc;
+    if (rc == 0)
+        rc = load_topics(e);
     if (rc == 0)
         rc = load_marks(e);
     if (ctx.n_expired_rows > EXPIRED_FLUSH_AT)
@@ -143,6 +260,7 @@ void recover_free(struct smq_engine *e)
         queue_free(e->queues.items[i]);
     e->queues.n = 0;
     e->waiters.ready_head = NULL;
+    topic_model_clear(&e->topics.model, NULL);   /* no notification is on a wheel yet */
 }
 
 /* What a queue holds that is not on disk and must outlive a reload: its

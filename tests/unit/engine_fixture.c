@@ -34,7 +34,9 @@ void fx_open_engine(struct fx *f, int max_queues)
     struct smq_engine_opts opts = {.clock = &f->clock.clock, .store = f->store,
                                    .max_queues = max_queues,
                                    .reserve_margin = f->reserve_margin,
-                                   .reserve_missing = f->reserve_missing};
+                                   .reserve_missing = f->reserve_missing,
+                                   .max_topics = f->max_topics,
+                                   .max_subs_per_topic = f->max_subs_per_topic};
     char err[256] = "";
 
     assert_int_equal(engine_open(&opts, &f->e, err, sizeof err), 0);

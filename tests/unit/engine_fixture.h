@@ -77,6 +77,8 @@ struct fx {
     struct smq_engine *e;
     uint64_t reserve_margin;     /* engine option: free bytes needed beside the reserve */
     bool reserve_missing;        /* engine option: the reserve could not be allocated */
+    int max_topics;              /* engine options ([limits]); 0 = the defaults */
+    int max_subs_per_topic;
     /* completions of the latest run, in order (n_done may exceed FX_DONE_MAX) */
     struct smq_op *done[FX_DONE_MAX];
     size_t n_done;
