@@ -1848,6 +1848,31 @@ static void test_api_render_error_statuses(void **state)
     buf_free(&resp.body);
 }
 
+/* query_path_segment: the decoding of a name in a path, bounded by its output. */
+static void test_api_query_path_segment(void **state)
+{
+    char out[8];
+
+    (void)state;
+    assert_int_equal(query_path_segment("a%2Fb+c", 7, out, sizeof out), 0);
+    assert_string_equal(out, "a/b+c");
+    assert_int_equal(query_path_segment("abcdefgh", 7, out, sizeof out), 0);
+    assert_string_equal(out, "abcdefg");
+    assert_int_equal(query_path_segment("abcdefgh", 8, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("%61%62%63%64%65%66%67", 21, out, sizeof out), 0);
+    assert_string_equal(out, "abcdefg");
+    assert_int_equal(query_path_segment("", 0, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(query_path_segment("a%00", 4, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a%0", 3, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a%", 2, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a%g1", 4, out, sizeof out), -1);
+    /* len ends the segment, even inside an escape. */
+    assert_int_equal(query_path_segment("a%41", 3, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a\0b", 3, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a", 1, out, 1), -1);
+}
+
 /* ================================ topics (docs/protocol.md §13) ================================ */
 
 #define TOPIC_URL "http://" HOST "/topics/"
@@ -2855,6 +2880,7 @@ int main(void)
         cmocka_unit_test(test_api_render_error_document),
         cmocka_unit_test(test_api_render_error_escapes_message),
         cmocka_unit_test(test_api_render_error_statuses),
+        cmocka_unit_test(test_api_query_path_segment),
         cmocka_unit_test(test_api_topic_routes),
         cmocka_unit_test(test_api_topic_invalid_urls),
         cmocka_unit_test(test_api_topic_names),
