@@ -86,13 +86,15 @@ struct xml_topic_attrs {
  * checked by the API layer, except that a FilterTag longer than
  * SMQ_TAG_MAX_BYTES bytes, a word longer than XML_SUB_WORD_MAX and a
  * dead-letter target longer than a queue name are SMQ_E_INVALID_ARGUMENT
- * here (none of them could be valid).
+ * here (none of them could be valid), and an Endpoint too long to keep is
+ * only flagged (its code depends on the request).
  */
 struct xml_sub_attrs {
     bool endpoint_present;
-    /* The Endpoint text, trimmed; one byte past the limit is kept, so that
-     * a longer text is still refused as too long (notify.h). */
-    char endpoint[SMQ_ENDPOINT_MAX + 2];
+    char endpoint[SMQ_ENDPOINT_MAX + 1];   /* trimmed */
+    /* Longer than SMQ_ENDPOINT_MAX after trimming: endpoint_present is
+     * set and endpoint is "" (the caller refuses it, as it sees fit). */
+    bool endpoint_too_long;
     bool filter_tag_present;               /* FilterTag, not trimmed */
     char filter_tag[SMQ_TAG_MAX_BYTES + 1];
     bool strategy_present;                 /* NotifyStrategy, trimmed */

@@ -243,14 +243,20 @@ static int take_endpoint(const struct xml_sub_attrs *x, bool set, struct smq_op_
                          struct smq_errinfo *ei)
 {
     struct notify_endpoint ep;
-    const char *text = x->endpoint_present ? x->endpoint : "";
+    int rc;
 
     if (set && !x->endpoint_present)
         return 0;
-    if (notify_endpoint_parse_err(text, strlen(text), &ep, s->values.endpoint, ei) != 0)
+    if (x->endpoint_too_long)
+        rc = errors_set(ei, SMQ_E_ENDPOINT_INVALID, "The endpoint is longer than %d bytes.",
+                        SMQ_ENDPOINT_MAX);
+    else
+        rc = notify_endpoint_parse_err(x->endpoint, strlen(x->endpoint), &ep,
+                                       s->values.endpoint, ei);
+    if (rc != 0)
         return set ? errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The Endpoint of a subscription "
                                 "cannot be changed: unsubscribe and subscribe again.")
-                   : ei->err;
+                   : rc;
     s->present |= SMQ_SATTR_ENDPOINT;
     return 0;
 }

@@ -251,7 +251,7 @@ struct sub_text {
     const char *name;
     bool nested;            /* inside <DlqPolicy> */
     bool trim;              /* XML blanks around the value dropped */
-    bool cut;               /* a longer value is cut to size - 1 bytes, not refused */
+    bool flag_long;         /* a value too long is flagged (endpoint_too_long), not refused */
     size_t present, text, size;   /* offsets of the bool and the char[] in xml_sub_attrs */
     unsigned seen;          /* one bit per field: both forms of the target share theirs */
 };
@@ -315,11 +315,15 @@ static int take_sub_text(const xmlNode *el, const struct sub_text *t, struct sub
     n = text.len;
     if (t->trim)
         trim(&s, &n);
-    if (rc == 0 && n >= t->size && !t->cut)
+    if (rc == 0 && n >= t->size && !t->flag_long)
         rc = sub_text_too_long(t, ei);
+    if (rc == 0 && n >= t->size) {
+        r->out->endpoint_too_long = true;
+        n = 0;                  /* nothing kept of it, but it was given */
+        *(bool *)((char *)r->out + t->present) = true;
+    }
     if (rc == 0 && n > 0) {
         char *dst = (char *)r->out + t->text;
-        n = n < t->size ? n : t->size - 1;
         memcpy(dst, s, n);
         dst[n] = '\0';
         *(bool *)((char *)r->out + t->present) = true;

@@ -160,12 +160,21 @@ static void test_xml_sub_lengths(void **state)
     struct smq_errinfo ei;
 
     (void)state;
-    /* An Endpoint is kept cut one byte past its limit, so that it is refused later. */
+    /* An Endpoint of 1024 bytes after trimming is kept; a longer one is flagged. */
     memset(ep, 'e', 1100);
-    ep[1100] = '\0';
+    ep[1024] = '\0';
+    snprintf(doc, sizeof doc, "<Subscription><Endpoint> %s\n</Endpoint></Subscription>", ep);
+    assert_int_equal(parse_sub(doc, &s, &ei), 0);
+    assert_true(s.endpoint_present);
+    assert_false(s.endpoint_too_long);
+    assert_int_equal(strlen(s.endpoint), SMQ_ENDPOINT_MAX);
+    ep[1024] = 'e';
+    ep[1025] = '\0';
     snprintf(doc, sizeof doc, "<Subscription><Endpoint>%s</Endpoint></Subscription>", ep);
     assert_int_equal(parse_sub(doc, &s, &ei), 0);
-    assert_int_equal(strlen(s.endpoint), SMQ_ENDPOINT_MAX + 1);
+    assert_true(s.endpoint_present);
+    assert_true(s.endpoint_too_long);
+    assert_string_equal(s.endpoint, "");
 
     /* FilterTag: 64 bytes kept (16 four-byte characters), 65 refused. */
     memset(ep, 'f', 65);
