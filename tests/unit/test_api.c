@@ -2312,6 +2312,22 @@ static void test_api_set_subscription(void **state)
                 "again.");
 }
 
+/* An Endpoint too long to keep: EndpointInvalid for Subscribe, a change
+ * refused for a Set (§13.2, §13.6.2). */
+static void test_api_endpoint_too_long(void **state)
+{
+    char ep[1100], body[1400];
+
+    (void)state;
+    memset(ep, 'a', 1025);
+    memcpy(ep, "http://h/", 9);
+    ep[1025] = '\0';
+    snprintf(body, sizeof body, "<Subscription><Endpoint>%s</Endpoint></Subscription>", ep);
+    run_err_msg("PUT", "/topics/t/subscriptions/s", body, SMQ_E_ENDPOINT_INVALID,
+                "The endpoint is longer than 1024 bytes.");
+    run_err("PUT", "/topics/t/subscriptions/s?metaoverride=true", body, SMQ_E_INVALID_ARGUMENT);
+}
+
 /* Paging headers of ListTopic and ListSubscriptionByTopic (§13.4.5, §7.5). */
 static void topic_list_headers(const char *target, const char *prefix, const char *ret, int want)
 {
@@ -2889,6 +2905,7 @@ int main(void)
         cmocka_unit_test(test_api_subscribe_errors),
         cmocka_unit_test(test_api_subscription_dlq_policy),
         cmocka_unit_test(test_api_set_subscription),
+        cmocka_unit_test(test_api_endpoint_too_long),
         cmocka_unit_test(test_api_topic_list_paging),
         cmocka_unit_test(test_api_publish_refused),
         cmocka_unit_test(test_api_topic_error_codes),
