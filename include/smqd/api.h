@@ -1,7 +1,7 @@
 /*
- * api.h — the MNS queue API: from an authenticated HTTP request to a decided
+ * api.h — the MNS API: from an authenticated HTTP request to a decided
  * engine operation, and from a finished operation to the exact response
- * bytes the SDKs expect (docs/protocol.md §1.2, §6–§8).
+ * bytes the SDKs expect (docs/protocol.md §1.2, §6–§8; topics §13).
  *
  * api_prepare runs on an HTTP thread: it authenticates (docs/protocol.md §3), routes by
  * method and path to the one handler of the action (the route table in

@@ -29,6 +29,12 @@ void query_free(struct query *q);
 /* The value of the first parameter of that name (case-insensitive), or NULL. */
 const char *query_get(const struct query *q, const char *name);
 
+/* Percent-decodes the path segment raw[0..len) into out (out_size bytes,
+ * NUL-terminated; '+' stays '+'): 0, or -1 for a bad escape, an encoded NUL
+ * or a result that does not fit.  The caller splits the path first, so an
+ * encoded '/' (%2F) is part of the segment, never a separator. */
+int query_path_segment(const char *raw, size_t len, char *out, size_t out_size);
+
 /* Percent-decodes the path segment raw[0..len) into out and checks it as a
  * queue name: 0, or SMQ_E_QUEUE_NAME_LENGTH / SMQ_E_INVALID_QUEUE_NAME (a
  * bad escape or an encoded NUL included) with ei set. */

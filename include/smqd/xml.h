@@ -21,6 +21,7 @@
 
 #include "smqd/buf.h"
 #include "smqd/errors.h"
+#include "smqd/mns.h"
 
 #define XML_MNS_NS "http://mns.aliyuncs.com/doc/v1"
 #define XML_BATCH_MAX 16
@@ -64,6 +65,49 @@ struct xml_queue_attrs {
     struct xml_opt_i64 dlq_max_receive;
     bool dlq_target_present;
     char dlq_target[121];                  /* a queue name (120); longer ones are refused here */
+};
+
+/* <Topic> of CreateTopic / SetTopicAttributes (docs/protocol.md §13.4.1).
+ * All fields optional; MessageRetentionPeriod is read-only and ignored. */
+struct xml_topic_attrs {
+    struct xml_opt_i64 max_msg_size;       /* MaximumMessageSize */
+    struct xml_opt_i64 logging;            /* LoggingEnabled: 1/0 */
+};
+
+/* A NotifyStrategy or NotifyContentFormat word, trimmed; the longest known
+ * one is 23 bytes. */
+#define XML_SUB_WORD_MAX 31
+
+/*
+ * <Subscription> of Subscribe / SetSubscriptionAttributes (docs/protocol.md
+ * §13.6.1, §13.13).  An element that is empty (after trimming, for those
+ * that are trimmed) counts as not given (its *_present stays false); a
+ * repeated element is SMQ_E_MALFORMED_XML all the same.  The values are
+ * checked by the API layer, except that a FilterTag longer than
+ * SMQ_TAG_MAX_BYTES bytes, a word longer than XML_SUB_WORD_MAX and a
+ * dead-letter target longer than a queue name are SMQ_E_INVALID_ARGUMENT
+ * here (none of them could be valid), and an Endpoint too long to keep is
+ * only flagged (its code depends on the request).
+ */
+struct xml_sub_attrs {
+    bool endpoint_present;
+    char endpoint[SMQ_ENDPOINT_MAX + 1];   /* trimmed */
+    /* Longer than SMQ_ENDPOINT_MAX after trimming: endpoint_present is
+     * set and endpoint is "" (the caller refuses it, as it sees fit). */
+    bool endpoint_too_long;
+    bool filter_tag_present;               /* FilterTag, not trimmed */
+    char filter_tag[SMQ_TAG_MAX_BYTES + 1];
+    bool strategy_present;                 /* NotifyStrategy, trimmed */
+    char strategy[XML_SUB_WORD_MAX + 1];
+    bool format_present;                   /* NotifyContentFormat, trimmed */
+    char format[XML_SUB_WORD_MAX + 1];
+    /* Dead-letter policy (§13.13): <DlqPolicy> with <Enabled> and
+     * <DeadLetterTargetQueue>, or the flat <DlqEnabled>, <DlqTargetQueue>;
+     * one field given in both forms is a repeated element. */
+    bool dlq_present;                      /* any of them given */
+    struct xml_opt_i64 dlq_enabled;
+    bool dlq_target_present;
+    char dlq_target[SMQ_QUEUE_NAME_MAX + 1];
 };
 
 /* The Java SDK's message extensions (docs/protocol.md §6.4): at most
@@ -116,6 +160,12 @@ struct xml_handles {
  */
 int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *out,
                           struct smq_errinfo *ei);
+/* root <Topic>. */
+int xml_parse_topic_attrs(const char *doc, size_t len, struct xml_topic_attrs *out,
+                          struct smq_errinfo *ei);
+/* root <Subscription>. */
+int xml_parse_sub_attrs(const char *doc, size_t len, struct xml_sub_attrs *out,
+                        struct smq_errinfo *ei);
 /* root <Message>: one item. */
 int xml_parse_send(const char *doc, size_t len, struct xml_send_item *out,
                    struct smq_errinfo *ei);

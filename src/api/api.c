@@ -1,10 +1,10 @@
 /*
- * api.c — owns the MNS queue API's front: authentication of every request,
+ * api.c — owns the MNS API's front: authentication of every request,
  * the route table that sends each (method, path) to the one handler of its
- * action (docs/protocol.md §1.2), the key's grants on what the routed
- * request would touch (§3.7), and the table of which renderer answers each
- * kind of operation.  What each action checks and answers is in
- * api_queue.c and api_message.c.
+ * action (docs/protocol.md §1.2, §13.1), the key's grants on what the routed
+ * request would touch (§3.7, §13.14), and the table of which renderer
+ * answers each kind of operation.  What each action checks and answers is
+ * in api_queue.c, api_message.c and api_topic.c.
  */
 #include "smqd/api.h"
 
@@ -13,8 +13,12 @@
 
 #include "api_message.h"
 #include "api_queue.h"
+#include "api_topic.h"
 
-enum path_kind { PATH_NONE, PATH_QUEUES, PATH_QUEUE, PATH_MESSAGES };
+enum path_kind {
+    PATH_NONE, PATH_QUEUES, PATH_QUEUE, PATH_MESSAGES,
+    PATH_TOPICS, PATH_TOPIC, PATH_TOPIC_MESSAGES, PATH_SUBSCRIPTIONS, PATH_SUBSCRIPTION
+};
 
 /* The actions each route serves are decided by its handler from the query
  * and body (docs/protocol.md §1.2): they are named here so that an action's
@@ -38,18 +42,86 @@ static const struct route {
     {"DELETE", PATH_MESSAGES, api_message_delete},              /* DeleteMessage,
                                                                  * BatchDeleteMessage */
     {"PUT", PATH_MESSAGES, api_message_change_visibility},      /* ChangeMessageVisibility */
+    {"GET", PATH_TOPICS, api_topic_list},                       /* ListTopic */
+    {"PUT", PATH_TOPIC, api_topic_put},                         /* CreateTopic,
+                                                                 * SetTopicAttributes */
+    {"GET", PATH_TOPIC, api_topic_get},                         /* GetTopicAttributes */
+    {"DELETE", PATH_TOPIC, api_topic_delete},                   /* DeleteTopic */
+    {"POST", PATH_TOPIC_MESSAGES, api_topic_publish},           /* PublishMessage */
+    {"GET", PATH_SUBSCRIPTIONS, api_sub_list},                  /* ListSubscriptionByTopic */
+    {"PUT", PATH_SUBSCRIPTION, api_sub_put},                    /* Subscribe,
+                                                                 * SetSubscriptionAttributes */
+    {"GET", PATH_SUBSCRIPTION, api_sub_get},                    /* GetSubscriptionAttributes */
+    {"DELETE", PATH_SUBSCRIPTION, api_sub_delete},              /* Unsubscribe */
 };
 
+/* What follows "/topics/{t}" (docs/protocol.md §13.1): nothing, "/messages",
+ * "/subscriptions" with or without a trailing '/', or "/subscriptions/{s}"
+ * (*sub, *sub_len: the raw {s}).  Anything else, a trailing '/' after a
+ * topic, messages or a subscription included, is PATH_NONE. */
+static enum path_kind topic_tail(const char *t, size_t n, const char **sub, size_t *sub_len)
+{
+    static const char subs[] = "/subscriptions";
+    const size_t sl = sizeof subs - 1;
+
+    if (n == 0)
+        return PATH_TOPIC;
+    if (n == 9 && memcmp(t, "/messages", 9) == 0)
+        return PATH_TOPIC_MESSAGES;
+    if (n < sl || memcmp(t, subs, sl) != 0)
+        return PATH_NONE;
+    if (n == sl || (n == sl + 1 && t[sl] == '/'))
+        return PATH_SUBSCRIPTIONS;
+    if (t[sl] != '/')
+        return PATH_NONE;
+    *sub = t + sl + 1;
+    *sub_len = n - sl - 1;
+    return memchr(*sub, '/', *sub_len) == NULL ? PATH_SUBSCRIPTION : PATH_NONE;
+}
+
+/* Splits what follows "/topics" and copies the decoded topic name into
+ * call->op.queue; the subscription's name is checked here and read again
+ * from the path by its handler.  The path's shape is judged before the
+ * names, and split on the raw '/' only, so "%2F" is part of a name. */
+static enum path_kind split_topic_path(const char *rest, size_t len, struct api_call *call,
+                                       struct smq_errinfo *ei)
+{
+    const char *slash, *sub = NULL;
+    size_t name_len, sub_len = 0;
+    char sub_name[SMQ_TOPIC_NAME_MAX + 1];
+    enum path_kind kind;
+
+    if (len == 0 || (len == 1 && rest[0] == '/')) {
+        ei->err = 0;
+        return PATH_TOPICS;
+    }
+    if (rest[0] != '/')
+        return PATH_NONE;
+    rest++, len--;
+    slash = memchr(rest, '/', len);
+    name_len = slash ? (size_t)(slash - rest) : len;
+    kind = topic_tail(rest + name_len, len - name_len, &sub, &sub_len);
+    if (kind == PATH_NONE || api_topic_name(rest, name_len, false, call->op.queue, ei) != 0)
+        return PATH_NONE;
+    if (kind == PATH_SUBSCRIPTION && api_topic_name(sub, sub_len, true, sub_name, ei) != 0)
+        return PATH_NONE;
+    ei->err = 0;
+    return kind;
+}
+
 /* Splits "/queues[/NAME[/messages]]" and copies the decoded NAME into
- * call->op.queue.  PATH_NONE with ei set when it is none of them. */
+ * call->op.queue, or the topic paths (split_topic_path).  PATH_NONE with ei
+ * set when it is none of them. */
 static enum path_kind split_path(const char *path, size_t len, struct api_call *call,
                                  struct smq_errinfo *ei)
 {
-    static const char prefix[] = "/queues";
+    static const char prefix[] = "/queues", topics[] = "/topics";
     const char *rest = path + sizeof prefix - 1, *slash;
     size_t name_len;
 
     errors_set(ei, SMQ_E_INVALID_REQUEST_URL, NULL);
+    if (len >= sizeof topics - 1 && strncmp(path, topics, sizeof topics - 1) == 0)
+        return split_topic_path(path + sizeof topics - 1, len - (sizeof topics - 1), call, ei);
     if (len < sizeof prefix - 1 || strncmp(path, prefix, sizeof prefix - 1) != 0)
         return PATH_NONE;
     len -= sizeof prefix - 1;
@@ -96,51 +168,85 @@ static int check_content_md5(const struct api_request *req, struct smq_errinfo *
     return errors_set(ei, SMQ_E_INVALID_DIGEST, NULL);
 }
 
-/* A 403 naming the key, the class it lacks and the queue (NULL: any), what
- * the queue is to the request appended. */
-static int deny(const struct auth_key *key, unsigned cls, const char *queue, const char *what,
-                struct smq_errinfo *ei)
+/* A 403 naming the key, the class it lacks and the queue or topic (noun,
+ * name; name NULL: any), what it is to the request appended. */
+static int deny(const struct auth_key *key, unsigned cls, const char *noun, const char *name,
+                const char *what, struct smq_errinfo *ei)
 {
-    if (queue == NULL)
+    if (name == NULL)
         return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant "
-                          "on any queue.", key->id, grant_class_name(cls));
+                          "on any %s.", key->id, grant_class_name(cls), noun);
     return errors_set(ei, SMQ_E_ACCESS_DENIED, "The access key \"%s\" has no \"%s\" grant on "
-                      "queue \"%s\"%s.", key->id, grant_class_name(cls), queue, what);
+                      "%s \"%s\"%s.", key->id, grant_class_name(cls), noun, name, what);
+}
+
+static bool is_topic_action(enum mns_action a)
+{
+    return a >= MNS_CREATE_TOPIC && a <= MNS_LIST_SUBSCRIPTION_BY_TOPIC;
+}
+
+/* ListQueue and ListTopic need "list" on some name and then show only
+ * those the key may list (ops_queue.c, §3.7, §13.14). */
+static int authorize_list(const struct auth_key *key, struct api_call *call,
+                          struct smq_errinfo *ei)
+{
+    bool topics = call->action == MNS_LIST_TOPIC;
+
+    if (!grant_gives_any(key->grants, GRANT_LIST))
+        return deny(key, GRANT_LIST, topics ? "topic" : "queue", NULL, "", ei);
+    if (topics)
+        call->op.tlist.visible = key->grants;
+    else
+        call->op.list.visible = key->grants;
+    return 0;
+}
+
+/* A topic action's extra grants (§13.14): "send" on the queue a Subscribe
+ * delivers to and on a subscription's dead-letter target. */
+static int authorize_topic_sends(const struct auth_key *key, struct api_call *call,
+                                 struct smq_errinfo *ei)
+{
+    char queue[SMQ_QUEUE_NAME_MAX + 1];
+    const char *what;
+
+    if (!api_topic_send_needed(key, call, queue, &what))
+        return 0;
+    return deny(key, GRANT_SEND, "queue", queue, what, ei);
 }
 
 /*
  * The key's grants against what the routed request would touch: the queue
- * its action names, and for a Create or Set that turns a dead-letter policy
- * on, both ends of the moves the engine will make on the key's behalf:
- * "receive" on the queue they take messages out of (else "manage" alone
- * could divert another team's messages to a queue it reads) and "send" on
- * the target.  A ListQueue needs "list" on some queue and then shows only
- * those (ops_queue.c).  Runs before the rate limits and the engine, so a
+ * or topic its action names, and for a Create or Set that turns a
+ * dead-letter policy on, both ends of the moves the engine will make on the
+ * key's behalf: "receive" on the queue they take messages out of (else
+ * "manage" alone could divert another team's messages to a queue it reads)
+ * and "send" on the target; a topic's extra sends are
+ * authorize_topic_sends'.  Runs before the rate limits and the engine, so a
  * denied request costs neither and changes nothing.
  */
 static int authorize(const struct auth_key *key, struct api_call *call, struct smq_errinfo *ei)
 {
     const struct smq_op_attrs *a = &call->op.attrs;
     unsigned cls = mns_action_class(call->action);
+    bool topic = is_topic_action(call->action);
 
     if (key->grants == NULL)
         return 0;
-    if (call->action == MNS_LIST_QUEUE) {
-        if (!grant_gives_any(key->grants, cls))
-            return deny(key, cls, NULL, "", ei);
-        call->op.list.visible = key->grants;
-        return 0;
-    }
+    if (call->action == MNS_LIST_QUEUE || call->action == MNS_LIST_TOPIC)
+        return authorize_list(key, call, ei);
     if (!grant_allows(key->grants, call->op.queue, cls))
-        return deny(key, cls, call->op.queue, "", ei);
+        return deny(key, cls, topic ? "topic" : "queue", call->op.queue, "", ei);
+    if (topic)
+        return authorize_topic_sends(key, call, ei);
     if ((call->action != MNS_CREATE_QUEUE && call->action != MNS_SET_QUEUE_ATTRIBUTES)
         || (a->present & SMQ_ATTR_DLQ) == 0 || !a->values.dlq.enabled)
         return 0;
     if (!grant_allows(key->grants, call->op.queue, GRANT_RECEIVE))
-        return deny(key, GRANT_RECEIVE, call->op.queue, ", which a dead-letter policy takes "
-                    "messages from", ei);
+        return deny(key, GRANT_RECEIVE, "queue", call->op.queue, ", which a dead-letter policy "
+                    "takes messages from", ei);
     if (!grant_allows(key->grants, a->values.dlq.target, GRANT_SEND))
-        return deny(key, GRANT_SEND, a->values.dlq.target, ", the dead-letter target", ei);
+        return deny(key, GRANT_SEND, "queue", a->values.dlq.target, ", the dead-letter target",
+                    ei);
     return 0;
 }
 
@@ -166,6 +272,8 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
         rc = route(ctx, req, &query, call, ei);
     if (rc == 0)
         rc = authorize(&ring->keys[key_index], call, ei);
+    if (rc == 0)
+        rc = api_topic_refuse_unserved(call, ei);
     query_free(&query);
     return rc;
 }
@@ -184,8 +292,9 @@ void api_render_error(const struct api_request *req, const struct smq_errinfo *e
     xml_error_doc(&resp->body, info->code, errors_message(ei), request_id, host_id);
 }
 
-/* The kinds the MNS API never builds (the admin listener's, and the topics'
- * until their API lands) answer as they did before they had a renderer. */
+/* The kinds the MNS API never builds (the admin listener's, a publish until
+ * it is served, a push's outcome) answer as they did before they had a
+ * renderer. */
 static int render_unserved(const struct api_ctx *ctx, const struct api_request *req,
                            struct api_call *call, struct api_response *resp)
 {
@@ -211,17 +320,17 @@ static const struct api_kind_row {
     [SMQ_OP_PURGE] = {render_unserved},
     [SMQ_OP_REDRIVE] = {render_unserved},
     [SMQ_OP_STATS] = {render_unserved},
-    [SMQ_OP_CREATE_TOPIC] = {render_unserved},
-    [SMQ_OP_SET_TOPIC] = {render_unserved},
-    [SMQ_OP_GET_TOPIC] = {render_unserved},
-    [SMQ_OP_DELETE_TOPIC] = {render_unserved},
-    [SMQ_OP_LIST_TOPICS] = {render_unserved},
+    [SMQ_OP_CREATE_TOPIC] = {api_topic_render_created},
+    [SMQ_OP_SET_TOPIC] = {api_queue_render_no_content},
+    [SMQ_OP_GET_TOPIC] = {api_topic_render_attrs},
+    [SMQ_OP_DELETE_TOPIC] = {api_queue_render_no_content},
+    [SMQ_OP_LIST_TOPICS] = {api_topic_render_list},
     [SMQ_OP_PUBLISH] = {render_unserved},
-    [SMQ_OP_SUBSCRIBE] = {render_unserved},
-    [SMQ_OP_SET_SUBSCRIPTION] = {render_unserved},
-    [SMQ_OP_GET_SUBSCRIPTION] = {render_unserved},
-    [SMQ_OP_UNSUBSCRIBE] = {render_unserved},
-    [SMQ_OP_LIST_SUBSCRIPTIONS] = {render_unserved},
+    [SMQ_OP_SUBSCRIBE] = {api_sub_render_created},
+    [SMQ_OP_SET_SUBSCRIPTION] = {api_queue_render_no_content},
+    [SMQ_OP_GET_SUBSCRIPTION] = {api_sub_render_attrs},
+    [SMQ_OP_UNSUBSCRIBE] = {api_queue_render_no_content},
+    [SMQ_OP_LIST_SUBSCRIPTIONS] = {api_sub_render_list},
     [SMQ_OP_PUSH_RESULT] = {render_unserved},
 };
 

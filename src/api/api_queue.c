@@ -144,23 +144,33 @@ static int parse_ret_number(const char *text, int *out, struct smq_errinfo *ei)
     return 0;
 }
 
+int api_list_paging(const struct api_request *req, const char *what,
+                    char prefix[SMQ_QUEUE_NAME_MAX + 1], char marker[SMQ_QUEUE_NAME_MAX + 1],
+                    int *ret_number, struct smq_errinfo *ei)
+{
+    const char *p = auth_header_get(req->auth, "x-mns-prefix");
+    const char *m = auth_header_get(req->auth, "x-mns-marker");
+
+    /* Longer prefixes or markers than a name can never match one; the
+     * marker is opaque to clients, so a garbled one just means "start there". */
+    if (p != NULL && strlen(p) > SMQ_QUEUE_NAME_MAX)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The x-mns-prefix is longer than a %s "
+                          "name.", what);
+    snprintf(prefix, SMQ_QUEUE_NAME_MAX + 1, "%s", p ? p : "");
+    snprintf(marker, SMQ_QUEUE_NAME_MAX + 1, "%s", m ? m : "");
+    return parse_ret_number(auth_header_get(req->auth, "x-mns-ret-number"), ret_number, ei);
+}
+
 int api_queue_list(const struct api_ctx *ctx, const struct api_request *req,
                    const struct query *query, struct api_call *call, struct smq_errinfo *ei)
 {
-    const char *prefix = auth_header_get(req->auth, "x-mns-prefix");
-    const char *marker = auth_header_get(req->auth, "x-mns-marker");
     struct smq_op *op = &call->op;
 
     (void)ctx, (void)query;
     call->action = MNS_LIST_QUEUE;
     op_set_kind(op, SMQ_OP_LIST_QUEUES);
-    /* Longer prefixes or markers than a queue name can never match one; the
-     * marker is opaque to clients, so a garbled one just means "start there". */
-    if (prefix != NULL && strlen(prefix) > SMQ_QUEUE_NAME_MAX)
-        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The x-mns-prefix is longer than a queue name.");
-    snprintf(op->list.prefix, sizeof op->list.prefix, "%s", prefix ? prefix : "");
-    snprintf(op->list.marker, sizeof op->list.marker, "%s", marker ? marker : "");
-    return parse_ret_number(auth_header_get(req->auth, "x-mns-ret-number"), &op->list.ret_number, ei);
+    return api_list_paging(req, "queue", op->list.prefix, op->list.marker,
+                           &op->list.ret_number, ei);
 }
 
 /* ---- responses ------------------------------------------------------------------- */
@@ -194,7 +204,7 @@ static void attrs_elems(struct smq_buf *b, const struct smq_queue_info *i)
     }
 }
 
-static bool with_meta(const struct api_request *req)
+bool api_list_with_meta(const struct api_request *req)
 {
     const char *v = auth_header_get(req->auth, "x-mns-with-meta");
     return v != NULL && strcasecmp(v, "true") == 0;
@@ -204,7 +214,7 @@ static void render_list(const struct api_request *req, const struct smq_op *op,
                         struct smq_buf *b)
 {
     char url[512];
-    bool meta = with_meta(req);
+    bool meta = api_list_with_meta(req);
 
     xml_begin(b, "Queues");
     for (size_t i = 0; i < op->list.n_queues; i++) {

@@ -76,6 +76,33 @@ const char *query_get(const struct query *q, const char *name)
     return NULL;
 }
 
+int query_path_segment(const char *raw, size_t len, char *out, size_t out_size)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        char c = raw[i];
+
+        if (c == '%') {
+            int hi = i + 2 < len ? hex_value(raw[i + 1]) : -1;
+            int lo = hi < 0 ? -1 : hex_value(raw[i + 2]);
+            if (lo < 0 || (hi == 0 && lo == 0))
+                return -1;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (c == '\0') {
+            return -1;
+        }
+        if (o + 1 >= out_size)
+            return -1;
+        out[o++] = c;
+    }
+    if (out_size == 0)
+        return -1;
+    out[o] = '\0';
+    return 0;
+}
+
 int query_queue_name(const char *raw, size_t len, char out[SMQ_QUEUE_NAME_MAX + 1],
                      struct smq_errinfo *ei)
 {

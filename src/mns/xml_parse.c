@@ -1,6 +1,7 @@
 /*
- * xml_parse.c — owns the four request bodies (xml.h): <Queue>, <Message>,
- * <Messages> and <ReceiptHandles> read from a loaded document (xml_doc.h)
+ * xml_parse.c — owns the request bodies (xml.h): <Queue>, <Message>,
+ * <Messages>, <ReceiptHandles>, and the topics' <Topic> and <Subscription>
+ * (docs/protocol.md §13.4, §13.6) read from a loaded document (xml_doc.h)
  * into plain structs, with the syntax of every value checked (integers,
  * booleans, text only) and nothing else assumed (docs/protocol.md §4).
  */
@@ -209,6 +210,168 @@ int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *o
         return rc;
     for (c = root->children; c != NULL && rc == 0; c = c->next)
         rc = parse_queue_child(c, out, ei);
+    xmlFreeDoc(d);
+    if (rc != 0)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+/* ---- <Topic> and <Subscription> (docs/protocol.md §13) -------------------- */
+
+static const struct opt_field topic_fields[] = {
+    {"MaximumMessageSize", offsetof(struct xml_topic_attrs, max_msg_size), false},
+    {"LoggingEnabled", offsetof(struct xml_topic_attrs, logging), true},
+};
+
+int xml_parse_topic_attrs(const char *doc, size_t len, struct xml_topic_attrs *out,
+                          struct smq_errinfo *ei)
+{
+    xmlDocPtr d;
+    xmlNodePtr root, c;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "Topic", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    for (c = root->children; c != NULL && rc == 0; c = c->next) {
+        const struct opt_field *f =
+            find_field(topic_fields, sizeof topic_fields / sizeof topic_fields[0], c);
+        if (f != NULL)
+            rc = parse_field(c, f, out, ei);
+    }
+    xmlFreeDoc(d);
+    if (rc != 0)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+/* A text element of <Subscription> (or of its <DlqPolicy>) and where it goes. */
+struct sub_text {
+    const char *name;
+    bool nested;            /* inside <DlqPolicy> */
+    bool trim;              /* XML blanks around the value dropped */
+    bool flag_long;         /* a value too long is flagged (endpoint_too_long), not refused */
+    size_t present, text, size;   /* offsets of the bool and the char[] in xml_sub_attrs */
+    unsigned seen;          /* one bit per field: both forms of the target share theirs */
+};
+
+#define SUB_TEXT(member) offsetof(struct xml_sub_attrs, member##_present), \
+    offsetof(struct xml_sub_attrs, member), sizeof(((struct xml_sub_attrs *)0)->member)
+
+static const struct sub_text sub_texts[] = {
+    {"Endpoint", false, true, true, SUB_TEXT(endpoint), 1u << 0},
+    {"FilterTag", false, false, false, SUB_TEXT(filter_tag), 1u << 1},
+    {"NotifyStrategy", false, true, false, SUB_TEXT(strategy), 1u << 2},
+    {"NotifyContentFormat", false, true, false, SUB_TEXT(format), 1u << 3},
+    {"DlqTargetQueue", false, false, false, SUB_TEXT(dlq_target), 1u << 4},
+    {"DeadLetterTargetQueue", true, false, false, SUB_TEXT(dlq_target), 1u << 4},
+};
+
+static const struct opt_field sub_flat_fields[] = {
+    {"DlqEnabled", offsetof(struct xml_sub_attrs, dlq_enabled), true},
+};
+static const struct opt_field sub_dlq_fields[] = {
+    {"Enabled", offsetof(struct xml_sub_attrs, dlq_enabled), true},
+};
+
+/* The <Subscription> being read and the text fields seen so far. */
+struct sub_reader {
+    struct xml_sub_attrs *out;
+    unsigned seen;
+};
+
+static const struct sub_text *find_sub_text(const xmlNode *el, bool nested)
+{
+    for (size_t i = 0; i < sizeof sub_texts / sizeof sub_texts[0]; i++)
+        if (sub_texts[i].nested == nested && is_element(el, sub_texts[i].name))
+            return &sub_texts[i];
+    return NULL;
+}
+
+static int sub_text_too_long(const struct sub_text *t, struct smq_errinfo *ei)
+{
+    if (t->present == offsetof(struct xml_sub_attrs, filter_tag_present))
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of FilterTag should have at "
+                          "most %d characters.", SMQ_TAG_MAX_CHARS);
+    return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of %s is not valid.", t->name);
+}
+
+/* Copies the value into its field; an empty one leaves the field not given. */
+static int take_sub_text(const xmlNode *el, const struct sub_text *t, struct sub_reader *r,
+                         struct smq_errinfo *ei)
+{
+    struct smq_buf text;
+    const char *s;
+    size_t n;
+    int rc;
+
+    if (r->seen & t->seen)
+        return duplicated(t->name, ei);
+    r->seen |= t->seen;
+    buf_init(&text);
+    rc = xml_leaf_text(el, &text, ei);
+    s = text.data != NULL ? text.data : "";
+    n = text.len;
+    if (t->trim)
+        trim(&s, &n);
+    if (rc == 0 && n >= t->size && !t->flag_long)
+        rc = sub_text_too_long(t, ei);
+    if (rc == 0 && n >= t->size) {
+        r->out->endpoint_too_long = true;
+        n = 0;                  /* nothing kept of it, but it was given */
+        *(bool *)((char *)r->out + t->present) = true;
+    }
+    if (rc == 0 && n > 0) {
+        char *dst = (char *)r->out + t->text;
+        memcpy(dst, s, n);
+        dst[n] = '\0';
+        *(bool *)((char *)r->out + t->present) = true;
+    }
+    buf_free(&text);
+    return rc;
+}
+
+/* One child of <Subscription> or of its <DlqPolicy>. */
+static int parse_sub_child(const xmlNode *c, bool nested, struct sub_reader *r,
+                           struct smq_errinfo *ei)
+{
+    const struct sub_text *t = find_sub_text(c, nested);
+    const struct opt_field *f = nested
+        ? find_field(sub_dlq_fields, sizeof sub_dlq_fields / sizeof sub_dlq_fields[0], c)
+        : find_field(sub_flat_fields, sizeof sub_flat_fields / sizeof sub_flat_fields[0], c);
+    int rc = 0;
+
+    if (t != NULL) {
+        r->out->dlq_present |= t->text == offsetof(struct xml_sub_attrs, dlq_target);
+        return take_sub_text(c, t, r, ei);
+    }
+    if (f != NULL) {
+        r->out->dlq_present = true;
+        return parse_field(c, f, r->out, ei);
+    }
+    if (nested || !is_element(c, "DlqPolicy"))
+        return 0;
+    r->out->dlq_present = true;
+    for (const xmlNode *g = c->children; g != NULL && rc == 0; g = g->next)
+        rc = parse_sub_child(g, true, r, ei);
+    return rc;
+}
+
+int xml_parse_sub_attrs(const char *doc, size_t len, struct xml_sub_attrs *out,
+                        struct smq_errinfo *ei)
+{
+    struct sub_reader r = {out, 0};
+    xmlDocPtr d;
+    xmlNodePtr root, c;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "Subscription", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    for (c = root->children; c != NULL && rc == 0; c = c->next)
+        rc = parse_sub_child(c, false, &r, ei);
     xmlFreeDoc(d);
     if (rc != 0)
         memset(out, 0, sizeof *out);

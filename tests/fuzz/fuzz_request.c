@@ -10,14 +10,17 @@
  * x-mns-version.  Checked:
  *   - a refused request has a defined code, ei filled, never an
  *     authorization or signature error (it is signed), never an outcome
- *     only the engine can know (QueueNotExist, MessageNotExist, ...); its
- *     <Error> document is well-formed with the table's HTTP status;
+ *     only the engine can know (QueueNotExist, MessageNotExist,
+ *     TopicNotExist, ...); NotImplemented only for PublishMessage, which is
+ *     always refused (docs/protocol.md §13.5); its <Error> document is
+ *     well-formed with the table's HTTP status;
  *   - an accepted request has an action matching op.kind, a valid queue
- *     name, and inputs inside the fixed ranges of docs/protocol.md §5/§7 (batch sizes,
- *     delays, priorities, waits, visibility, attributes, ret-number); each
- *     body's MD5 is the upper-case hex MD5 of the parsed body; each batch
- *     handle that decoded re-encodes to its text, the others are
- *     ReceiptHandleError;
+ *     or topic name, and inputs inside the fixed ranges of docs/protocol.md
+ *     §5/§7/§13.2 (batch sizes, delays, priorities, waits, visibility,
+ *     attributes, ret-number, a subscription's endpoint, filter tag, strategy,
+ *     format and dead-letter target); each body's MD5 is the upper-case hex
+ *     MD5 of the parsed body; each batch handle that decoded re-encodes to
+ *     its text, the others are ReceiptHandleError;
  *   - the op is then finished as the engine would (success with plausible
  *     outputs, or QueueNotExist on odd-sized inputs) and api_render must
  *     give a well-formed document with the right root and status.
@@ -32,6 +35,7 @@
 #include "smqd/clock.h"
 #include "smqd/crypto.h"
 #include "smqd/errors.h"
+#include "smqd/notify.h"
 #include "smqd/xml.h"
 
 #define BATCH_SEND_MAX_BYTES 65536      /* api_message.c */
@@ -71,6 +75,16 @@ static enum smq_op_kind kind_of(enum mns_action a)
     case MNS_DELETE_MESSAGE:
     case MNS_BATCH_DELETE_MESSAGE: return SMQ_OP_DELETE_MSG;
     case MNS_CHANGE_MESSAGE_VISIBILITY: return SMQ_OP_CHANGE_VISIBILITY;
+    case MNS_CREATE_TOPIC: return SMQ_OP_CREATE_TOPIC;
+    case MNS_SET_TOPIC_ATTRIBUTES: return SMQ_OP_SET_TOPIC;
+    case MNS_GET_TOPIC_ATTRIBUTES: return SMQ_OP_GET_TOPIC;
+    case MNS_DELETE_TOPIC: return SMQ_OP_DELETE_TOPIC;
+    case MNS_LIST_TOPIC: return SMQ_OP_LIST_TOPICS;
+    case MNS_SUBSCRIBE: return SMQ_OP_SUBSCRIBE;
+    case MNS_SET_SUBSCRIPTION_ATTRIBUTES: return SMQ_OP_SET_SUBSCRIPTION;
+    case MNS_GET_SUBSCRIPTION_ATTRIBUTES: return SMQ_OP_GET_SUBSCRIPTION;
+    case MNS_UNSUBSCRIBE: return SMQ_OP_UNSUBSCRIBE;
+    case MNS_LIST_SUBSCRIPTION_BY_TOPIC: return SMQ_OP_LIST_SUBSCRIPTIONS;
     default: fuzz_fail(__FILE__, __LINE__, "an accepted request without an action");
     }
     return SMQ_OP_GET_QUEUE;
@@ -84,7 +98,8 @@ static bool is_batch(enum mns_action a)
 
 /* ---- refused requests ------------------------------------------------------ */
 
-static void check_refused(const struct api_request *req, int rc, const struct smq_errinfo *ei)
+static void check_refused(const struct api_request *req, const struct api_call *call, int rc,
+                          const struct smq_errinfo *ei)
 {
     struct api_response resp;
 
@@ -94,6 +109,11 @@ static void check_refused(const struct api_request *req, int rc, const struct sm
                && rc != SMQ_E_INVALID_ACCESS_KEY_ID && rc != SMQ_E_SIGNATURE_MISMATCH);
     FUZZ_CHECK(rc != SMQ_E_QUEUE_NOT_EXIST && rc != SMQ_E_QUEUE_ALREADY_EXIST
                && rc != SMQ_E_MESSAGE_NOT_EXIST && rc != SMQ_E_TOO_MANY_QUEUES);
+    FUZZ_CHECK(rc != SMQ_E_TOPIC_NOT_EXIST && rc != SMQ_E_TOPIC_ALREADY_EXIST
+               && rc != SMQ_E_TOO_MANY_TOPICS && rc != SMQ_E_SUBSCRIPTION_NOT_EXIST
+               && rc != SMQ_E_SUBSCRIPTION_ALREADY_EXIST && rc != SMQ_E_TOO_MANY_SUBSCRIPTIONS);
+    FUZZ_CHECK((rc == SMQ_E_NOT_IMPLEMENTED) == (call->action == MNS_PUBLISH_MESSAGE
+                                                 && rc != SMQ_E_ACCESS_DENIED));
 
     memset(&resp, 0, sizeof resp);
     buf_init(&resp.body);
@@ -175,6 +195,45 @@ static void check_attrs(const struct smq_op *op)
     FUZZ_CHECK(!(p & SMQ_ATTR_LOGGING) || a->logging == 0 || a->logging == 1);
 }
 
+/* The topic kinds' inputs: §13.2's ranges and an endpoint that parses. */
+static void check_topic_inputs(const struct smq_op *op)
+{
+    const struct smq_sub_attrs *v = &op->sub.values;
+    struct notify_endpoint ep;
+    char trimmed[SMQ_ENDPOINT_MAX + 1];
+    size_t chars = 0;
+
+    switch (op->kind) {
+    case SMQ_OP_CREATE_TOPIC:
+    case SMQ_OP_SET_TOPIC:
+        FUZZ_CHECK(!(op->topic.present & SMQ_TATTR_MAX_MSG_SIZE)
+                   || (op->topic.values.max_msg_size >= SMQ_MSG_SIZE_MIN
+                       && op->topic.values.max_msg_size <= SMQ_MSG_SIZE_MAX));
+        break;
+    case SMQ_OP_LIST_TOPICS:
+        FUZZ_CHECK(op->tlist.ret_number >= 1 && op->tlist.ret_number <= 1000);
+        break;
+    case SMQ_OP_LIST_SUBSCRIPTIONS:
+        FUZZ_CHECK(op->slist.ret_number >= 1 && op->slist.ret_number <= 1000);
+        break;
+    case SMQ_OP_SUBSCRIBE:
+    case SMQ_OP_SET_SUBSCRIPTION:
+        FUZZ_CHECK(op->kind == SMQ_OP_SET_SUBSCRIPTION || (op->sub.present & SMQ_SATTR_ENDPOINT));
+        FUZZ_CHECK(!(op->sub.present & SMQ_SATTR_ENDPOINT)
+                   || notify_endpoint_parse(v->endpoint, strlen(v->endpoint), &ep, trimmed) == 0);
+        for (const char *c = v->filter_tag; *c != '\0'; c++)
+            chars += ((unsigned char)*c & 0xC0) != 0x80;
+        FUZZ_CHECK(chars <= SMQ_TAG_MAX_CHARS);
+        FUZZ_CHECK(!v->dlq.enabled || qname_check(v->dlq.target, strlen(v->dlq.target)) == 0);
+        break;
+    default:
+        break;
+    }
+    if (op->kind == SMQ_OP_SUBSCRIBE || op->kind == SMQ_OP_SET_SUBSCRIPTION
+        || op->kind == SMQ_OP_GET_SUBSCRIPTION || op->kind == SMQ_OP_UNSUBSCRIBE)
+        FUZZ_CHECK(qname_check(op->sub.name, strlen(op->sub.name)) == QNAME_OK);
+}
+
 static void check_accepted(const struct api_call *call)
 {
     const struct smq_op *op = &call->op;
@@ -182,8 +241,9 @@ static void check_accepted(const struct api_call *call)
     FUZZ_CHECK(call->action > MNS_UNKNOWN && call->action < MNS__ACTION_COUNT);
     FUZZ_CHECK(strcmp(mns_action_name(call->action), "-") != 0);
     FUZZ_CHECK(op->kind == kind_of(call->action));
-    if (call->action != MNS_LIST_QUEUE)
+    if (call->action != MNS_LIST_QUEUE && call->action != MNS_LIST_TOPIC)
         FUZZ_CHECK(qname_check_err(op->queue, strlen(op->queue), NULL) == 0);
+    check_topic_inputs(op);
     switch (op->kind) {
     case SMQ_OP_CREATE_QUEUE:
     case SMQ_OP_SET_QUEUE:
@@ -207,6 +267,49 @@ static void check_accepted(const struct api_call *call)
     case SMQ_OP_CHANGE_VISIBILITY:
         FUZZ_CHECK(op->vis.visibility_s >= 0 && op->vis.visibility_s <= SMQ_VISIBILITY_MAX_S);
         check_handles(call);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The topic kinds' outputs: names and texts from the request (any bytes in
+ * the list names, as the prefix and marker the client sent). */
+static void finish_topic_ok(const struct api_request *req, struct api_call *call)
+{
+    struct smq_op *op = &call->op;
+
+    switch (op->kind) {
+    case SMQ_OP_CREATE_TOPIC:
+        op->topic.created = req->body_len % 2 == 0;
+        break;
+    case SMQ_OP_SUBSCRIBE:
+        op->sub.created = req->body_len % 2 == 0;
+        break;
+    case SMQ_OP_GET_TOPIC:
+        memcpy(op->topic.info.name, op->queue, sizeof op->topic.info.name);
+        mns_default_topic_attrs(&op->topic.info.attrs);
+        break;
+    case SMQ_OP_GET_SUBSCRIPTION:
+        memcpy(op->sub.info.name, op->sub.name, sizeof op->sub.info.name);
+        memcpy(op->sub.info.attrs.filter_tag, op->queue, sizeof op->sub.info.attrs.filter_tag - 1);
+        op->sub.info.attrs.dlq.enabled = req->body_len % 2 == 0;
+        break;
+    case SMQ_OP_LIST_TOPICS:
+        op->tlist.topics = calloc(2, sizeof *op->tlist.topics);
+        FUZZ_CHECK(op->tlist.topics != NULL);
+        op->tlist.n_topics = 2;
+        memcpy(op->tlist.topics[0].name, op->tlist.prefix, sizeof op->tlist.topics[0].name);
+        memcpy(op->tlist.topics[1].name, op->tlist.marker, sizeof op->tlist.topics[1].name);
+        memcpy(op->tlist.next_marker, op->tlist.marker, sizeof op->tlist.next_marker);
+        break;
+    case SMQ_OP_LIST_SUBSCRIPTIONS:
+        op->slist.subs = calloc(2, sizeof *op->slist.subs);
+        FUZZ_CHECK(op->slist.subs != NULL);
+        op->slist.n_subs = 2;
+        memcpy(op->slist.subs[0].name, op->slist.prefix, sizeof op->slist.subs[0].name);
+        memcpy(op->slist.subs[1].attrs.endpoint, op->slist.marker, sizeof op->slist.marker);
+        memcpy(op->slist.next_marker, op->slist.marker, sizeof op->slist.next_marker);
         break;
     default:
         break;
@@ -264,6 +367,7 @@ static void finish_ok(const struct api_request *req, struct api_call *call)
         op->vis.next_visible_ms = FUZZ_NOW_MS + op->vis.visibility_s * 1000;
         break;
     default:
+        finish_topic_ok(req, call);
         break;
     }
 }
@@ -278,6 +382,10 @@ static const char *expected_root(const struct api_call *call, int status)
     case SMQ_OP_PEEK: return is_batch(call->action) ? "Messages" : "Message";
     case SMQ_OP_DELETE_MSG: return status == 404 ? "Errors" : NULL;
     case SMQ_OP_CHANGE_VISIBILITY: return "ChangeVisibility";
+    case SMQ_OP_GET_TOPIC: return "Topic";
+    case SMQ_OP_LIST_TOPICS: return "Topics";
+    case SMQ_OP_GET_SUBSCRIPTION: return "Subscription";
+    case SMQ_OP_LIST_SUBSCRIPTIONS: return "Subscriptions";
     default: return NULL;
     }
 }
@@ -306,7 +414,8 @@ static void check_render(const struct api_request *req, struct api_call *call, b
             FUZZ_CHECK(fuzz_xml_root_is(resp.body.data, resp.body.len, root));
         else
             FUZZ_CHECK(resp.body.len == 0);
-        if (call->op.kind == SMQ_OP_CREATE_QUEUE)
+        if (call->op.kind == SMQ_OP_CREATE_QUEUE || call->op.kind == SMQ_OP_CREATE_TOPIC
+            || call->op.kind == SMQ_OP_SUBSCRIBE)
             FUZZ_CHECK(resp.location[0] != '\0');
     }
     buf_free(&resp.body);
@@ -339,7 +448,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     api_call_init(&call);
     rc = api_prepare(&ctx, &req, &call, &ei);
     if (rc != 0) {
-        check_refused(&req, rc, &ei);
+        check_refused(&req, &call, rc, &ei);
     } else {
         FUZZ_CHECK(ei.err == 0);
         check_accepted(&call);

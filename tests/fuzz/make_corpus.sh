@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 out=corpus
 # Only the targets made here: fuzz_admin's and fuzz_notify's seeds are kept by hand.
-rm -rf "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request}
-mkdir -p "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request}
+rm -rf "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request,fuzz_topic}
+mkdir -p "$out"/{fuzz_xml,fuzz_query,fuzz_sts,fuzz_handle,fuzz_request,fuzz_topic}
 
 AK=testAccessKeyId SK=testAccessKeySecret
 AK2=other-team SK2=another-secret
@@ -64,6 +64,23 @@ DTD='<!DOCTYPE Message [<!ENTITY e "x">]><Message><MessageBody>&e;</MessageBody>
 ERRDOC='<?xml version="1.0" encoding="UTF-8"?><Error xmlns="http://mns.aliyuncs.com/doc/v1"><Code>QueueNotExist</Code><Message>The queue name you provided is not exist.</Message><RequestId>512B2A634403E52B1956133E</RequestId><HostId>http://1234567890123456.mns.cn-hangzhou.aliyuncs.com</HostId></Error>'
 for x in B2 B3 B8 N2 QALL QEMPTY QJAVA SGO SJAVA SCN SPFX BATCH HANDLES DTD ERRDOC; do
   seed "fuzz_xml/$(tr 'A-Z' 'a-z' <<<"$x").xml" "${!x}"
+done
+
+# ---- topic bodies (§13.4.1, §13.6, §13.13), as each SDK sends them, and the traps ----
+TPY="$DECL<Topic $NS><LoggingEnabled>True</LoggingEnabled></Topic>"
+TGO="<Topic $NS><MaximumMessageSize>65536</MaximumMessageSize><LoggingEnabled>false</LoggingEnabled></Topic>"
+TRET="<Topic><MessageRetentionPeriod>86400</MessageRetentionPeriod><MaximumMessageSize> 1024 </MaximumMessageSize></Topic>"
+SPY="$DECL<Subscription $NS><NotifyStrategy>BACKOFF_RETRY</NotifyStrategy><Endpoint>acs:mns:cn-hangzhou:1000000000000000:queues/q1</Endpoint><FilterTag>important</FilterTag><NotifyContentFormat>XML</NotifyContentFormat></Subscription>"
+SGO_SUB="<Subscription><Endpoint>http://10.0.0.5:8000/hook</Endpoint><FilterTag></FilterTag><NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy><NotifyContentFormat>JSON</NotifyContentFormat></Subscription>"
+SJAVA_SUB='<?xml version="1.0" encoding="UTF-8" standalone="no"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1"><NotifyContentFormat>SIMPLIFIED</NotifyContentFormat><Endpoint> https://[::1]:8443/n?x=1 </Endpoint><NotifyStrategy>backoff_retry</NotifyStrategy></Subscription>'
+SSET="<Subscription><NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy><FilterTag>测试字符串测试字符串测试字符串测试</FilterTag></Subscription>"
+SDLQN="<Subscription><Endpoint>http://h/</Endpoint><DlqPolicy><Enabled>true</Enabled><DeadLetterTargetQueue>hook-dlq</DeadLetterTargetQueue></DlqPolicy></Subscription>"
+SDLQF="<Subscription><Endpoint>http://h/</Endpoint><DlqEnabled>True</DlqEnabled><DlqTargetQueue>hook-dlq</DlqTargetQueue></Subscription>"
+SDLQBOTH="<Subscription><DlqTargetQueue>d</DlqTargetQueue><DlqPolicy><DeadLetterTargetQueue>d</DeadLetterTargetQueue></DlqPolicy></Subscription>"
+SDLQOFF="<Subscription><DlqPolicy><Enabled>false</Enabled></DlqPolicy></Subscription>"
+SMAIL="<m:Subscription xmlns:m=\"http://mns.aliyuncs.com/doc/v1/\"><m:Endpoint>mail:directmail:a@b.c</m:Endpoint></m:Subscription>"
+for x in TPY TGO TRET SPY SGO_SUB SJAVA_SUB SSET SDLQN SDLQF SDLQBOTH SDLQOFF SMAIL; do
+  seed "fuzz_topic/$(tr 'A-Z' 'a-z' <<<"$x").xml" "${!x}"
 done
 
 # ---- query strings (§1.2, §1.3) and queue names (§5) ----
@@ -170,6 +187,24 @@ request py_batch_receive 1 GET "$M?numOfMessages=16&waitseconds=30" '' - "${PY[@
 request py_peek 1 GET "$M?peekonly=true" '' - "${PY[@]}"
 request py_list 2 GET /queues '' - "${PY[@]}" "x-mns-ret-number:1000"
 request curl_create 1 PUT /queues/orders '' - "${PY[@]}" "content-type:application/x-www-form-urlencoded"
+
+# Every topic action of §13.1, as the SDKs send it (PublishMessage is refused until it is served).
+T=/topics/orders
+request py_create_topic 1 PUT $T "$TPY" - "${PYB[@]}"
+request go_create_topic 1 PUT $T "$TGO" - "${GO[@]}" "Content-Md5:$(md5_sdk "$TGO")"
+request py_set_topic 1 PUT "$T?metaoverride=true" "$TRET" - "${PYB[@]}"
+request py_get_topic 1 GET $T '' - "${PY[@]}"
+request go_delete_topic 1 DELETE $T '' - "${GO[@]}"
+request py_list_topic 1 GET /topics/ '' - "${PY[@]}" "x-mns-prefix:o" "x-mns-ret-number:10" \
+  "x-mns-marker:m1" "x-mns-with-meta:true"
+request py_subscribe 1 PUT $T/subscriptions/s1 "$SPY" - "${PYB[@]}"
+request java_subscribe 1 PUT $T/subscriptions/s-2 "$SJAVA_SUB" - "${JAVA[@]}"
+request java_set_sub 1 PUT "$T/subscriptions/s1?metaoverride=true" "$SSET" - "${JAVA[@]}"
+request dlq_subscribe 1 PUT $T/subscriptions/s3 "$SDLQN" - "${PYB[@]}"
+request py_get_sub 1 GET $T/subscriptions/s1 '' - "${PY[@]}"
+request py_unsubscribe 1 DELETE $T/subscriptions/s%31 '' - "${PY[@]}"
+request go_list_subs 1 GET $T/subscriptions '' - "${GO[@]}" "x-mns-with-meta:true"
+request py_publish 1 POST $T/messages "$B2" - "${PYB[@]}"
 
 # ---- dates (fuzz_sts also parses every field as an RFC 1123 date) ----
 i=0

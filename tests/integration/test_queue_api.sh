@@ -444,8 +444,11 @@ t_unknown_routes() {
     assert_error "GET /queues/q/bogus" 400 InvalidRequestURL
     mns_request GET /queues/routeq/messages/extra
     assert_error "GET /queues/q/messages/extra" 400 InvalidRequestURL
-    mns_request GET /topics/t
-    assert_error "topics are not implemented" 400 InvalidRequestURL
+    # Topics are routed (protocol.md §13.1), but not every combination under /topics.
+    mns_request GET /topics/t/messages
+    assert_error "GET /topics/t/messages" 400 InvalidRequestURL
+    mns_request POST /topics/t/messages "<Message><MessageBody>x</MessageBody></Message>"
+    assert_error "PublishMessage until publishing is served" 501 NotImplemented
 }
 
 t_plus_in_query() {

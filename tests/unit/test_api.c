@@ -1,5 +1,5 @@
 /*
- * test_api.c — unit tests for api.c, api_queue.c and api_message.c.
+ * test_api.c — unit tests for api.c, api_queue.c, api_message.c and api_topic.c.
  *
  * Query parsing (docs/protocol.md §1.3) and queue-name checks (docs/protocol.md §5); api_prepare on signed
  * requests (a fake clock at the Date of every request, the keyring
@@ -966,7 +966,6 @@ static void test_api_prepare_unknown_paths(void **state)
     run_err("GET", "/", NULL, SMQ_E_INVALID_REQUEST_URL);
     run_err("GET", "/queue", NULL, SMQ_E_INVALID_REQUEST_URL);
     run_err("GET", "/queuesX", NULL, SMQ_E_INVALID_REQUEST_URL);
-    run_err("GET", "/topics/t", NULL, SMQ_E_INVALID_REQUEST_URL);
     run_err("GET", "/queues/q/messages/", NULL, SMQ_E_INVALID_REQUEST_URL);
     run_err("GET", "/queues/q/messages/x", NULL, SMQ_E_INVALID_REQUEST_URL);
     run_err("GET", "/queues/q/message", NULL, SMQ_E_INVALID_REQUEST_URL);
@@ -1257,11 +1256,12 @@ static void test_api_render_set_and_delete_queue(void **state)
 }
 
 /* Every kind has its renderer in api.c's table; a kind the MNS API never
- * builds (admin, topics) answers 500 with no body, as before the table. */
+ * builds (admin, a publish until it is served, a push's outcome) answers 500
+ * with no body, as before the table. */
 static void test_api_render_every_kind_has_a_row(void **state)
 {
-    static const enum smq_op_kind unserved[] = {SMQ_OP_PURGE, SMQ_OP_STATS,
-                                                SMQ_OP_CREATE_TOPIC, SMQ_OP_PUSH_RESULT};
+    static const enum smq_op_kind unserved[] = {SMQ_OP_PURGE, SMQ_OP_STATS, SMQ_OP_REDRIVE,
+                                                SMQ_OP_PUBLISH, SMQ_OP_PUSH_RESULT};
     struct render x;
 
     (void)state;
@@ -1848,6 +1848,989 @@ static void test_api_render_error_statuses(void **state)
     buf_free(&resp.body);
 }
 
+/* query_path_segment: the decoding of a name in a path, bounded by its output. */
+static void test_api_query_path_segment(void **state)
+{
+    char out[8];
+
+    (void)state;
+    assert_int_equal(query_path_segment("a%2Fb+c", 7, out, sizeof out), 0);
+    assert_string_equal(out, "a/b+c");
+    assert_int_equal(query_path_segment("abcdefgh", 7, out, sizeof out), 0);
+    assert_string_equal(out, "abcdefg");
+    assert_int_equal(query_path_segment("abcdefgh", 8, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("%61%62%63%64%65%66%67", 21, out, sizeof out), 0);
+    assert_string_equal(out, "abcdefg");
+    assert_int_equal(query_path_segment("", 0, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(query_path_segment("a%00", 4, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a%0", 3, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a%", 2, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a%g1", 4, out, sizeof out), -1);
+    /* len ends the segment, even inside an escape. */
+    assert_int_equal(query_path_segment("a%41", 3, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a\0b", 3, out, sizeof out), -1);
+    assert_int_equal(query_path_segment("a", 1, out, 1), -1);
+}
+
+/* ================================ topics (docs/protocol.md §13) ================================ */
+
+#define TOPIC_URL "http://" HOST "/topics/"
+#define Q_EP "acs:mns:cn-hangzhou:1000000000000000:queues/"
+
+static void sub_body(char *out, size_t size, const char *children)
+{
+    snprintf(out, size, DECL "<Subscription " REQ_NS ">%s</Subscription>", children);
+}
+
+static void topic_body(char *out, size_t size, const char *children)
+{
+    snprintf(out, size, DECL "<Topic " REQ_NS ">%s</Topic>", children);
+}
+
+/* A name of n characters: 'a' then digits. */
+static void long_name(char *out, size_t n)
+{
+    out[0] = 'a';
+    for (size_t i = 1; i < n; i++)
+        out[i] = (char)('0' + i % 10);
+    out[n] = '\0';
+}
+
+/* Every route of §13.1 with the action, kind and names it decides. */
+static void test_api_topic_routes(void **state)
+{
+    struct api_call call;
+    char body[256];
+
+    (void)state;
+    run_ok(&call, "GET", "/topics", NULL, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/", NULL, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    api_call_free(&call);
+    run_ok(&call, "PUT", "/topics/t1", NULL, MNS_CREATE_TOPIC, SMQ_OP_CREATE_TOPIC);
+    assert_string_equal(call.op.queue, "t1");
+    api_call_free(&call);
+    run_ok(&call, "PUT", "/topics/t1?metaoverride=false", NULL, MNS_CREATE_TOPIC,
+           SMQ_OP_CREATE_TOPIC);
+    api_call_free(&call);
+    run_ok(&call, "PUT", "/topics/t1?metaoverride=TRUE", NULL, MNS_SET_TOPIC_ATTRIBUTES,
+           SMQ_OP_SET_TOPIC);
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/t1", NULL, MNS_GET_TOPIC_ATTRIBUTES, SMQ_OP_GET_TOPIC);
+    assert_string_equal(call.op.queue, "t1");
+    api_call_free(&call);
+    run_ok(&call, "DELETE", "/topics/t1", NULL, MNS_DELETE_TOPIC, SMQ_OP_DELETE_TOPIC);
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/t1/subscriptions", NULL, MNS_LIST_SUBSCRIPTION_BY_TOPIC,
+           SMQ_OP_LIST_SUBSCRIPTIONS);
+    assert_string_equal(call.op.queue, "t1");
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/t1/subscriptions/", NULL, MNS_LIST_SUBSCRIPTION_BY_TOPIC,
+           SMQ_OP_LIST_SUBSCRIPTIONS);
+    api_call_free(&call);
+
+    sub_body(body, sizeof body, "<Endpoint>http://h/x</Endpoint>");
+    run_ok(&call, "PUT", "/topics/t1/subscriptions/s1", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    assert_string_equal(call.op.queue, "t1");
+    assert_string_equal(call.op.sub.name, "s1");
+    api_call_free(&call);
+    sub_body(body, sizeof body, "<NotifyStrategy>BACKOFF_RETRY</NotifyStrategy>");
+    run_ok(&call, "PUT", "/topics/t1/subscriptions/s1?metaoverride=true", body,
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    assert_string_equal(call.op.sub.name, "s1");
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/t1/subscriptions/s1", NULL, MNS_GET_SUBSCRIPTION_ATTRIBUTES,
+           SMQ_OP_GET_SUBSCRIPTION);
+    assert_string_equal(call.op.queue, "t1");
+    assert_string_equal(call.op.sub.name, "s1");
+    api_call_free(&call);
+    run_ok(&call, "DELETE", "/topics/t1/subscriptions/s1?x=1", NULL, MNS_UNSUBSCRIBE,
+           SMQ_OP_UNSUBSCRIBE);
+    assert_string_equal(call.op.sub.name, "s1");
+    api_call_free(&call);
+
+    /* Names are percent-decoded; topics and queues are separate name spaces. */
+    run_ok(&call, "GET", "/topics/%74op-1/subscriptions/%53ub", NULL,
+           MNS_GET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_GET_SUBSCRIPTION);
+    assert_string_equal(call.op.queue, "top-1");
+    assert_string_equal(call.op.sub.name, "Sub");
+    api_call_free(&call);
+}
+
+/* Every other combination under /topics is InvalidRequestURL (§13.1). */
+static void test_api_topic_invalid_urls(void **state)
+{
+    static const char *const cases[][2] = {
+        {"POST", "/topics/t"}, {"HEAD", "/topics/t"}, {"POST", "/topics"}, {"PUT", "/topics"},
+        {"DELETE", "/topics"}, {"PUT", "/topics/t/messages"}, {"GET", "/topics/t/messages"},
+        {"DELETE", "/topics/t/messages"}, {"GET", "/topics/t/"}, {"PUT", "/topics/t/"},
+        {"POST", "/topics/t/messages/"}, {"POST", "/topics/t/messages/x"},
+        {"GET", "/topics/t/subscriptions/s/"}, {"GET", "/topics/t/subscriptions/s/x"},
+        {"GET", "/topics/t/subscriptions//"}, {"GET", "/topics/t/subscriptionsX"},
+        {"GET", "/topics/t/subscription"}, {"GET", "/topics/t/other"}, {"GET", "/topicsX"},
+        {"GET", "/Topics/t"}, {"POST", "/topics/t/subscriptions"},
+        {"PUT", "/topics/t/subscriptions"}, {"DELETE", "/topics/t/subscriptions"},
+        {"POST", "/topics/t/subscriptions/s"}, {"get", "/topics/t"},
+        {"GET", "/topics/t/messages?metaoverride=true"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_err(cases[i][0], cases[i][1], NULL, SMQ_E_INVALID_REQUEST_URL);
+}
+
+/* Names per §13.2 with the topic and subscription codes, each limit at and past its edge. */
+static void test_api_topic_names(void **state)
+{
+    char name[130], target[400];
+    struct api_call call;
+
+    (void)state;
+    long_name(name, 120);
+    snprintf(target, sizeof target, "/topics/%s/subscriptions/%s", name, name);
+    run_ok(&call, "GET", target, NULL, MNS_GET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_GET_SUBSCRIPTION);
+    assert_string_equal(call.op.queue, name);
+    assert_string_equal(call.op.sub.name, name);
+    api_call_free(&call);
+
+    long_name(name, 121);
+    snprintf(target, sizeof target, "/topics/%s", name);
+    run_err("GET", target, NULL, SMQ_E_TOPIC_NAME_LENGTH);
+    snprintf(target, sizeof target, "/topics/t/subscriptions/%s", name);
+    run_err("GET", target, NULL, SMQ_E_SUBSCRIPTION_NAME_LENGTH);
+    run_err("GET", "/topics//subscriptions", NULL, SMQ_E_TOPIC_NAME_LENGTH);
+    run_err("PUT", "/topics//subscriptions/s", NULL, SMQ_E_TOPIC_NAME_LENGTH);
+
+    run_err_msg("GET", "/topics/-a", NULL, SMQ_E_TOPIC_NAME_INVALID,
+                "The topic name must start with a letter or a digit.");
+    run_err_msg("GET", "/topics/a_b", NULL, SMQ_E_TOPIC_NAME_INVALID,
+                "The topic name may contain only letters, digits and '-'.");
+    /* %2F decodes into the name and does not split the path. */
+    run_err("GET", "/topics/a%2Fsubscriptions", NULL, SMQ_E_TOPIC_NAME_INVALID);
+    run_err("GET", "/topics/a%zz", NULL, SMQ_E_TOPIC_NAME_INVALID);
+    run_err("GET", "/topics/a%00", NULL, SMQ_E_TOPIC_NAME_INVALID);
+    run_err("GET", "/topics/a%", NULL, SMQ_E_TOPIC_NAME_INVALID);
+    run_err_msg("DELETE", "/topics/t/subscriptions/_s", NULL, SMQ_E_SUBSCRIPTION_NAME_INVALID,
+                "The subscription name must start with a letter or a digit.");
+    run_err("DELETE", "/topics/t/subscriptions/s%2Fx", NULL, SMQ_E_SUBSCRIPTION_NAME_INVALID);
+    run_err("DELETE", "/topics/t/subscriptions/s.x", NULL, SMQ_E_SUBSCRIPTION_NAME_INVALID);
+    /* The topic's name is judged before the subscription's. */
+    run_err("GET", "/topics/a.b/subscriptions/_s", NULL, SMQ_E_TOPIC_NAME_INVALID);
+    /* A name of 120 escaped characters is still 120 characters. */
+    memset(target, 0, sizeof target);
+    strcpy(target, "/topics/");
+    for (int i = 0; i < 120; i++)
+        strcat(target, "%61");
+    run_ok(&call, "DELETE", target, NULL, MNS_DELETE_TOPIC, SMQ_OP_DELETE_TOPIC);
+    assert_int_equal(strlen(call.op.queue), 120);
+    api_call_free(&call);
+    strcat(target, "%61");
+    run_err("DELETE", target, NULL, SMQ_E_TOPIC_NAME_LENGTH);
+}
+
+static void topic_size(long long v, int want_rc)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    char body[256], elem[96];
+
+    snprintf(elem, sizeof elem, "<MaximumMessageSize>%lld</MaximumMessageSize>", v);
+    topic_body(body, sizeof body, elem);
+    assert_int_equal(run(&call, &ei, "PUT", "/topics/t", body), want_rc);
+    if (want_rc == 0) {
+        assert_int_equal(call.op.topic.present, SMQ_TATTR_MAX_MSG_SIZE);
+        assert_int_equal(call.op.topic.values.max_msg_size, v);
+    } else {
+        assert_string_equal(errors_message(&ei),
+                            "The value of MaximumMessageSize should between 1024 and 65536 bytes.");
+    }
+    api_call_free(&call);
+}
+
+/* <Topic> (§13.4.1, §13.4.2): the range, booleans in any case, retention ignored. */
+static void test_api_topic_attributes(void **state)
+{
+    struct api_call call;
+    char body[256];
+
+    (void)state;
+    topic_size(1024, 0);
+    topic_size(65536, 0);
+    topic_size(1023, SMQ_E_INVALID_ARGUMENT);
+    topic_size(65537, SMQ_E_INVALID_ARGUMENT);
+
+    /* No body: the defaults. */
+    run_ok(&call, "PUT", "/topics/t", NULL, MNS_CREATE_TOPIC, SMQ_OP_CREATE_TOPIC);
+    assert_int_equal(call.op.topic.present, 0);
+    assert_int_equal(call.op.topic.values.max_msg_size, 65536);
+    assert_int_equal(call.op.topic.values.logging, 0);
+    api_call_free(&call);
+
+    topic_body(body, sizeof body, "<LoggingEnabled>TRUE</LoggingEnabled>"
+               "<MessageRetentionPeriod>60</MessageRetentionPeriod>");
+    run_ok(&call, "PUT", "/topics/t?metaoverride=true", body, MNS_SET_TOPIC_ATTRIBUTES,
+           SMQ_OP_SET_TOPIC);
+    assert_int_equal(call.op.topic.present, SMQ_TATTR_LOGGING);
+    assert_int_equal(call.op.topic.values.logging, 1);
+    api_call_free(&call);
+    topic_body(body, sizeof body, "<LoggingEnabled> false </LoggingEnabled>"
+               "<MaximumMessageSize>2048</MaximumMessageSize>");
+    run_ok(&call, "PUT", "/topics/t", body, MNS_CREATE_TOPIC, SMQ_OP_CREATE_TOPIC);
+    assert_int_equal(call.op.topic.present, SMQ_TATTR_LOGGING | SMQ_TATTR_MAX_MSG_SIZE);
+    assert_int_equal(call.op.topic.values.logging, 0);
+    assert_int_equal(call.op.topic.values.max_msg_size, 2048);
+    api_call_free(&call);
+
+    topic_body(body, sizeof body, "<LoggingEnabled>yes</LoggingEnabled>");
+    run_err("PUT", "/topics/t", body, SMQ_E_INVALID_ARGUMENT);
+    topic_body(body, sizeof body, "<MaximumMessageSize>big</MaximumMessageSize>");
+    run_err("PUT", "/topics/t", body, SMQ_E_INVALID_ARGUMENT);
+    run_err("PUT", "/topics/t", "<Queue><LoggingEnabled>True</LoggingEnabled></Queue>",
+            SMQ_E_MALFORMED_XML);
+    run_err("PUT", "/topics/t", "not xml", SMQ_E_MALFORMED_XML);
+    run_err("PUT", "/topics/t?metaoverride=true", "<Topic>", SMQ_E_MALFORMED_XML);
+}
+
+/* Subscribe's <Subscription> (§13.6.1): values trimmed and matched in any case. */
+static void test_api_subscribe_body(void **state)
+{
+    struct api_call call;
+    char body[512];
+
+    (void)state;
+    sub_body(body, sizeof body, "<NotifyStrategy> exponential_decay_retry </NotifyStrategy>"
+             "<Endpoint>\n " Q_EP "q1 \t</Endpoint><FilterTag>important</FilterTag>"
+             "<NotifyContentFormat>json</NotifyContentFormat>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    assert_int_equal(call.op.sub.present, SMQ_SATTR_ENDPOINT | SMQ_SATTR_FILTER_TAG
+                                              | SMQ_SATTR_STRATEGY | SMQ_SATTR_FORMAT);
+    assert_string_equal(call.op.sub.values.endpoint, Q_EP "q1");
+    assert_string_equal(call.op.sub.values.filter_tag, "important");
+    assert_int_equal(call.op.sub.values.strategy, SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY);
+    assert_int_equal(call.op.sub.values.format, SMQ_NOTIFY_JSON);
+    api_call_free(&call);
+
+    /* Only the Endpoint: the defaults; empty optional elements are not given. */
+    sub_body(body, sizeof body, "<Endpoint>HTTP://example.com:8080/hook?a=1</Endpoint>"
+             "<FilterTag></FilterTag><NotifyStrategy/><NotifyContentFormat> </NotifyContentFormat>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    assert_int_equal(call.op.sub.present, SMQ_SATTR_ENDPOINT);
+    assert_string_equal(call.op.sub.values.endpoint, "HTTP://example.com:8080/hook?a=1");
+    assert_string_equal(call.op.sub.values.filter_tag, "");
+    assert_int_equal(call.op.sub.values.strategy, SMQ_NOTIFY_BACKOFF_RETRY);
+    assert_int_equal(call.op.sub.values.format, SMQ_NOTIFY_XML);
+    api_call_free(&call);
+
+    sub_body(body, sizeof body, "<Endpoint>http://h/</Endpoint>"
+             "<NotifyContentFormat>Simplified</NotifyContentFormat>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    assert_int_equal(call.op.sub.values.format, SMQ_NOTIFY_SIMPLIFIED);
+    api_call_free(&call);
+}
+
+static void subscribe_expect(const char *children, int err)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    char body[2400];
+    int rc;
+
+    sub_body(body, sizeof body, children);
+    rc = run(&call, &ei, "PUT", "/topics/t/subscriptions/s", body);
+    if (rc != err)
+        fail_msg("%s: got %d (%s), want %d", children, rc, rc ? errors_message(&ei) : "ok", err);
+    api_call_free(&call);
+}
+
+static void subscribe_endpoint_of(size_t len, int err)
+{
+    char children[2200], ep[1100];
+
+    memset(ep, 'a', len);
+    memcpy(ep, "http://h/", 9);
+    ep[len] = '\0';
+    snprintf(children, sizeof children, "<Endpoint> %s </Endpoint>", ep);
+    subscribe_expect(children, err);
+}
+
+static void subscribe_filter(const char *tag, int err)
+{
+    char children[512];
+
+    snprintf(children, sizeof children, "<Endpoint>http://h/</Endpoint><FilterTag>%s</FilterTag>",
+             tag);
+    subscribe_expect(children, err);
+}
+
+#define CN4 "\xe6\xb5\x8b\xe8\xaf\x95\xe5\xad\x97\xe7\xac\xa6"     /* 4 code points, 12 bytes */
+
+static void test_api_subscribe_errors(void **state)
+{
+    (void)state;
+    run_err("PUT", "/topics/t/subscriptions/s", NULL, SMQ_E_MALFORMED_XML);
+    run_err("PUT", "/topics/t/subscriptions/s?metaoverride=true", NULL, SMQ_E_MALFORMED_XML);
+    run_err("PUT", "/topics/t/subscriptions/s", "<Topic><Endpoint>http://h/</Endpoint></Topic>",
+            SMQ_E_MALFORMED_XML);
+    subscribe_expect("<Endpoint>http://h/</Endpoint><Endpoint>http://h/</Endpoint>",
+                     SMQ_E_MALFORMED_XML);
+    subscribe_expect("", SMQ_E_ENDPOINT_INVALID);
+    subscribe_expect("<Endpoint> </Endpoint>", SMQ_E_ENDPOINT_INVALID);
+    subscribe_expect("<Endpoint>mail:directmail:a@b.c</Endpoint>", SMQ_E_ENDPOINT_INVALID);
+    subscribe_expect("<Endpoint>" Q_EP "-bad</Endpoint>", SMQ_E_ENDPOINT_INVALID);
+    subscribe_expect("<Endpoint>http://u@h/</Endpoint>", SMQ_E_ENDPOINT_INVALID);
+    subscribe_expect("<Endpoint><a>http://h/</a></Endpoint>", SMQ_E_INVALID_ARGUMENT);
+    /* 1024 bytes of Endpoint, blanks around it not counted. */
+    subscribe_endpoint_of(1024, 0);
+    subscribe_endpoint_of(1025, SMQ_E_ENDPOINT_INVALID);
+    /* FilterTag: 1..16 code points. */
+    subscribe_filter("abcdefghijklmnop", 0);
+    subscribe_filter("abcdefghijklmnopq", SMQ_E_INVALID_ARGUMENT);
+    subscribe_filter(CN4 CN4 CN4 CN4, 0);
+    subscribe_filter(CN4 CN4 CN4 CN4 "x", SMQ_E_INVALID_ARGUMENT);
+    subscribe_filter(CN4 CN4 CN4 CN4 CN4 CN4, SMQ_E_INVALID_ARGUMENT);
+    subscribe_expect("<Endpoint>http://h/</Endpoint><NotifyStrategy>STREAM</NotifyStrategy>",
+                     SMQ_E_INVALID_ARGUMENT);
+    subscribe_expect("<Endpoint>http://h/</Endpoint><NotifyStrategy>BACKOFF_RETRY_BACKOFF_RETRY_"
+                     "BACKOFF_RETRY</NotifyStrategy>", SMQ_E_INVALID_ARGUMENT);
+    subscribe_expect("<Endpoint>http://h/</Endpoint><NotifyContentFormat>XMLS"
+                     "</NotifyContentFormat>", SMQ_E_INVALID_ARGUMENT);
+    run_err_msg("PUT", "/topics/t/subscriptions/s",
+                "<Subscription><Endpoint>http://h/</Endpoint><NotifyStrategy>x</NotifyStrategy>"
+                "</Subscription>", SMQ_E_INVALID_ARGUMENT,
+                "The value of NotifyStrategy should be BACKOFF_RETRY or EXPONENTIAL_DECAY_RETRY.");
+    run_err_msg("PUT", "/topics/t/subscriptions/s",
+                "<Subscription><Endpoint>http://h/</Endpoint><FilterTag>abcdefghijklmnopq"
+                "</FilterTag></Subscription>", SMQ_E_INVALID_ARGUMENT,
+                "The value of FilterTag should have at most 16 characters.");
+}
+
+/* A subscription's dead-letter policy (§13.13), nested or flat. */
+static void sub_dlq_ok(const char *dlq, bool enabled, const char *target)
+{
+    struct api_call call;
+    char children[512], body[700];
+
+    snprintf(children, sizeof children, "<Endpoint>http://h/</Endpoint>%s", dlq);
+    sub_body(body, sizeof body, children);
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s?metaoverride=true", body,
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    assert_true(call.op.sub.present & SMQ_SATTR_DLQ);
+    assert_int_equal(call.op.sub.values.dlq.enabled, enabled);
+    assert_string_equal(call.op.sub.values.dlq.target, target);
+    api_call_free(&call);
+}
+
+static void sub_dlq_err(const char *dlq, int err)
+{
+    char children[512];
+
+    snprintf(children, sizeof children, "<Endpoint>http://h/</Endpoint>%s", dlq);
+    subscribe_expect(children, err);
+}
+
+static void test_api_subscription_dlq_policy(void **state)
+{
+    char dlq[400], name[130];
+    struct api_call call;
+    char body[256];
+
+    (void)state;
+    sub_dlq_ok("<DlqPolicy><Enabled>true</Enabled><DeadLetterTargetQueue>hook-dlq"
+               "</DeadLetterTargetQueue></DlqPolicy>", true, "hook-dlq");
+    sub_dlq_ok("<DlqPolicy><DeadLetterTargetQueue>hook-dlq</DeadLetterTargetQueue></DlqPolicy>",
+               true, "hook-dlq");
+    sub_dlq_ok("<DlqEnabled>True</DlqEnabled><DlqTargetQueue>hook-dlq</DlqTargetQueue>", true,
+               "hook-dlq");
+    sub_dlq_ok("<DlqTargetQueue>hook-dlq</DlqTargetQueue>", true, "hook-dlq");
+    /* Only Enabled=false clears, whatever else is given. */
+    sub_dlq_ok("<DlqPolicy><Enabled>false</Enabled></DlqPolicy>", false, "");
+    sub_dlq_ok("<DlqEnabled>FALSE</DlqEnabled><DlqTargetQueue>x</DlqTargetQueue>", false, "");
+    long_name(name, 120);
+    snprintf(dlq, sizeof dlq, "<DlqTargetQueue>%s</DlqTargetQueue>", name);
+    sub_dlq_ok(dlq, true, name);
+
+    /* A field in both forms is a repeated element. */
+    sub_dlq_err("<DlqPolicy><Enabled>true</Enabled><DeadLetterTargetQueue>d"
+                "</DeadLetterTargetQueue></DlqPolicy><DlqTargetQueue>d</DlqTargetQueue>",
+                SMQ_E_MALFORMED_XML);
+    sub_dlq_err("<DlqEnabled>true</DlqEnabled><DlqPolicy><Enabled>true</Enabled>"
+                "<DeadLetterTargetQueue>d</DeadLetterTargetQueue></DlqPolicy>",
+                SMQ_E_MALFORMED_XML);
+    sub_dlq_err("<DlqPolicy><Enabled>true</Enabled></DlqPolicy>", SMQ_E_INVALID_ARGUMENT);
+    sub_dlq_err("<DlqEnabled>true</DlqEnabled>", SMQ_E_INVALID_ARGUMENT);
+    sub_dlq_err("<DlqPolicy></DlqPolicy>", SMQ_E_INVALID_ARGUMENT);
+    sub_dlq_err("<DlqTargetQueue>bad_name</DlqTargetQueue>", SMQ_E_INVALID_ARGUMENT);
+    sub_dlq_err("<DlqEnabled>maybe</DlqEnabled><DlqTargetQueue>d</DlqTargetQueue>",
+                SMQ_E_INVALID_ARGUMENT);
+    long_name(name, 121);
+    snprintf(dlq, sizeof dlq, "<DlqTargetQueue>%s</DlqTargetQueue>", name);
+    sub_dlq_err(dlq, SMQ_E_INVALID_ARGUMENT);
+
+    /* No policy element: no policy bit. */
+    sub_body(body, sizeof body, "<Endpoint>http://h/</Endpoint>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    assert_false(call.op.sub.present & SMQ_SATTR_DLQ);
+    api_call_free(&call);
+}
+
+/* SetSubscriptionAttributes (§13.6.2): a partial update; an Endpoint may
+ * only repeat the stored one, which the engine compares. */
+static void test_api_set_subscription(void **state)
+{
+    struct api_call call;
+    char body[512];
+
+    (void)state;
+    sub_body(body, sizeof body, "<NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s?metaoverride=true", body,
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    assert_int_equal(call.op.sub.present, SMQ_SATTR_STRATEGY);
+    api_call_free(&call);
+
+    sub_body(body, sizeof body, "<NotifyStrategy>BACKOFF_RETRY</NotifyStrategy>"
+             "<FilterTag>t2</FilterTag><Endpoint> " Q_EP "q </Endpoint>"
+             "<NotifyContentFormat>XML</NotifyContentFormat>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s?metaoverride=true", body,
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    assert_int_equal(call.op.sub.present, SMQ_SATTR_STRATEGY | SMQ_SATTR_FILTER_TAG
+                                              | SMQ_SATTR_ENDPOINT | SMQ_SATTR_FORMAT);
+    assert_string_equal(call.op.sub.values.endpoint, Q_EP "q");
+    assert_string_equal(call.op.sub.values.filter_tag, "t2");
+    api_call_free(&call);
+
+    /* An empty body element list changes nothing and is still a Set. */
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s?metaoverride=true", "<Subscription/>",
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    assert_int_equal(call.op.sub.present, 0);
+    api_call_free(&call);
+
+    run_err_msg("PUT", "/topics/t/subscriptions/s?metaoverride=true",
+                "<Subscription><Endpoint>sms:directsms:x</Endpoint></Subscription>",
+                SMQ_E_INVALID_ARGUMENT,
+                "The Endpoint of a subscription cannot be changed: unsubscribe and subscribe "
+                "again.");
+}
+
+/* An Endpoint too long to keep: EndpointInvalid for Subscribe, a change
+ * refused for a Set (§13.2, §13.6.2). */
+static void test_api_endpoint_too_long(void **state)
+{
+    char ep[1100], body[1400];
+
+    (void)state;
+    memset(ep, 'a', 1025);
+    memcpy(ep, "http://h/", 9);
+    ep[1025] = '\0';
+    snprintf(body, sizeof body, "<Subscription><Endpoint>%s</Endpoint></Subscription>", ep);
+    run_err_msg("PUT", "/topics/t/subscriptions/s", body, SMQ_E_ENDPOINT_INVALID,
+                "The endpoint is longer than 1024 bytes.");
+    run_err("PUT", "/topics/t/subscriptions/s?metaoverride=true", body, SMQ_E_INVALID_ARGUMENT);
+}
+
+/* Paging headers of ListTopic and ListSubscriptionByTopic (§13.4.5, §7.5). */
+static void topic_list_headers(const char *target, const char *prefix, const char *ret, int want)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+    int rc;
+
+    rq_init(&r, "GET", target, NULL);
+    rq_add(&r, "x-mns-prefix", prefix);
+    rq_add(&r, "x-mns-marker", "m-1");
+    rq_add(&r, "x-mns-ret-number", ret);
+    rq_add(&r, "x-mns-with-meta", "true");
+    rq_sign(&r);
+    rc = prepare(&r, &call, &ei);
+    assert_int_equal(rc, want);
+    if (rc == 0 && call.op.kind == SMQ_OP_LIST_TOPICS) {
+        assert_string_equal(call.op.tlist.prefix, prefix);
+        assert_string_equal(call.op.tlist.marker, "m-1");
+        assert_int_equal(call.op.tlist.ret_number, atoi(ret));
+        assert_null(call.op.tlist.visible);
+    } else if (rc == 0) {
+        assert_int_equal(call.op.kind, SMQ_OP_LIST_SUBSCRIPTIONS);
+        assert_string_equal(call.op.queue, "t");
+        assert_string_equal(call.op.slist.prefix, prefix);
+        assert_string_equal(call.op.slist.marker, "m-1");
+        assert_int_equal(call.op.slist.ret_number, atoi(ret));
+    }
+    api_call_free(&call);
+}
+
+static void test_api_topic_list_paging(void **state)
+{
+    static const char *const targets[] = {"/topics", "/topics/t/subscriptions/"};
+    char prefix[130];
+    struct api_call call;
+
+    (void)state;
+    for (size_t i = 0; i < 2; i++) {
+        long_name(prefix, 120);
+        topic_list_headers(targets[i], "ab", "1", 0);
+        topic_list_headers(targets[i], prefix, "1000", 0);
+        topic_list_headers(targets[i], "ab", "0", SMQ_E_INVALID_ARGUMENT);
+        topic_list_headers(targets[i], "ab", "1001", SMQ_E_INVALID_ARGUMENT);
+        topic_list_headers(targets[i], "ab", "x", SMQ_E_INVALID_ARGUMENT);
+        long_name(prefix, 121);
+        topic_list_headers(targets[i], prefix, "5", SMQ_E_INVALID_ARGUMENT);
+    }
+    /* Defaults; paging parameters in the query are unknown and ignored. */
+    run_ok(&call, "GET", "/topics?x-mns-ret-number=5&x-mns-prefix=a", NULL, MNS_LIST_TOPIC,
+           SMQ_OP_LIST_TOPICS);
+    assert_int_equal(call.op.tlist.ret_number, 1000);
+    assert_string_equal(call.op.tlist.prefix, "");
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/t/subscriptions", NULL, MNS_LIST_SUBSCRIPTION_BY_TOPIC,
+           SMQ_OP_LIST_SUBSCRIPTIONS);
+    assert_int_equal(call.op.slist.ret_number, 1000);
+    assert_string_equal(call.op.slist.marker, "");
+    api_call_free(&call);
+}
+
+/* PublishMessage: routed, authenticated and authorized, then refused with
+ * 501 NotImplemented; never an op (§13.5 until publishing lands). */
+static void test_api_publish_refused(void **state)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct api_response resp;
+    struct rq r;
+    const char *body = "<Message><MessageBody>hi</MessageBody></Message>";
+
+    (void)state;
+    assert_int_equal(run(&call, &ei, "POST", "/topics/t/messages", body), SMQ_E_NOT_IMPLEMENTED);
+    assert_int_equal(call.action, MNS_PUBLISH_MESSAGE);
+    assert_int_not_equal(call.op.kind, SMQ_OP_PUBLISH);
+    buf_init(&resp.body);
+    rq_init(&r, "POST", "/topics/t/messages", body);
+    api_render_error(&r.req, &ei, RID, &resp);
+    assert_int_equal(resp.status, 501);
+    assert_body(&resp, DECL "<Error " NS "><Code>NotImplemented</Code><Message>PublishMessage is "
+                "not available yet on this server: topics, subscriptions and their attributes "
+                "are served, publishing is not.</Message><RequestId>" RID "</RequestId>"
+                "<HostId>http://" HOST "</HostId></Error>");
+    buf_free(&resp.body);
+    api_call_free(&call);
+
+    /* What comes first is still checked first. */
+    run_err("POST", "/topics/t/messages", NULL, SMQ_E_NOT_IMPLEMENTED);
+    run_err("POST", "/topics/-t/messages", body, SMQ_E_TOPIC_NAME_INVALID);
+    run_err("POST", "/topics/t/messages/", body, SMQ_E_INVALID_REQUEST_URL);
+    rq_init(&r, "POST", "/topics/t/messages", body);
+    rq_sign_with(&r, AK, "wrong secret");
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_SIGNATURE_MISMATCH);
+    api_call_free(&call);
+}
+
+/* Every topic code maps to its status and <Code> (§13.7). */
+static void test_api_topic_error_codes(void **state)
+{
+    static const struct { int err, status; const char *code; } rows[] = {
+        {SMQ_E_TOPIC_NOT_EXIST, 404, "TopicNotExist"},
+        {SMQ_E_TOPIC_ALREADY_EXIST, 409, "TopicAlreadyExist"},
+        {SMQ_E_TOPIC_NAME_INVALID, 400, "TopicNameInvalid"},
+        {SMQ_E_TOPIC_NAME_LENGTH, 400, "TopicNameLengthError"},
+        {SMQ_E_TOO_MANY_TOPICS, 400, "TopicNumExceededLimit"},
+        {SMQ_E_SUBSCRIPTION_NOT_EXIST, 404, "SubscriptionNotExist"},
+        {SMQ_E_SUBSCRIPTION_ALREADY_EXIST, 409, "SubscriptionAlreadyExist"},
+        {SMQ_E_SUBSCRIPTION_NAME_INVALID, 400, "SubscriptionNameInvalid"},
+        {SMQ_E_SUBSCRIPTION_NAME_LENGTH, 400, "SubscriptionNameLengthError"},
+        {SMQ_E_TOO_MANY_SUBSCRIPTIONS, 400, "SubscriptionNumExceededLimit"},
+        {SMQ_E_ENDPOINT_INVALID, 400, "EndpointInvalid"},
+        {SMQ_E_NOT_IMPLEMENTED, 501, "NotImplemented"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        assert_int_equal(errors_info(rows[i].err)->http_status, rows[i].status);
+        assert_string_equal(errors_info(rows[i].err)->code, rows[i].code);
+    }
+}
+
+/* ---- grants (§13.14) ---- */
+
+/* Gives the test key the grants "classes on names" (each a line of
+ * [grant.KEY]), until grants_clear. */
+static struct grant_set test_grants;
+
+static void grants_add(const char *names, const char *classes)
+{
+    struct grant g = {0};
+    char why[256];
+
+    assert_int_equal(grant_parse_queues(names, &g, why, sizeof why), 0);
+    assert_int_equal(grant_parse_classes(classes, &g.classes, why, sizeof why), 0);
+    assert_int_equal(grant_set_add(&test_grants, &g), 0);
+    keys[0].grants = &test_grants;
+}
+
+static void grants_clear(void)
+{
+    grant_set_free(&test_grants);
+    memset(&test_grants, 0, sizeof test_grants);
+    keys[0].grants = NULL;
+}
+
+static void test_api_topic_grants_on_topic(void **state)
+{
+    struct api_call call;
+    char body[256];
+
+    (void)state;
+    grants_add("orders-*", "manage");
+    grants_add("audit", "list");
+    run_ok(&call, "PUT", "/topics/orders-events", NULL, MNS_CREATE_TOPIC, SMQ_OP_CREATE_TOPIC);
+    api_call_free(&call);
+    run_ok(&call, "DELETE", "/topics/orders-events", NULL, MNS_DELETE_TOPIC, SMQ_OP_DELETE_TOPIC);
+    api_call_free(&call);
+    run_err_msg("PUT", "/topics/billing", NULL, SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"manage\" grant on topic \"billing\".");
+    run_err_msg("GET", "/topics/orders-events", NULL, SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"list\" grant on topic \"orders-events\".");
+    run_ok(&call, "GET", "/topics/audit/subscriptions/s", NULL, MNS_GET_SUBSCRIPTION_ATTRIBUTES,
+           SMQ_OP_GET_SUBSCRIPTION);
+    api_call_free(&call);
+    run_ok(&call, "GET", "/topics/audit/subscriptions", NULL, MNS_LIST_SUBSCRIPTION_BY_TOPIC,
+           SMQ_OP_LIST_SUBSCRIPTIONS);
+    api_call_free(&call);
+    run_err("DELETE", "/topics/audit/subscriptions/s", NULL, SMQ_E_ACCESS_DENIED);
+    run_ok(&call, "DELETE", "/topics/orders-x/subscriptions/s", NULL, MNS_UNSUBSCRIBE,
+           SMQ_OP_UNSUBSCRIBE);
+    api_call_free(&call);
+    sub_body(body, sizeof body, "<NotifyStrategy>BACKOFF_RETRY</NotifyStrategy>");
+    run_err("PUT", "/topics/audit/subscriptions/s?metaoverride=true", body, SMQ_E_ACCESS_DENIED);
+
+    /* ListTopic shows only what the key may list. */
+    run_ok(&call, "GET", "/topics", NULL, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    assert_ptr_equal(call.op.tlist.visible, &test_grants);
+    api_call_free(&call);
+    /* PublishMessage needs "send": refused as denied before it is refused as unserved. */
+    run_err_msg("POST", "/topics/orders-events/messages", "<Message/>", SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"send\" grant on topic \"orders-events\".");
+    grants_add("orders-events", "send");
+    run_err("POST", "/topics/orders-events/messages", "<Message/>", SMQ_E_NOT_IMPLEMENTED);
+    grants_clear();
+
+    grants_add("*", "manage, send, receive");
+    run_err_msg("GET", "/topics", NULL, SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"list\" grant on any topic.");
+    run_err_msg("GET", "/queues", NULL, SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"list\" grant on any queue.");
+    grants_clear();
+}
+
+/* Subscribe to a queue needs "send" there; a dead-letter target needs "send". */
+static void test_api_topic_grants_on_queues(void **state)
+{
+    struct api_call call;
+    char body[512];
+
+    (void)state;
+    grants_add("t", "manage");
+    grants_add("inbox", "send");
+    sub_body(body, sizeof body, "<Endpoint>" Q_EP "inbox</Endpoint>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    api_call_free(&call);
+    sub_body(body, sizeof body, "<Endpoint>" Q_EP "other</Endpoint>");
+    run_err_msg("PUT", "/topics/t/subscriptions/s", body, SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"send\" grant on queue \"other\", which the "
+                "subscription's endpoint delivers to.");
+    /* An HTTP endpoint needs nothing more. */
+    sub_body(body, sizeof body, "<Endpoint>http://h/other</Endpoint>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    api_call_free(&call);
+    /* A Set repeating the endpoint sends nowhere new. */
+    sub_body(body, sizeof body, "<Endpoint>" Q_EP "other</Endpoint>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s?metaoverride=true", body,
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    api_call_free(&call);
+
+    sub_body(body, sizeof body, "<Endpoint>http://h/</Endpoint>"
+             "<DlqTargetQueue>dead</DlqTargetQueue>");
+    run_err_msg("PUT", "/topics/t/subscriptions/s", body, SMQ_E_ACCESS_DENIED,
+                "The access key \"" AK "\" has no \"send\" grant on queue \"dead\", the "
+                "subscription's dead-letter target.");
+    sub_body(body, sizeof body, "<DlqPolicy><DeadLetterTargetQueue>dead</DeadLetterTargetQueue>"
+             "</DlqPolicy>");
+    run_err("PUT", "/topics/t/subscriptions/s?metaoverride=true", body, SMQ_E_ACCESS_DENIED);
+    /* Clearing a policy sends nowhere. */
+    sub_body(body, sizeof body, "<DlqEnabled>false</DlqEnabled>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s?metaoverride=true", body,
+           MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION);
+    api_call_free(&call);
+    grants_add("dead", "send");
+    sub_body(body, sizeof body, "<Endpoint>" Q_EP "inbox</Endpoint>"
+             "<DlqTargetQueue>dead</DlqTargetQueue>");
+    run_ok(&call, "PUT", "/topics/t/subscriptions/s", body, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    api_call_free(&call);
+    grants_clear();
+}
+
+/* ---- topic responses ---- */
+
+static void fill_topic(struct smq_topic_info *i, const char *name)
+{
+    memset(i, 0, sizeof *i);
+    snprintf(i->name, sizeof i->name, "%s", name);
+    i->attrs.max_msg_size = 2048;
+    i->attrs.logging = 1;
+    i->create_s = 1704164645;
+    i->modify_s = 1704164700;
+    i->message_count = 3;
+}
+
+#define TOPIC_XML(name)                                                                     \
+    "<TopicName>" name "</TopicName><CreateTime>1704164645</CreateTime>"                    \
+    "<LastModifyTime>1704164700</LastModifyTime><MaximumMessageSize>2048</MaximumMessageSize>" \
+    "<MessageRetentionPeriod>86400</MessageRetentionPeriod><MessageCount>3</MessageCount>"  \
+    "<LoggingEnabled>True</LoggingEnabled>"
+
+static void fill_sub(struct smq_sub_info *i, const char *name, const char *tag, const char *dlq)
+{
+    memset(i, 0, sizeof *i);
+    snprintf(i->topic, sizeof i->topic, "q");
+    snprintf(i->name, sizeof i->name, "%s", name);
+    snprintf(i->attrs.endpoint, sizeof i->attrs.endpoint, "%s", Q_EP "in&out");
+    snprintf(i->attrs.filter_tag, sizeof i->attrs.filter_tag, "%s", tag);
+    i->attrs.strategy = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY;
+    i->attrs.format = SMQ_NOTIFY_SIMPLIFIED;
+    i->attrs.dlq.enabled = dlq != NULL;
+    snprintf(i->attrs.dlq.target, sizeof i->attrs.dlq.target, "%s", dlq ? dlq : "");
+    i->create_s = 1704164645;
+    i->modify_s = 1704164646;
+}
+
+#define SUB_XML(owner, name, tag, dlq)                                                      \
+    "<TopicOwner>" owner "</TopicOwner><TopicName>q</TopicName>"                            \
+    "<SubscriptionName>" name "</SubscriptionName><Subscriber>" owner "</Subscriber>"       \
+    "<Endpoint>" Q_EP "in&amp;out</Endpoint>" tag                                           \
+    "<NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy>"                              \
+    "<NotifyContentFormat>SIMPLIFIED</NotifyContentFormat><CreateTime>1704164645</CreateTime>" \
+    "<LastModifyTime>1704164646</LastModifyTime>" dlq
+
+static void test_api_render_create_topic_and_subscribe(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, MNS_CREATE_TOPIC, SMQ_OP_CREATE_TOPIC);
+    x.call.op.topic.created = true;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_string_equal(x.resp.location, TOPIC_URL "q");
+    assert_no_body(&x.resp);
+    render_free(&x);
+
+    render_init(&x, MNS_CREATE_TOPIC, SMQ_OP_CREATE_TOPIC);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_string_equal(x.resp.location, TOPIC_URL "q");
+    assert_no_body(&x.resp);
+    render_free(&x);
+
+    render_init(&x, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    snprintf(x.call.op.sub.name, sizeof x.call.op.sub.name, "s-1");
+    x.call.op.sub.created = true;
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_string_equal(x.resp.location, TOPIC_URL "q/subscriptions/s-1");
+    assert_no_body(&x.resp);
+    render_free(&x);
+
+    render_init(&x, MNS_SUBSCRIBE, SMQ_OP_SUBSCRIBE);
+    snprintf(x.call.op.sub.name, sizeof x.call.op.sub.name, "s-1");
+    render_run(&x);
+    assert_int_equal(x.resp.status, 204);
+    assert_string_equal(x.resp.location, TOPIC_URL "q/subscriptions/s-1");
+    render_free(&x);
+}
+
+static void test_api_render_topic_no_content(void **state)
+{
+    static const struct { enum mns_action a; enum smq_op_kind k; } cases[] = {
+        {MNS_SET_TOPIC_ATTRIBUTES, SMQ_OP_SET_TOPIC},
+        {MNS_DELETE_TOPIC, SMQ_OP_DELETE_TOPIC},
+        {MNS_SET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_SET_SUBSCRIPTION},
+        {MNS_UNSUBSCRIBE, SMQ_OP_UNSUBSCRIBE},
+    };
+    struct render x;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        render_init(&x, cases[i].a, cases[i].k);
+        render_run(&x);
+        assert_int_equal(x.resp.status, 204);
+        assert_no_body(&x.resp);
+        assert_string_equal(x.resp.location, "");
+        render_free(&x);
+    }
+}
+
+/* Exactly the seven elements, in order (§13.3 item 2, §13.4.3). */
+static void test_api_render_get_topic_attributes(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, MNS_GET_TOPIC_ATTRIBUTES, SMQ_OP_GET_TOPIC);
+    fill_topic(&x.call.op.topic.info, "t");
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Topic " NS ">" TOPIC_XML("t") "</Topic>");
+    render_free(&x);
+
+    render_init(&x, MNS_GET_TOPIC_ATTRIBUTES, SMQ_OP_GET_TOPIC);
+    fill_topic(&x.call.op.topic.info, "t");
+    x.call.op.topic.info.attrs.logging = 0;
+    x.call.op.topic.info.message_count = 0;
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Topic " NS "><TopicName>t</TopicName><CreateTime>1704164645"
+                "</CreateTime><LastModifyTime>1704164700</LastModifyTime><MaximumMessageSize>2048"
+                "</MaximumMessageSize><MessageRetentionPeriod>86400</MessageRetentionPeriod>"
+                "<MessageCount>0</MessageCount><LoggingEnabled>False</LoggingEnabled></Topic>");
+    render_free(&x);
+
+    /* An op's error answers the error document. */
+    render_init(&x, MNS_GET_TOPIC_ATTRIBUTES, SMQ_OP_GET_TOPIC);
+    errors_set(&x.call.op.result, SMQ_E_TOPIC_NOT_EXIST, NULL);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 404);
+    assert_body(&x.resp, DECL "<Error " NS "><Code>TopicNotExist</Code><Message>The topic name "
+                "you provided does not exist.</Message><RequestId>" RID "</RequestId><HostId>"
+                "http://" HOST "</HostId></Error>");
+    render_free(&x);
+}
+
+static void fill_topics(struct smq_op *op, size_t n)
+{
+    static const char *const names[] = {"a", "b", "c"};
+
+    op->tlist.topics = calloc(n ? n : 1, sizeof *op->tlist.topics);
+    assert_non_null(op->tlist.topics);
+    for (size_t i = 0; i < n; i++)
+        fill_topic(&op->tlist.topics[i], names[i]);
+    op->tlist.n_topics = n;
+}
+
+static void test_api_render_list_topic(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    fill_topics(&x.call.op, 2);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Topics " NS "><Topic><TopicURL>" TOPIC_URL "a</TopicURL></Topic>"
+                "<Topic><TopicURL>" TOPIC_URL "b</TopicURL></Topic></Topics>");
+    render_free(&x);
+
+    render_init(&x, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    fill_topics(&x.call.op, 2);
+    snprintf(x.call.op.tlist.next_marker, sizeof x.call.op.tlist.next_marker, "c");
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Topics " NS "><Topic><TopicURL>" TOPIC_URL "a</TopicURL></Topic>"
+                "<Topic><TopicURL>" TOPIC_URL "b</TopicURL></Topic><NextMarker>c</NextMarker>"
+                "</Topics>");
+    render_free(&x);
+
+    render_init(&x, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    fill_topics(&x.call.op, 0);
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Topics " NS "></Topics>");
+    render_free(&x);
+
+    /* With meta: TopicURL, then the seven elements, flat. */
+    render_init(&x, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
+    rq_add(&x.r, "x-mns-with-meta", "TRUE");
+    fill_topics(&x.call.op, 2);
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Topics " NS "><Topic><TopicURL>" TOPIC_URL "a</TopicURL>"
+                TOPIC_XML("a") "</Topic><Topic><TopicURL>" TOPIC_URL "b</TopicURL>" TOPIC_XML("b")
+                "</Topic></Topics>");
+    render_free(&x);
+}
+
+static void test_api_render_get_subscription_attributes(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, MNS_GET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_GET_SUBSCRIPTION);
+    fill_sub(&x.call.op.sub.info, "s", "", NULL);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Subscription " NS ">" SUB_XML("1000000000000000", "s", "", "")
+                "</Subscription>");
+    render_free(&x);
+
+    /* The configured account id; FilterTag when set; the policy flat and last. */
+    ctx.account_id = "5555";
+    render_init(&x, MNS_GET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_GET_SUBSCRIPTION);
+    fill_sub(&x.call.op.sub.info, "s", "important", "hook-dlq");
+    render_run(&x);
+    ctx.account_id = NULL;
+    assert_body(&x.resp, DECL "<Subscription " NS ">"
+                SUB_XML("5555", "s", "<FilterTag>important</FilterTag>",
+                        "<DlqEnabled>True</DlqEnabled><DlqTargetQueue>hook-dlq</DlqTargetQueue>")
+                "</Subscription>");
+    render_free(&x);
+
+    render_init(&x, MNS_GET_SUBSCRIPTION_ATTRIBUTES, SMQ_OP_GET_SUBSCRIPTION);
+    errors_set(&x.call.op.result, SMQ_E_SUBSCRIPTION_NOT_EXIST, NULL);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 404);
+    render_free(&x);
+}
+
+static void fill_subs(struct smq_op *op, size_t n)
+{
+    static const char *const names[] = {"a", "b", "c"};
+
+    op->slist.subs = calloc(n ? n : 1, sizeof *op->slist.subs);
+    assert_non_null(op->slist.subs);
+    for (size_t i = 0; i < n; i++)
+        fill_sub(&op->slist.subs[i], names[i], i == 0 ? "" : "x", i == 0 ? NULL : "d");
+    op->slist.n_subs = n;
+}
+
+static void test_api_render_list_subscriptions(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, MNS_LIST_SUBSCRIPTION_BY_TOPIC, SMQ_OP_LIST_SUBSCRIPTIONS);
+    fill_subs(&x.call.op, 2);
+    snprintf(x.call.op.slist.next_marker, sizeof x.call.op.slist.next_marker, "c");
+    render_run(&x);
+    assert_int_equal(x.resp.status, 200);
+    assert_body(&x.resp, DECL "<Subscriptions " NS "><Subscription><SubscriptionURL>" TOPIC_URL
+                "q/subscriptions/a</SubscriptionURL></Subscription><Subscription>"
+                "<SubscriptionURL>" TOPIC_URL "q/subscriptions/b</SubscriptionURL></Subscription>"
+                "<NextMarker>c</NextMarker></Subscriptions>");
+    render_free(&x);
+
+    render_init(&x, MNS_LIST_SUBSCRIPTION_BY_TOPIC, SMQ_OP_LIST_SUBSCRIPTIONS);
+    fill_subs(&x.call.op, 0);
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Subscriptions " NS "></Subscriptions>");
+    render_free(&x);
+
+    render_init(&x, MNS_LIST_SUBSCRIPTION_BY_TOPIC, SMQ_OP_LIST_SUBSCRIPTIONS);
+    rq_add(&x.r, "x-mns-with-meta", "true");
+    fill_subs(&x.call.op, 2);
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Subscriptions " NS "><Subscription><SubscriptionURL>" TOPIC_URL
+                "q/subscriptions/a</SubscriptionURL>" SUB_XML("1000000000000000", "a", "", "")
+                "</Subscription><Subscription><SubscriptionURL>" TOPIC_URL "q/subscriptions/b"
+                "</SubscriptionURL>" SUB_XML("1000000000000000", "b", "<FilterTag>x</FilterTag>",
+                "<DlqEnabled>True</DlqEnabled><DlqTargetQueue>d</DlqTargetQueue>")
+                "</Subscription></Subscriptions>");
+    render_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1913,6 +2896,27 @@ int main(void)
         cmocka_unit_test(test_api_render_error_document),
         cmocka_unit_test(test_api_render_error_escapes_message),
         cmocka_unit_test(test_api_render_error_statuses),
+        cmocka_unit_test(test_api_query_path_segment),
+        cmocka_unit_test(test_api_topic_routes),
+        cmocka_unit_test(test_api_topic_invalid_urls),
+        cmocka_unit_test(test_api_topic_names),
+        cmocka_unit_test(test_api_topic_attributes),
+        cmocka_unit_test(test_api_subscribe_body),
+        cmocka_unit_test(test_api_subscribe_errors),
+        cmocka_unit_test(test_api_subscription_dlq_policy),
+        cmocka_unit_test(test_api_set_subscription),
+        cmocka_unit_test(test_api_endpoint_too_long),
+        cmocka_unit_test(test_api_topic_list_paging),
+        cmocka_unit_test(test_api_publish_refused),
+        cmocka_unit_test(test_api_topic_error_codes),
+        cmocka_unit_test(test_api_topic_grants_on_topic),
+        cmocka_unit_test(test_api_topic_grants_on_queues),
+        cmocka_unit_test(test_api_render_create_topic_and_subscribe),
+        cmocka_unit_test(test_api_render_topic_no_content),
+        cmocka_unit_test(test_api_render_get_topic_attributes),
+        cmocka_unit_test(test_api_render_list_topic),
+        cmocka_unit_test(test_api_render_get_subscription_attributes),
+        cmocka_unit_test(test_api_render_list_subscriptions),
     };
     int rc;
 
