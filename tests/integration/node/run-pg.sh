@@ -13,4 +13,4 @@ bash "$here/../../pg/pg-server.sh" start "$pg" 600 >/dev/null
 SMQD_TEST_PG_DSN=$(cat "$pg/dsn")
 export SMQD_TEST_PG_DSN
 cd "$here"
-node --test queue.test.js message.test.js crash.test.js dlq.test.js grants.test.js
+node --test queue.test.js message.test.js crash.test.js dlq.test.js grants.test.js topic.test.js
