@@ -202,6 +202,7 @@ struct smq_topic_info {
     struct smq_topic_attrs attrs;
     int64_t create_s, modify_s;
     uint64_t message_count;                  /* messages kept for pending notifications */
+    uint64_t subscriptions;                  /* its subscriptions (the admin API, smqctl) */
     uint64_t published;                      /* publishes accepted since start (metrics) */
 };
 

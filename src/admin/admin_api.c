@@ -545,11 +545,12 @@ void admin_api_topic_json(struct smq_buf *b, const struct smq_topic_info *t)
 {
     buf_puts(b, "{\"name\":");
     json_cstr(b, t->name);
-    buf_printf(b, ",\"create_time\":%lld,\"modify_time\":%lld,\"message_count\":%llu,"
-               "\"published\":%llu,\"attributes\":{\"MaximumMessageSize\":%lld,"
-               "\"LoggingEnabled\":%s}}",
+    buf_printf(b, ",\"create_time\":%lld,\"modify_time\":%lld,\"subscriptions\":%llu,"
+               "\"message_count\":%llu,\"published\":%llu,"
+               "\"attributes\":{\"MaximumMessageSize\":%lld,\"LoggingEnabled\":%s}}",
                (long long)t->create_s, (long long)t->modify_s,
-               (unsigned long long)t->message_count, (unsigned long long)t->published,
+               (unsigned long long)t->subscriptions, (unsigned long long)t->message_count,
+               (unsigned long long)t->published,
                (long long)t->attrs.max_msg_size, t->attrs.logging ? "true" : "false");
 }
 

@@ -433,38 +433,6 @@ int cj_array_take(struct cj_value *to, struct cj_value *from)
     return 0;
 }
 
-int cj_add_u64(struct cj_value *obj, const char *key, uint64_t v)
-{
-    char num[24];
-    struct cj_value *items;
-    char **keys, *k, *text;
-    int rc = SMQ_E_NOMEM;
-
-    if (obj == NULL || obj->type != CJ_OBJECT)
-        return SMQ_E_INVALID_ARGUMENT;
-    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-    k = strdup(key);
-    text = strdup(num);
-    items = k != NULL && text != NULL ? realloc(obj->items, (obj->n + 1) * sizeof *items) : NULL;
-    if (items != NULL)
-        obj->items = items;
-    keys = items != NULL ? realloc(obj->keys, (obj->n + 1) * sizeof *keys) : NULL;
-    if (keys != NULL) {
-        obj->keys = keys;
-        keys[obj->n] = k;
-        memset(&items[obj->n], 0, sizeof items[obj->n]);
-        items[obj->n].type = CJ_NUMBER;
-        items[obj->n].text = text;
-        items[obj->n].len = strlen(text);
-        obj->n++;
-        k = text = NULL;
-        rc = 0;
-    }
-    free(k);
-    free(text);
-    return rc;
-}
-
 static void write_string(FILE *out, const char *s, size_t len)
 {
     fputc('"', out);

@@ -48,9 +48,6 @@ struct cj_value *cj_get_mut(struct cj_value *obj, const char *key);
  * is left empty): the pages of a listing become one list.  0,
  * SMQ_E_INVALID_ARGUMENT (not two arrays) or SMQ_E_NOMEM (nothing moved). */
 int cj_array_take(struct cj_value *to, struct cj_value *from);
-/* Appends the member key: v (a NUMBER) to the object obj.  0,
- * SMQ_E_INVALID_ARGUMENT (not an object) or SMQ_E_NOMEM (obj unchanged). */
-int cj_add_u64(struct cj_value *obj, const char *key, uint64_t v);
 /* Writes v as compact JSON: strings escaped again (as RFC 8259 requires,
  * other bytes as they are), numbers as they were written. */
 void cj_write(FILE *out, const struct cj_value *v);

@@ -197,14 +197,12 @@ static void report_error(const struct ctl_resp *r)
 
 /* How fetch_json treats an answer. */
 enum {
-    FETCH_ECHO = 1,              /* with --json, print the body as it came */
-    FETCH_GONE_OK = 2            /* 404 is CALL_GONE, not reported (a name listed a moment ago) */
+    FETCH_ECHO = 1               /* with --json, print the body as it came */
 };
-#define CALL_GONE 100            /* not an exit code: fetch_json's 404 under FETCH_GONE_OK */
 
 /*
  * One admin API call whose success is a JSON document: parsed into doc
- * (the caller frees it).  Returns EXIT_OK, CALL_GONE, or EXIT_FAILED
+ * (the caller frees it).  Returns EXIT_OK or EXIT_FAILED
  * (reported on stderr).
  */
 static int fetch_json(struct ctl *c, const char *method, const char *path, int flags,
@@ -219,9 +217,7 @@ static int fetch_json(struct ctl *c, const char *method, const char *path, int f
         fprintf(stderr, "smqctl: %s\n", err);
         return EXIT_FAILED;
     }
-    if (r.status == 404 && (flags & FETCH_GONE_OK)) {
-        code = CALL_GONE;
-    } else if (r.status < 200 || r.status > 299) {
+    if (r.status < 200 || r.status > 299) {
         report_error(&r);
     } else if (cj_parse(r.body, r.len, doc, err, sizeof err) != 0) {
         fprintf(stderr, "smqctl: %s%s is not the admin API (bad JSON at %s)\n", c->target.base,
@@ -435,41 +431,11 @@ static void write_listing(const struct cj_value *doc, const char *key)
     printf("}\n");
 }
 
-/*
- * Adds "subscriptions": N to every topic, N from the topic's own listing
- * (the topic listing has no count).  A topic deleted since it was listed
- * gets none, and shows "-".
- */
-static int count_subscriptions(struct ctl *c, struct cj_value *topics)
-{
-    int code = EXIT_OK;
-
-    for (size_t i = 0; i < topics->n && code == EXIT_OK; i++) {
-        struct cj_value *t = &topics->items[i], subs;
-        char *path = named_path("/v1/topics/", cj_text(t, "name", ""), "/subscriptions");
-
-        code = path != NULL ? call_listing(c, path, "subscriptions", FETCH_GONE_OK, &subs)
-                            : EXIT_FAILED;
-        if (code == EXIT_OK
-            && cj_add_u64(t, "subscriptions", cj_get(&subs, "subscriptions")->n) != 0) {
-            fprintf(stderr, "smqctl: out of memory\n");
-            code = EXIT_FAILED;
-        }
-        if (code == CALL_GONE)
-            code = EXIT_OK;
-        cj_free(&subs);
-        free(path);
-    }
-    return code;
-}
-
 static int list_topics(struct ctl *c)
 {
     struct cj_value doc;
     int code = call_listing(c, "/v1/topics", "topics", 0, &doc);
 
-    if (code == EXIT_OK)
-        code = count_subscriptions(c, cj_get_mut(&doc, "topics"));
     if (code == EXIT_OK && c->json)
         write_listing(&doc, "topics");
     else if (code == EXIT_OK)

@@ -177,6 +177,7 @@ void topic_info(const struct smq_topic *t, struct smq_topic_info *out)
     out->create_s = t->create_s;
     out->modify_s = t->modify_s;
     out->message_count = t->message_count;
+    out->subscriptions = t->n_subs;
     out->published = t->published;
 }
 

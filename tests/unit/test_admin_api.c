@@ -263,6 +263,7 @@ static void fake_topics(struct smq_op *op)
     op->tlist.topics[0].create_s = 1796014616;
     op->tlist.topics[0].modify_s = 1796014617;
     op->tlist.topics[0].message_count = 4;
+    op->tlist.topics[0].subscriptions = 3;
     op->tlist.topics[0].published = 9;
     snprintf(op->tlist.topics[1].name, sizeof op->tlist.topics[1].name, "billing");
     op->tlist.topics[1].attrs.max_msg_size = 1024;
@@ -282,9 +283,10 @@ static void test_admin_api_render_topics(void **state)
     assert_string_equal(f->reply.content_type, "application/json");
     assert_string_equal(f->reply.body.data,
         "{\"topics\":[{\"name\":\"alerts\",\"create_time\":1796014616,"
-        "\"modify_time\":1796014617,\"message_count\":4,\"published\":9,"
+        "\"modify_time\":1796014617,\"subscriptions\":3,\"message_count\":4,\"published\":9,"
         "\"attributes\":{\"MaximumMessageSize\":65536,\"LoggingEnabled\":false}},"
-        "{\"name\":\"billing\",\"create_time\":0,\"modify_time\":0,\"message_count\":0,"
+        "{\"name\":\"billing\",\"create_time\":0,\"modify_time\":0,\"subscriptions\":0,"
+        "\"message_count\":0,"
         "\"published\":0,\"attributes\":{\"MaximumMessageSize\":1024,"
         "\"LoggingEnabled\":true}}],\"next_marker\":\"billing\"}\n");
     /* The last page: no topics, no marker. */

@@ -387,6 +387,9 @@ static void test_delete_topic_takes_subscriptions(void **state)
     assert_int_equal(get_sub(f, "keep", "a", &info), 0);
     assert_int_equal(fx_stats(f).topics, 2);
     assert_int_equal(fx_stats(f).subscriptions, 1);
+    struct smq_topic_info tinfo;
+    assert_int_equal(get_topic(f, "keep", &tinfo), 0);
+    assert_int_equal(tinfo.subscriptions, 1);
     if (!f->pg) {
         assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM subscription"), 1);
     }
