@@ -105,6 +105,35 @@ t_read_commands() {
     assert_eq "peek took nothing" 2 "$(active_of sq)"
 }
 
+# smqctl topics [TOPIC] against topics made through the MNS API, and the admin API's
+# listing and gauges behind it (docs/admin-api.md).
+t_topics() {
+    local ns='http://mns.aliyuncs.com/doc/v1/' i
+    mns_request PUT /topics/ctl-alerts
+    mns_request PUT /topics/ctl-billing "<Topic xmlns=\"$ns\"><MaximumMessageSize>2048</MaximumMessageSize></Topic>"
+    for i in pager audit; do
+        mns_request PUT "/topics/ctl-alerts/subscriptions/$i" \
+            "<Subscription xmlns=\"$ns\"><Endpoint>http://127.0.0.1:9/$i</Endpoint><FilterTag>urgent</FilterTag></Subscription>"
+        assert_status "Subscribe $i" 201
+    done
+    ctl topics
+    assert_rc "topics: exit 0" 0
+    assert_match "topics has a header" '^NAME +SUBSCRIPTIONS +MAX_MSG_SIZE +LOGGING +CREATED' "$CTL_OUT"
+    assert_match "a row per topic with its subscription count" '^ctl-alerts +2 +65536 +false ' "$CTL_OUT"
+    assert_match "and its attributes" '^ctl-billing +0 +2048 +false ' "$CTL_OUT"
+    ctl topics ctl-alerts
+    assert_rc "topics TOPIC: exit 0" 0
+    assert_match "a row per subscription" '^audit +urgent +BACKOFF_RETRY +XML +http://127\.0\.0\.1:9/audit$' "$CTL_OUT"
+    ctl --json topics
+    assert_eq "topics --json is one document with every topic" 2 \
+        "$(printf '%s' "$CTL_OUT" | node -e 'console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).topics.length)')"
+    ctl topics ctl-nosuch
+    assert_rc "topics of a missing topic: exit 2" 2
+    assert_match "with the server's error" 'TopicNotExist' "$CTL_ERR"
+    assert_match "/metrics counts the topics" '^smqd_topics 2$' "$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")"
+    assert_match "and the subscriptions" '^smqd_subscriptions 2$' "$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")"
+}
+
 t_set() {
     create_queue setq
     ctl set setq VisibilityTimeout=45 LoggingEnabled=true
@@ -306,6 +335,9 @@ t_migrate_into_postgresql() {
     assert_eq "PostgreSQL holds every message" "$msgs" "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_msg')"
     assert_eq "and every body" "$msgs" "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_body')"
     assert_eq "and every queue" "$queues" "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_queue')"
+    assert_eq "and every topic" "$(sqlite3 "$db" 'SELECT count(*) FROM topic')" \
+        "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_topic')"
+    assert_eq "and every subscription" 2 "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_subscription')"
     assert_eq "the receipt-handle secret is the same, so handles stay valid" \
         "$(sqlite3 "$db" "SELECT lower(hex(value)) FROM meta WHERE key = 'handle_keys'")" \
         "$(psql "$dsn" -tAc "SELECT encode(value, 'hex') FROM smq_meta WHERE key = 'handle_keys'")"
@@ -347,6 +379,9 @@ t_serve_the_copy() {
     assert_status "GetQueueAttributes of the copied queue" 200
     attrs=$(( $(xml_get ActiveMessages) + $(xml_get InactiveMessages) + $(xml_get DelayMessages) ))
     assert_eq "its messages are all there" "$n" "$attrs"
+    mns_request GET /topics/ctl-alerts/subscriptions/audit
+    assert_status "a copied subscription is served from PostgreSQL" 200
+    assert_xml "with its attributes" FilterTag urgent
     attrs=$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")
     assert_match "/metrics says this node is the active one" '^smqd_cluster_active 1$' "$attrs"
     assert_match "at lease epoch 1" '^smqd_lease_epoch 1$' "$attrs"
@@ -364,6 +399,7 @@ tests_pg_start() {
 run_test t_usage_and_errors
 if smqd_start; then
     run_test t_read_commands
+    run_test t_topics
     run_test t_set
     run_test t_purge
     run_test t_dlq_redrive
