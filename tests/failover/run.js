@@ -12,7 +12,9 @@
 // crash loop's SDK traffic (tests/crashloop/traffic.js) with its ledger through the front.
 // Cycle actions, rotated: kill9 | sigstop (past the lease, then SIGCONT) | cut (proxy frozen).
 // After every cycle: the ledger against the rows in PostgreSQL, at most one /ready 200 in every
-// 100 ms sample, an old active's receipt handle works on the new one, takeover <= 15 s, and the
+// 100 ms sample, an old active's receipt handle works on the new one, every topic and
+// subscription acknowledged before a fault (one per cycle) is served as made by the new active,
+// takeover <= 15 s, and the
 // victim restarted with the same node_id and ports is standby (/ready 503) within 30 s.
 // The PostgreSQL failover (kill -9 of the primary, pg_ctl promote of the standby) runs last.
 
@@ -317,12 +319,47 @@ function checkRows(st) {
   return { n: st.ledger.checkDisk(st.cycle, rows), lease: r.lease };
 }
 
+// ---- topics: an acknowledged CreateTopic and Subscribe survive every takeover ----
+
+const SUB_BODY = '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">'
+  + '<Endpoint>acs:mns:cn-hangzhou:1:queues/fo-sink</Endpoint></Subscription>';
+
+// One topic with one subscription per cycle, made on the active node just before the fault;
+// only what was answered 201 goes into st.topics.
+async function makeTopic(st, active) {
+  const name = `fo-topic-${st.cycle}`;
+  const mns = mnsOf(active.endpoint);
+  try {
+    await mns.createTopic(name, { LoggingEnabled: true });
+    await mns.put(`/topics/${name}/subscriptions/s`, 'Subscription', SUB_BODY);
+    st.topics.push(name);
+  } catch (e) {
+    st.ledger.anomaly(st.cycle, 'topic-create', `${name}: ${e.name}: ${e.message}`);
+  }
+}
+
+async function checkTopics(st, active) {
+  const mns = mnsOf(active.endpoint);
+  for (const name of st.topics) {
+    try {
+      const t = await mns.getTopicAttributes(name);
+      const s = await mns.get(`/topics/${name}/subscriptions/s`, 'Subscription');
+      if (t.body.LoggingEnabled !== 'True' || s.body.Endpoint !== 'acs:mns:cn-hangzhou:1:queues/fo-sink') {
+        st.ledger.violation(st.cycle, 'topic-changed', `${name}: ${JSON.stringify([t.body, s.body])}`);
+      }
+    } catch (e) {
+      st.ledger.violation(st.cycle, 'topic-lost', `${name} on ${active.id}: ${e.name}: ${e.message}`);
+    }
+  }
+}
+
 // ---- one cycle ----
 
 async function runCycle(st, action) {
   const { ledger, rng } = st;
   const victim = await activeNode(st, null, 30000);
   const h = await takeHandle(st, victim);
+  await makeTopic(st, victim);
   const ctx = traffic.newContext(mnsOf(st.frontEndpoint), st.cycle, rng, ledger, OUTAGE);
   const before = { ...ledger.counts };
   const nV = ledger.violations.length;
@@ -335,6 +372,7 @@ async function runCycle(st, action) {
     .catch((e) => { ledger.violation(st.cycle, 'takeover', e.message); return null; });
   if (tk && tk.ms > TAKEOVER_MAX_MS) ledger.violation(st.cycle, 'takeover-slow', `${tk.ms} ms > ${TAKEOVER_MAX_MS}`);
   if (tk) await useHandle(st, h, tk.node);
+  if (tk) await checkTopics(st, tk.node);
   const standbyMs = await heal(st, action, victim);
   await sleep(1000);      // traffic through the new active
   ctx.dead = true;
@@ -359,6 +397,7 @@ async function finish(st) {
   }
   const disk = checkRows(st);
   if (disk.n !== 0) st.ledger.violation(st.cycle, 'drain', `${disk.n} messages left after the drain`);
+  if (st.topics.length === 0) st.ledger.violation(st.cycle, 'topics', 'no CreateTopic was acknowledged: nothing was checked');
   st.ledger.checkFinal(st.cycle);
 }
 
@@ -396,7 +435,7 @@ function report(st, results) {
 
 async function main() {
   const opts = parseArgs(process.argv);
-  const st = { opts, ledger: new Ledger(), rng: rngFrom(opts.seed), cycle: 0,
+  const st = { opts, ledger: new Ledger(), rng: rngFrom(opts.seed), cycle: 0, topics: [],
                dir: fs.mkdtempSync(path.join(os.tmpdir(), 'smqd-failover-')) };
   console.log(`failover: ${opts.cycles} cycles + ${opts.pgFailover} PostgreSQL failover, ${opts.nodes} nodes, ` +
     `seed ${opts.seed}, dir ${st.dir}`);
