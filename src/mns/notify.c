@@ -1,16 +1,20 @@
 /*
  * notify.c — owns the endpoint forms a subscription may name (notify.h,
  * docs/protocol.md §13.2): a queue of this server written as
- * acs:mns:{region}:{account}:queues/{q}, or an http(s) URL.  Pure text
- * work, no I/O.  The bodies, push headers and retry schedules notify.h
- * also declares have no source yet.
+ * acs:mns:{region}:{account}:queues/{q}, or an http(s) URL; the
+ * notification bodies in each NotifyContentFormat (§13.9) and the retry
+ * schedules of each NotifyStrategy (§13.12).  Pure text work, no I/O.
+ * The push headers notify.h also declares have no source yet.
  */
 #include "smqd/notify.h"
 
 #include <string.h>
 
+#include "smqd/crypto.h"
 #include "smqd/errors.h"
 #include "smqd/qname.h"
+#include "smqd/utf8.h"
+#include "smqd/xml.h"
 
 #define QUEUE_PREFIX "acs:mns:"
 #define QUEUE_MARK ":queues/"
@@ -256,4 +260,180 @@ int notify_endpoint_parse(const char *text, size_t len, struct notify_endpoint *
                           char trimmed[SMQ_ENDPOINT_MAX + 1])
 {
     return notify_endpoint_parse_err(text, len, out, trimmed, NULL);
+}
+
+/* ---- the notification (§13.9) ---- */
+
+/* The XML document's namespace keeps its trailing slash (§13.9), unlike
+ * the slash-less one xml_begin gives answers (§4). */
+#define NOTIFY_XML_HEAD                                                                    \
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"                                           \
+    "<Notification xmlns=\"http://mns.aliyuncs.com/doc/v1/\">"
+
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+static bool tagged(const struct notify_msg *m)
+{
+    return m->tag != NULL && m->tag[0] != '\0';
+}
+
+static void render_xml(const struct notify_msg *m, const char *md5_hex, struct smq_buf *out)
+{
+    buf_puts(out, NOTIFY_XML_HEAD);
+    xml_elem_str(out, "TopicOwner", or_empty(m->account_id));
+    xml_elem_str(out, "TopicName", or_empty(m->topic));
+    xml_elem_str(out, "Subscriber", or_empty(m->account_id));
+    xml_elem_str(out, "SubscriptionName", or_empty(m->sub));
+    xml_elem_str(out, "MessageId", or_empty(m->msg_id));
+    /* escaped as §4 says: & < > and CR; the body came through the parser */
+    xml_elem_text(out, "Message", m->body, m->body_len);
+    xml_elem_str(out, "MessageMD5", md5_hex);
+    if (tagged(m))
+        xml_elem_str(out, "MessageTag", m->tag);
+    xml_elem_i64(out, "PublishTime", m->publish_ms);
+    buf_puts(out, "</Notification>");
+}
+
+/* One byte below 0x80 of a JSON string, escaped exactly as §13.9 lists:
+ * '"' and '\\' with a backslash, the five short forms, other C0 controls as
+ * \u00xx; everything else (DEL and '/' included) as it is. */
+static void json_ascii(struct smq_buf *out, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char u[7] = {'\\', 'u', '0', '0', 0, 0, 0};
+
+    switch (c) {
+    case '"': buf_puts(out, "\\\""); return;
+    case '\\': buf_puts(out, "\\\\"); return;
+    case '\n': buf_puts(out, "\\n"); return;
+    case '\r': buf_puts(out, "\\r"); return;
+    case '\t': buf_puts(out, "\\t"); return;
+    case '\b': buf_puts(out, "\\b"); return;
+    case '\f': buf_puts(out, "\\f"); return;
+    default: break;
+    }
+    if (c >= 0x20) {
+        buf_append(out, &c, 1);
+        return;
+    }
+    u[4] = hex[c >> 4];
+    u[5] = hex[c & 0xf];
+    buf_append(out, u, 6);
+}
+
+/* A quoted JSON string (RFC 8259) of s[0..len).  Valid UTF-8 is written as
+ * it is; a byte that does not start valid UTF-8 (never in a body that came
+ * through the XML parser) becomes U+FFFD, so the document stays valid. */
+static void json_string(struct smq_buf *out, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+
+    buf_puts(out, "\"");
+    while (i < len) {
+        uint32_t cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+
+        if (n == 1)
+            json_ascii(out, p[i]);
+        else if (n > 1)
+            buf_append(out, p + i, n);
+        else
+            buf_puts(out, "\xEF\xBF\xBD");
+        i += n > 0 ? n : 1;
+    }
+    buf_puts(out, "\"");
+}
+
+/* key is the literal text before the value (its comma, quotes and
+ * colon), then the value as a JSON string. */
+static void json_member(struct smq_buf *out, const char *key, const char *v, size_t len)
+{
+    buf_puts(out, key);
+    json_string(out, v, len);
+}
+
+static void render_json(const struct notify_msg *m, const char *md5_hex, struct smq_buf *out)
+{
+    const char *owner = or_empty(m->account_id);
+
+    json_member(out, "{\"TopicOwner\":", owner, strlen(owner));
+    json_member(out, ",\"TopicName\":", or_empty(m->topic), strlen(or_empty(m->topic)));
+    json_member(out, ",\"Subscriber\":", owner, strlen(owner));
+    json_member(out, ",\"SubscriptionName\":", or_empty(m->sub), strlen(or_empty(m->sub)));
+    json_member(out, ",\"MessageId\":", or_empty(m->msg_id), strlen(or_empty(m->msg_id)));
+    json_member(out, ",\"Message\":", m->body, m->body_len);
+    json_member(out, ",\"MessageMD5\":", md5_hex, strlen(md5_hex));
+    if (tagged(m))
+        json_member(out, ",\"MessageTag\":", m->tag, strlen(m->tag));
+    buf_puts(out, ",\"PublishTime\":");
+    buf_append_i64(out, m->publish_ms);
+    buf_puts(out, "}");
+}
+
+int notify_render(enum smq_notify_format f, const struct notify_msg *m, struct smq_buf *out)
+{
+    char md5_hex[2 * MNS_MD5_LEN + 1];
+
+    if (m == NULL || out == NULL || (m->body == NULL && m->body_len > 0))
+        return SMQ_E_INVALID_ARGUMENT;
+    if (f == SMQ_NOTIFY_SIMPLIFIED) {
+        buf_append(out, m->body, m->body_len);
+        return buf_failed(out) ? SMQ_E_NOMEM : 0;
+    }
+    if ((f != SMQ_NOTIFY_XML && f != SMQ_NOTIFY_JSON) || m->md5 == NULL)
+        return SMQ_E_INVALID_ARGUMENT;
+    crypto_hex(m->md5, MNS_MD5_LEN, true, md5_hex);
+    /* the wrapper is a few hundred bytes; escaping rarely grows the body */
+    buf_reserve(out, m->body_len + 512);
+    if (f == SMQ_NOTIFY_XML)
+        render_xml(m, md5_hex, out);
+    else
+        render_json(m, md5_hex, out);
+    return buf_failed(out) ? SMQ_E_NOMEM : 0;
+}
+
+/* An unknown format is read as the default, XML, as mns_notify_format_name
+ * does. */
+const char *notify_content_type(enum smq_notify_format f)
+{
+    switch (f) {
+    case SMQ_NOTIFY_JSON:
+        return "application/json;charset=utf-8";
+    case SMQ_NOTIFY_SIMPLIFIED:
+        return "text/plain;charset=utf-8";
+    default:
+        return "text/xml;charset=utf-8";
+    }
+}
+
+/* ---- retries (§13.12) ---- */
+
+#define BACKOFF_ATTEMPTS 4u
+#define BACKOFF_MIN_MS 10000
+#define BACKOFF_SPAN_MS 10000
+#define DECAY_ATTEMPTS 177u
+#define DECAY_DOUBLINGS 9u             /* retries 1..9: 1, 2, 4, ..., 256 s */
+#define DECAY_CAP_MS 512000            /* retries 10..176 */
+
+/* An unknown strategy is read as the default, BACKOFF_RETRY, as
+ * mns_notify_strategy_name does. */
+uint32_t notify_max_attempts(enum smq_notify_strategy s)
+{
+    return s == SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY ? DECAY_ATTEMPTS : BACKOFF_ATTEMPTS;
+}
+
+int64_t notify_retry_interval_ms(enum smq_notify_strategy s, uint32_t retry_n, uint32_t rnd)
+{
+    if (retry_n == 0 || retry_n >= notify_max_attempts(s))
+        return -1;
+    if (s != SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY)
+        /* rnd scaled onto 0..SPAN (both ends reachable, bias below 1e-5) */
+        return BACKOFF_MIN_MS + (int64_t)(((uint64_t)rnd * (BACKOFF_SPAN_MS + 1)) >> 32);
+    if (retry_n <= DECAY_DOUBLINGS)
+        return (int64_t)1000 << (retry_n - 1);
+    return DECAY_CAP_MS;
 }

@@ -1,7 +1,9 @@
 /*
  * test_notify.c — unit tests for notify.c: every endpoint form a
  * subscription may name (docs/protocol.md §13.2) and every refusal, its
- * boundaries, what is stored (trimmed) and the message each refusal gives.
+ * boundaries, what is stored (trimmed) and the message each refusal gives;
+ * the exact bytes of each notification body (§13.9), the content types,
+ * and both retry schedules in full (§13.12).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/notify.h"
 #include "smqd/qname.h"
@@ -286,6 +289,255 @@ static void test_max_length(void **state)
     refused(text, "longer than 1024");
 }
 
+/* ---- notification bodies (§13.9) ------------------------------------------ */
+
+/* MD5 of "hello world", as the §13.9 example shows it. */
+static const unsigned char md5_hello[MNS_MD5_LEN] = {
+    0x5e, 0xb6, 0x3b, 0xbb, 0xe0, 0x1e, 0xee, 0xd0,
+    0x93, 0xcb, 0x22, 0xbb, 0x8f, 0x5a, 0xcd, 0xc3,
+};
+/* Any 16 bytes: render writes what it is given, in upper-case hex. */
+static const unsigned char md5_seq[MNS_MD5_LEN] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+    0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0xfe, 0xff,
+};
+
+static struct notify_msg sample(const char *body, size_t len, const char *tag)
+{
+    struct notify_msg m = {
+        .account_id = NOTIFY_ACCOUNT_ID_DEFAULT, .topic = "t", .sub = "s",
+        .msg_id = "0909FF0D9C3A630C0000000000000007", .body = body, .body_len = len,
+        .md5 = md5_hello, .tag = tag, .publish_ms = 1704164645000,
+    };
+    return m;
+}
+
+/* Renders m in format f onto a buffer already holding "pre" and checks the
+ * bytes appended are exactly want[0..want_len). */
+static void renders(enum smq_notify_format f, const struct notify_msg *m, const char *want,
+                    size_t want_len)
+{
+    struct smq_buf b;
+
+    buf_init(&b);
+    buf_puts(&b, "pre");
+    assert_int_equal(notify_render(f, m, &b), 0);
+    if (b.len != want_len + 3 || memcmp(b.data + 3, want, want_len) != 0)
+        fail_msg("got  %.*s\nwant %.*s", (int)b.len - 3, b.data + 3, (int)want_len, want);
+    assert_memory_equal(b.data, "pre", 3);
+    buf_free(&b);
+}
+
+#define RENDERS(f, m, lit) renders((f), (m), (lit), sizeof(lit) - 1)
+
+#define XML_HEAD                                                                            \
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Notification xmlns=\"http://mns.aliyuncs.com/doc/v1/\">" \
+    "<TopicOwner>1000000000000000</TopicOwner><TopicName>t</TopicName>"                     \
+    "<Subscriber>1000000000000000</Subscriber><SubscriptionName>s</SubscriptionName>"       \
+    "<MessageId>0909FF0D9C3A630C0000000000000007</MessageId>"
+#define JSON_HEAD                                                                           \
+    "{\"TopicOwner\":\"1000000000000000\",\"TopicName\":\"t\",\"Subscriber\":\"1000000000000000\"," \
+    "\"SubscriptionName\":\"s\",\"MessageId\":\"0909FF0D9C3A630C0000000000000007\","
+
+static void test_render_xml_plain(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+
+    (void)state;
+    /* the §13.9 example, joined into its one line */
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>hello world</Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3"
+                     "</MessageMD5><MessageTag>important</MessageTag>"
+                     "<PublishTime>1704164645000</PublishTime></Notification>");
+    m.tag = "";
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>hello world</Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3"
+                     "</MessageMD5><PublishTime>1704164645000</PublishTime></Notification>");
+    m.tag = NULL;
+    m.md5 = md5_seq;
+    m.publish_ms = 0;
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>hello world</Message><MessageMD5>000102030405060708090A0B0C0DFEFF"
+                     "</MessageMD5><PublishTime>0</PublishTime></Notification>");
+}
+
+static void test_render_xml_escaping(void **state)
+{
+    static const char body[] = "a<b & c>d \"q\" 'a' ]]> &amp;\r\n\t\xc3\xa9\xe2\x82\xac";
+    struct notify_msg m = sample(body, sizeof body - 1, "x&y<z>");
+
+    (void)state;
+    /* §4: & < > and CR escaped, quotes and everything else as they are */
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>a&lt;b &amp; c&gt;d \"q\" 'a' ]]&gt; &amp;amp;&#13;\n\t\xc3\xa9\xe2\x82\xac"
+                     "</Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3</MessageMD5>"
+                     "<MessageTag>x&amp;y&lt;z&gt;</MessageTag>"
+                     "<PublishTime>1704164645000</PublishTime></Notification>");
+    /* an empty body is an empty element, not a missing one */
+    m = sample("", 0, NULL);
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message></Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3</MessageMD5>"
+                     "<PublishTime>1704164645000</PublishTime></Notification>");
+}
+
+static void test_render_json_plain(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+
+    (void)state;
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"hello world\",\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"MessageTag\":\"important\",\"PublishTime\":1704164645000}");
+    m.tag = NULL;
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"hello world\",\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"PublishTime\":1704164645000}");
+    m.tag = "";
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"hello world\",\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"PublishTime\":1704164645000}");
+}
+
+static void test_render_json_escaping(void **state)
+{
+    /* every C0 control, '"', '\\', '/', DEL, XML specials, 2-, 3- and
+     * 4-byte UTF-8 and one stray byte that starts no UTF-8 */
+    static const char body[] =
+        "\x00\x01\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x1b\x1f \"\\/\x7f<&>'"
+        "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff!";
+    struct notify_msg m = sample(body, sizeof body - 1, "\xe6\xa0\x87\"tag\"");
+
+    (void)state;
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"\\u0000\\u0001\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e\\u001b\\u001f"
+                      " \\\"\\\\/\x7f<&>'\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd!\","
+                      "\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"MessageTag\":\"\xe6\xa0\x87\\\"tag\\\"\",\"PublishTime\":1704164645000}");
+}
+
+static void test_render_simplified(void **state)
+{
+    static const char body[] = "a<b>\x00\r\n\"\xc3\xa9";
+    struct notify_msg m = sample(body, sizeof body - 1, "important");
+
+    (void)state;
+    /* the body itself, nothing else of the publish */
+    renders(SMQ_NOTIFY_SIMPLIFIED, &m, body, sizeof body - 1);
+    m.md5 = NULL;            /* not needed for the body alone */
+    renders(SMQ_NOTIFY_SIMPLIFIED, &m, body, sizeof body - 1);
+    m = sample(NULL, 0, NULL);
+    renders(SMQ_NOTIFY_SIMPLIFIED, &m, "", 0);
+}
+
+/* Refused with SMQ_E_INVALID_ARGUMENT, the buffer untouched. */
+static void render_refused(int f, const struct notify_msg *m)
+{
+    struct smq_buf b;
+
+    buf_init(&b);
+    buf_puts(&b, "pre");
+    assert_int_equal(notify_render((enum smq_notify_format)f, m, &b), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(b.len, 3);
+    assert_false(buf_failed(&b));
+    buf_free(&b);
+}
+
+static void test_render_invalid(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, NULL);
+
+    (void)state;
+    render_refused(3, &m);
+    render_refused(-1, &m);
+    render_refused(SMQ_NOTIFY_XML, NULL);
+    m.md5 = NULL;
+    render_refused(SMQ_NOTIFY_XML, &m);
+    render_refused(SMQ_NOTIFY_JSON, &m);
+    m = sample(NULL, 1, NULL);
+    render_refused(SMQ_NOTIFY_SIMPLIFIED, &m);
+    render_refused(SMQ_NOTIFY_XML, &m);
+    render_refused(SMQ_NOTIFY_JSON, &m);
+}
+
+static void test_content_type(void **state)
+{
+    (void)state;
+    assert_string_equal(notify_content_type(SMQ_NOTIFY_XML), "text/xml;charset=utf-8");
+    assert_string_equal(notify_content_type(SMQ_NOTIFY_JSON), "application/json;charset=utf-8");
+    assert_string_equal(notify_content_type(SMQ_NOTIFY_SIMPLIFIED), "text/plain;charset=utf-8");
+    /* an unknown format is read as the default */
+    assert_string_equal(notify_content_type((enum smq_notify_format)7), "text/xml;charset=utf-8");
+    assert_string_equal(notify_content_type((enum smq_notify_format)-1), "text/xml;charset=utf-8");
+}
+
+/* ---- retries (§13.12) ------------------------------------------------------ */
+
+static void backoff_schedule(enum smq_notify_strategy s)
+{
+    int64_t lo = 0, hi = 0;
+
+    assert_int_equal(notify_max_attempts(s), 4);
+    for (uint32_t n = 1; n <= 3; n++) {
+        int64_t prev = 0;
+
+        assert_int_equal(notify_retry_interval_ms(s, n, 0), 10000);
+        assert_int_equal(notify_retry_interval_ms(s, n, UINT32_MAX), 20000);
+        assert_int_equal(notify_retry_interval_ms(s, n, 0x80000000u), 15000);
+        /* every draw in bounds, never decreasing in rnd */
+        for (uint64_t r = 0; r <= UINT32_MAX; r += 0x01000193u) {
+            int64_t v = notify_retry_interval_ms(s, n, (uint32_t)r);
+
+            assert_true(v >= 10000 && v <= 20000 && v >= prev);
+            prev = v;
+        }
+        lo += notify_retry_interval_ms(s, n, 0);
+        hi += notify_retry_interval_ms(s, n, UINT32_MAX);
+    }
+    /* the last attempt 30-60 s after the first */
+    assert_int_equal(lo, 30000);
+    assert_int_equal(hi, 60000);
+    assert_int_equal(notify_retry_interval_ms(s, 0, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, 4, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, UINT32_MAX, 0), -1);
+}
+
+static void test_retry_backoff(void **state)
+{
+    (void)state;
+    backoff_schedule(SMQ_NOTIFY_BACKOFF_RETRY);
+    /* an unknown strategy is read as the default */
+    backoff_schedule((enum smq_notify_strategy)9);
+    backoff_schedule((enum smq_notify_strategy)-1);
+}
+
+static void test_retry_exponential(void **state)
+{
+    const enum smq_notify_strategy s = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY;
+    static const int64_t first[9] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    int64_t due = 0;
+
+    (void)state;
+    assert_int_equal(notify_max_attempts(s), 177);
+    for (uint32_t n = 1; n <= 176; n++) {
+        int64_t want = n <= 9 ? first[n - 1] * 1000 : 512000;
+
+        assert_int_equal(notify_retry_interval_ms(s, n, 0), want);
+        assert_int_equal(notify_retry_interval_ms(s, n, UINT32_MAX), want);   /* no spread */
+        due += want;
+        /* §13.12's "due after the first attempt" row */
+        if (n <= 9)
+            assert_int_equal(due, ((int64_t)1000 << n) - 1000);
+        else
+            assert_int_equal(due, (511 + 512 * (int64_t)(n - 9)) * 1000);
+    }
+    /* 511 s + 167 x 512 s: 23 h 53 min 35 s */
+    assert_int_equal(due, 86015000);
+    assert_int_equal(due, ((23 * 60 + 53) * 60 + 35) * (int64_t)1000);
+    assert_int_equal(notify_retry_interval_ms(s, 0, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, 177, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, UINT32_MAX, 0), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +551,15 @@ int main(void)
         cmocka_unit_test(test_mail_sms_and_others),
         cmocka_unit_test(test_trim_and_empty),
         cmocka_unit_test(test_max_length),
+        cmocka_unit_test(test_render_xml_plain),
+        cmocka_unit_test(test_render_xml_escaping),
+        cmocka_unit_test(test_render_json_plain),
+        cmocka_unit_test(test_render_json_escaping),
+        cmocka_unit_test(test_render_simplified),
+        cmocka_unit_test(test_render_invalid),
+        cmocka_unit_test(test_content_type),
+        cmocka_unit_test(test_retry_backoff),
+        cmocka_unit_test(test_retry_exponential),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
