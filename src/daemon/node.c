@@ -93,6 +93,7 @@ static int start_engine(const struct smq_config *cfg, struct node_parts *p,
                                     .max_queues = cfg->max_queues,
                                     .max_topics = cfg->max_topics,
                                     .max_subs_per_topic = cfg->max_subscriptions_per_topic,
+                                    .account_id = cfg->topics_account_id,
                                     .reserve_margin = store_reserve_bytes(p->store),
                                     .reserve_missing = reserve_missing};
     char err[512] = "";
