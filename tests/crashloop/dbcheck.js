@@ -21,6 +21,15 @@ const ROWS_SQL =
   "UNION ALL SELECT 'orphan-body', '', CAST(seq AS TEXT) FROM msg_body " +
   'WHERE seq NOT IN (SELECT seq FROM msg);';
 
+// The topic side (schema v3 on): every pending notification with its subscription and the
+// published body it waits to deliver, and the published messages no notification keeps (a
+// message goes with its last notification, §13.8: such a row was left behind).
+const NOTIFS_SQL =
+  "SELECT 'notif', IFNULL(s.name, '?'), IFNULL(CAST(b.body AS TEXT), '') FROM notif n " +
+  'LEFT JOIN subscription s ON s.id = n.sub_id LEFT JOIN tmsg_body b ON b.seq = n.seq ' +
+  "UNION ALL SELECT 'orphan-tmsg', '', CAST(seq AS TEXT) FROM tmsg WHERE seq NOT IN (SELECT seq FROM notif) " +
+  "UNION ALL SELECT 'orphan-tmsg-body', '', CAST(seq AS TEXT) FROM tmsg_body WHERE seq NOT IN (SELECT seq FROM tmsg);";
+
 // smqd commits its schema durably in every sync mode; a cut must never take it.
 const TABLES_SQL = "SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('msg', 'msg_body', 'queue');";
 
@@ -76,25 +85,31 @@ function queryNode(file, sql) {
 }
 
 // dataDir holds smqd.db (default: dir); the copy goes to dir/check.
-// -> {integrity: 'ok' | text, rows: [{queue, body}], torn: [text], schema: 'ok' | text}
+// -> {integrity: 'ok' | text, rows: [{queue, body}], notifs: [{sub, body}], torn: [text],
+//     schema: 'ok' | text}
 function inspect(dir, reader, dataDir = dir) {
   const file = copyDb(dir, dataDir);
   const query = reader === 'sqlite3' ? queryCli : queryNode;
   const integrity = query(file, 'PRAGMA integrity_check;').map((r) => r.join(' ')).join('; ');
   const rows = [];
+  const notifs = [];
   const torn = [];
   const tables = query(file, TABLES_SQL).length;
   if (tables !== 3) {
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
-    return { integrity, rows, torn, schema: `${tables} of smqd's 3 tables are on disk` };
+    return { integrity, rows, notifs, torn, schema: `${tables} of smqd's 3 tables are on disk` };
   }
   for (const [kind, queue, body] of query(file, ROWS_SQL)) {
     if (kind === 'orphan-body') torn.push(`msg_body seq ${body} has no msg row`);
     else if (body === '' || body === undefined) torn.push(`a msg row of ${queue} has no body`);
     else rows.push({ queue, body });
   }
+  for (const [kind, sub, body] of query(file, NOTIFS_SQL)) {
+    if (kind === 'notif') notifs.push({ sub, body });
+    else torn.push(`${kind === 'orphan-tmsg' ? 'tmsg' : 'tmsg_body'} seq ${body} is kept by no notification`);
+  }
   fs.rmSync(path.dirname(file), { recursive: true, force: true });
-  return { integrity, rows, torn, schema: 'ok' };
+  return { integrity, rows, notifs, torn, schema: 'ok' };
 }
 
 module.exports = { inspect, requireReader };

@@ -10,7 +10,9 @@
 # stores a copy of a message under a new sequence number: expect duplicated-on-disk, then, once
 # the copy is delivered, id-changed with some of delete-came-back, receive-rolled-back and
 # deleted-twice.  Before the 8th it writes a fake AddressSanitizer report to the log: expect
-# sanitizer.
+# sanitizer.  Before the 5th it empties the subscribed queue cl-t-simple (topic.js) behind the
+# fan-out's back: expect publish-lost or copy-lost at the next kill, publish-never-delivered at the
+# end, for the publishes whose copies were there.
 set -euo pipefail
 real=${SMQD_REAL_BIN:?set SMQD_REAL_BIN to the real smqd binary}
 conf=$2                                   # run.js starts "smqd -c DIR/smqd.conf"
@@ -22,10 +24,13 @@ case $n in
   4) sqlite3 "$db" "CREATE TEMP TABLE v AS SELECT seq FROM msg WHERE queue_id = 1 ORDER BY seq LIMIT 1 OFFSET 100;
                     DELETE FROM msg_body WHERE seq IN (SELECT seq FROM v);
                     DELETE FROM msg WHERE seq IN (SELECT seq FROM v);" ;;
+  5) sqlite3 "$db" "CREATE TEMP TABLE v AS SELECT seq FROM msg WHERE queue_id = (SELECT id FROM queue WHERE name = 'cl-t-simple');
+                    DELETE FROM msg_body WHERE seq IN (SELECT seq FROM v);
+                    DELETE FROM msg WHERE seq IN (SELECT seq FROM v);" ;;
   6) sqlite3 "$db" "CREATE TEMP TABLE v AS SELECT seq FROM msg WHERE queue_id = 1 ORDER BY seq DESC LIMIT 1 OFFSET 100;
                     INSERT INTO msg SELECT queue_id, seq + 1000000, priority, enqueue_ms, first_dequeue_ms,
-                      visible_ms, expire_ms, dequeue_count, handle_gen FROM msg WHERE seq IN (SELECT seq FROM v);
-                    INSERT INTO msg_body SELECT seq + 1000000, body FROM msg_body WHERE seq IN (SELECT seq FROM v);" ;;
+                      visible_ms, expire_ms, dequeue_count, handle_gen, src_queue_id FROM msg WHERE seq IN (SELECT seq FROM v);
+                    INSERT INTO msg_body SELECT seq + 1000000, body, md5, ext FROM msg_body WHERE seq IN (SELECT seq FROM v);" ;;
   8) echo "==1==ERROR: AddressSanitizer: heap-use-after-free (injected by faulty-smqd.sh)" >&2 ;;
 esac
 exec "$real" "$@"                         # same PID: run.js kills the real server by it

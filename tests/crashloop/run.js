@@ -5,8 +5,11 @@
 //
 //   SMQD_BIN=build/smqd node tests/crashloop/run.js [--cycles N] [--seed S]
 //       [--sync full|normal|alternate] [--min-ms 200] [--max-ms 1500] [--quiet] [--keep]
-//       [--producers 4] [--consumers 3] [--long-pollers 4] [--max-seconds T] [--json FILE]
-//       [--power-cut off|all|some|mixed] [--expect-loss]
+//       [--producers 4] [--consumers 3] [--long-pollers 4] [--publishers 1] [--max-seconds T]
+//       [--json FILE] [--power-cut off|all|some|mixed] [--expect-loss]
+//
+// --publishers N publishes to a topic with three queue subscriptions (topic.js); 0 leaves the
+// topic out.  Every acknowledged publish must reach every subscribed queue (publish_ledger.js).
 //
 // --power-cut puts the database on powerfs (tests/powercut/, POWERFS_BIN names it) and follows
 // every SIGKILL with a power cut: all unsynced writes lost, or a random subset of them kept
@@ -23,6 +26,7 @@ const harness = require('../integration/node/harness.js');
 const { Ledger } = require('./ledger.js');
 const dbcheck = require('./dbcheck.js');
 const traffic = require('./traffic.js');
+const topic = require('./topic.js');
 const powerfs = require('../powercut/powerfs.js');
 
 const SANITIZER = /ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)|runtime error:|SUMMARY: \w+Sanitizer/;
@@ -36,11 +40,11 @@ const PRINT_PER_KIND = 20;
 
 function parseArgs(argv) {
   const o = { cycles: 20, seed: null, sync: 'full', minMs: 200, maxMs: 1500, quiet: false,
-              keep: false, producers: 4, consumers: 3, longPollers: 4, maxSeconds: 0, json: '',
+              keep: false, producers: 4, consumers: 3, longPollers: 4, publishers: 1, maxSeconds: 0, json: '',
               powerCut: 'off', expectLoss: false };
   const names = { '--cycles': 'cycles', '--seed': 'seed', '--sync': 'sync', '--min-ms': 'minMs',
                   '--max-ms': 'maxMs', '--producers': 'producers', '--consumers': 'consumers',
-                  '--long-pollers': 'longPollers', '--max-seconds': 'maxSeconds', '--json': 'json',
+                  '--long-pollers': 'longPollers', '--publishers': 'publishers', '--max-seconds': 'maxSeconds', '--json': 'json',
                   '--power-cut': 'powerCut' };
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i];
@@ -50,7 +54,7 @@ function parseArgs(argv) {
     else if (names[a] && i + 1 < argv.length) o[names[a]] = argv[++i];
     else throw new Error(`unknown or incomplete argument ${a} (see the header of run.js)`);
   }
-  for (const k of ['cycles', 'minMs', 'maxMs', 'producers', 'consumers', 'longPollers', 'maxSeconds']) {
+  for (const k of ['cycles', 'minMs', 'maxMs', 'producers', 'consumers', 'longPollers', 'publishers', 'maxSeconds']) {
     o[k] = Number(o[k]);
     if (!Number.isInteger(o[k]) || o[k] < 0) throw new Error(`--${k}: not a non-negative integer`);
   }
@@ -164,7 +168,10 @@ function checkDisk(ledger, cycle, st) {
   if (r.integrity !== 'ok') ledger.violation(cycle, 'integrity', r.integrity);
   if (r.schema !== 'ok') ledger.violation(cycle, 'schema-lost', r.schema);
   for (const t of r.torn) ledger.violation(cycle, 'torn-row', t);
-  return ledger.checkDisk(cycle, r.rows);
+  // The subscribed queues hold notifications, checked against the publishes, not the sends.
+  const subRows = r.rows.filter((row) => st.book.isSubQueue(row.queue));
+  const sendRows = r.rows.filter((row) => !st.book.isSubQueue(row.queue));
+  return ledger.checkDisk(cycle, sendRows) + st.book.checkDisk(cycle, subRows, r.notifs);
 }
 
 // Keeps the logs of the cycles that found something, next to the data.
@@ -195,14 +202,16 @@ async function runCycle(st, cycle) {
   const server = await start(st, sync);
   const mns = harness.client(server);
   if (cycle === 0) await traffic.createQueues(mns);
+  if (cycle === 0 && opts.publishers > 0) await topic.setup(mns);
 
   const ctx = traffic.newContext(mns, cycle, rng, ledger);
   const exited = new Promise((resolve) => server.proc.once('exit', resolve));
   exited.then(() => { ctx.dead = true; });
   const before = { ...ledger.counts };
+  const publishedBefore = st.book.counts.publishesAcked;
   const nViolations = ledger.violations.length;
   const nAnomalies = ledger.anomalies.length;
-  const loops = traffic.start(ctx, opts);
+  const loops = traffic.start(ctx, opts).concat(topic.start(ctx, st.book, opts.publishers));
 
   const reason = await Promise.race([traffic.sleep(killAfter).then(() => 'kill'), exited.then(() => 'exited')]);
   const snap = traffic.snapshot(ctx);
@@ -222,6 +231,7 @@ async function runCycle(st, cycle) {
     cycle, sync, killAfter, startMs: Math.round(server.startMs), rowsOnDisk: rows, snap, cut,
     sends: ledger.counts.sendsAcked - before.sendsAcked,
     deletes: ledger.counts.deletesAcked - before.deletesAcked,
+    publishes: st.book.counts.publishesAcked - publishedBefore,
     receives: ledger.counts.receives - before.receives,
     seenAfterRestart: ledger.counts.seenAfterRestart - before.seenAfterRestart,
     violations: ledger.violations.length - nViolations,
@@ -239,9 +249,10 @@ function printCycle(opts, s) {
   if (opts.quiet && s.violations === 0 && s.anomalies === 0 && s.cycle % 50 !== 0) return;
   const k = s.snap;
   console.log(`cycle ${s.cycle} sync=${s.sync} kill@${s.killAfter}ms start=${s.startMs}ms ` +
-    `+${s.sends} sent +${s.deletes} deleted ${s.receives} received, ${s.seenAfterRestart} seen after restart, ` +
-    `${s.rowsOnDisk} on disk; in flight ${k.requests} (batch send ${k.batchSend}/recv ${k.batchReceive}/` +
-    `del ${k.batchDelete}, long polls ${k.longPolls}, parked ${k.parkedLongPolls})` +
+    `+${s.sends} sent +${s.deletes} deleted +${s.publishes} published ${s.receives} received, ` +
+    `${s.seenAfterRestart} seen after restart, ${s.rowsOnDisk} on disk; in flight ${k.requests} ` +
+    `(batch send ${k.batchSend}/recv ${k.batchReceive}/del ${k.batchDelete}, publish ${k.publish}, ` +
+    `long polls ${k.longPolls}, parked ${k.parkedLongPolls})` +
     (s.cut ? `; power cut (${s.cut.mode}): ${s.cut.pagesDropped} pages lost, ${s.cut.pagesKept} kept` : '') +
     (s.violations ? ` VIOLATIONS ${s.violations}` : '') + (s.anomalies ? ` anomalies ${s.anomalies}` : ''));
 }
@@ -258,10 +269,11 @@ async function finish(st) {
   ctx.inDrain = true;
   try {
     await traffic.drain(ctx, DRAIN_MS);
+    if (opts.publishers > 0) await topic.drain(ctx, st.book, DRAIN_MS);
   } catch (e) {
-    // A queue that is gone was created, acknowledged, in cycle 0: a lost write like a lost
-    // send (sync = normal can lose it to a power cut), not a drain that went wrong.
-    queueLost = e.name === 'MNSQueueNotExistError';
+    // A queue (or the topic) that is gone was created, acknowledged, in cycle 0: a lost write
+    // like a lost send (sync = normal can lose it to a power cut), not a drain that went wrong.
+    queueLost = e.name === 'MNSQueueNotExistError' || e.name === 'MNSTopicNotExistError';
     ledger.violation(cycle, queueLost ? 'queue-lost' : 'drain', e.message);
   }
   const exit = await server.stop();
@@ -275,6 +287,7 @@ async function finish(st) {
       `${rows} messages still on disk after the drain` + (queueLost ? ' (of a lost queue)' : ''));
   }
   ledger.checkFinal(cycle);
+  st.book.checkFinal(cycle);
   return server.log();
 }
 
@@ -288,6 +301,8 @@ function totals(st, results) {
     redeliveries: c.redeliveries, staleDeletes: c.staleDeletes,
     unknownSends: c.unknownSends, unknownDeletes: c.unknownDeletes,
     seenAfterRestart: c.seenAfterRestart,
+    publishers: st.opts.publishers, publish: { ...st.book.counts },
+    killsMidPublish: results.filter((s) => s.snap.publish > 0).length,
     killsMidBatch: results.filter((s) => s.snap.midBatch).length,
     killsMidBatchSend: results.filter((s) => s.snap.batchSend > 0).length,
     killsMidBatchReceive: results.filter((s) => s.snap.batchReceive > 0).length,
@@ -381,8 +396,9 @@ async function main() {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'smqd-crashloop-'));
   installGuards(opts, dir);
-  const st = { opts, reader, dir, dataDir: dir, disk: null, ledger: new Ledger(), rng: rngFrom(opts.seed),
-               prevLog: '', t0: traffic.now() };
+  const ledger = new Ledger();
+  const st = { opts, reader, dir, dataDir: dir, disk: null, ledger, book: topic.newLedger(ledger),
+               rng: rngFrom(opts.seed), prevLog: '', t0: traffic.now() };
   console.log(`crashloop: ${opts.cycles} cycles, seed ${opts.seed}, sync ${opts.sync}, ` +
     `kill after ${opts.minMs}..${opts.maxMs} ms, power cut ${opts.powerCut}, data ${dir}, smqd ${process.env.SMQD_BIN}`);
   const results = [];

@@ -236,7 +236,7 @@ function start(ctx, shape) {
 // What was in flight at the moment of the kill.
 function snapshot(ctx) {
   const t = now();
-  const s = { requests: ctx.inflight.size, batchSend: 0, batchReceive: 0, batchDelete: 0,
+  const s = { requests: ctx.inflight.size, batchSend: 0, batchReceive: 0, batchDelete: 0, publish: 0,
               longPolls: 0, parkedLongPolls: 0 };
   for (const rec of ctx.inflight) {
     if (rec.kind in s) s[rec.kind]++;
@@ -287,4 +287,6 @@ async function createQueues(mns) {
   for (const q of [BUSY, SPARSE]) await mns.createQueue(q, QUEUE_ATTRS);
 }
 
-module.exports = { newContext, start, snapshot, drain, createQueues, sleep, now };
+// The helpers and queue attributes are shared with the publish traffic (topic.js).
+module.exports = { newContext, start, snapshot, drain, createQueues, sleep, now, QUEUE_ATTRS, tracked, mnsAnomaly,
+                   transportFailure, pick };

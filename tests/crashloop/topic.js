@@ -1,0 +1,176 @@
+'use strict';
+// topic.js — the publish side of one crash cycle (docs/protocol.md §13.5, §13.8, §13.9): a topic
+// with three queue subscriptions, one per NotifyContentFormat, a publisher using the SDK's
+// publishMessage, and one consumer per subscribed queue.  What the clients were told goes to a
+// PublishLedger (publish_ledger.js).
+//
+// The Node SDK has no subscribe call (its subscribe() is an empty stub), so the subscriptions
+// are made with the SDK's own signed request, as tests/integration/node/topic.test.js does.
+
+const traffic = require('./traffic.js');
+const { PublishLedger } = require('./publish_ledger.js');
+
+const TOPIC = 'cl-topic';
+const SUBS = [
+  { name: 's-simple', queue: 'cl-t-simple', format: 'SIMPLIFIED' },
+  { name: 's-json', queue: 'cl-t-json', format: 'JSON' },
+  { name: 's-xml', queue: 'cl-t-xml', format: 'XML' }
+];
+const BATCH = 16;
+const MAX_BACKLOG = 1500;          // (subscription, publish) pairs owed a delivery: publishers pause
+const ABANDON_P = 0.05;            // share of received copies left to time out
+const TAGS = ['', '', 'red', 'blue-green'];
+
+function newLedger(ledger) {
+  return new PublishLedger(TOPIC, SUBS, ledger);
+}
+
+async function setup(mns) {
+  for (const s of SUBS) await mns.createQueue(s.queue, traffic.QUEUE_ATTRS);
+  await mns.createTopic(TOPIC);
+  for (const s of SUBS) {
+    const body = '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">' +
+      `<Endpoint>acs:mns:cn-hangzhou:1:queues/${s.queue}</Endpoint>` +
+      `<NotifyContentFormat>${s.format}</NotifyContentFormat></Subscription>`;
+    await mns.put(`/topics/${TOPIC}/subscriptions/${s.name}`, 'Subscription', body, ['location']);
+  }
+}
+
+async function publish(ctx, book, body, tag) {
+  const { mns, ledger, cycle } = ctx;
+  book.attempt(body, tag);
+  const params = tag ? { MessageBody: body, MessageTag: tag } : { MessageBody: body };
+  let r;
+  try {
+    r = await traffic.tracked(ctx, { kind: 'publish', batch: false }, () => mns.publishMessage(TOPIC, params));
+  } catch (e) {
+    book.counts.unknownPublishes++;
+    if (traffic.mnsAnomaly(ctx, e)) ledger.anomaly(cycle, 'publish-error', `${TOPIC}: ${e.name}: ${e.message}`);
+    else traffic.transportFailure(ctx, 'publish', e);
+    return;
+  }
+  if (r.code !== 201 || !r.body || !r.body.MessageId) {
+    ledger.anomaly(cycle, 'publish-answer', `${TOPIC}: HTTP ${r.code}, ${JSON.stringify(r.body)}`);
+    return;
+  }
+  book.publishAcked(cycle, body, r.body.MessageId, r.body.MessageBodyMD5);
+}
+
+async function publisher(ctx, book, p) {
+  for (let n = 0; !ctx.dead;) {
+    if (book.backlog() > MAX_BACKLOG) {
+      await traffic.sleep(20);
+      continue;
+    }
+    await publish(ctx, book, `c${ctx.cycle}-t${p}-${n++}`, traffic.pick(ctx.rng, TAGS));
+  }
+}
+
+// One ReceiveMessage or BatchReceiveMessage on a subscribed queue; -> messages ([] when none).
+async function receive(ctx, book, queue, n, wait) {
+  const { mns, ledger, cycle } = ctx;
+  let startedAt = 0;
+  try {
+    const r = await traffic.tracked(ctx, { kind: n > 1 ? 'batchReceive' : 'receive', batch: n > 1, wait }, (t) => {
+      startedAt = t;
+      return n > 1 ? mns.batchReceiveMessage(queue, n, wait) : mns.receiveMessage(queue, wait);
+    });
+    const msgs = n > 1 ? r.body : [r.body];
+    if (!Array.isArray(msgs) || !msgs.every((m) => m && typeof m.MessageBody === 'string')) {
+      ledger.anomaly(cycle, 'receive-answer', `${queue}: HTTP ${r.code}, ${JSON.stringify(r.body)}`);
+      return [];
+    }
+    for (const m of msgs) book.received(cycle, queue, m, startedAt, ctx.inDrain);
+    // An unknown or malformed notification has no copy to delete: leave it (it is a violation).
+    return msgs.filter((m) => book.copyOf(m) !== undefined);
+  } catch (e) {
+    if (e.name === 'MNSMessageNotExistError') return [];
+    if (traffic.mnsAnomaly(ctx, e)) ledger.anomaly(cycle, 'receive-error', `${queue}: ${e.name}: ${e.message}`);
+    else traffic.transportFailure(ctx, 'receive', e);
+    return [];
+  }
+}
+
+// BatchDeleteMessage: 204 deletes all, 404 <Errors> lists the handles that were not deleted.
+async function deleteCopies(ctx, book, queue, msgs) {
+  const { mns, ledger, cycle } = ctx;
+  if (msgs.length === 0) return;
+  book.deleteAttempted(msgs);
+  let r;
+  try {
+    r = await traffic.tracked(ctx, { kind: 'batchDelete', batch: true },
+      () => mns.batchDeleteMessage(queue, msgs.map((m) => m.ReceiptHandle)));
+  } catch (e) {
+    if (traffic.mnsAnomaly(ctx, e)) {
+      book.deleteRefused(msgs);
+      ledger.anomaly(cycle, 'delete-error', `${queue}: ${e.name}: ${e.message}`);
+    } else {
+      traffic.transportFailure(ctx, 'batch delete', e);
+    }
+    return;
+  }
+  const at = traffic.now();
+  const failed = new Map();
+  if (r.code === 404 && Array.isArray(r.body)) {
+    for (const err of r.body) failed.set(err.ReceiptHandle, err.ErrorCode);
+  } else if (r.code !== 204) {
+    ledger.anomaly(cycle, 'delete-answer', `${queue}: HTTP ${r.code}, ${JSON.stringify(r.body)}`);
+    return;
+  }
+  for (const m of msgs) {
+    const code = failed.get(m.ReceiptHandle);
+    if (code === undefined) book.deleteAcked(cycle, m, at);
+    else {
+      book.deleteRefused([m]);
+      // A stale handle is legitimate (its visibility timed out); anything else is worth a look.
+      if (code !== 'MessageNotExist' && code !== 'ReceiptHandleError') ledger.anomaly(cycle, 'delete-error', `${queue}: ${code}`);
+    }
+  }
+}
+
+async function consumer(ctx, book, queue) {
+  while (!ctx.dead) {
+    const msgs = await receive(ctx, book, queue, ctx.rng() < 0.8 ? BATCH : 1, traffic.pick(ctx.rng, [0, 1]));
+    await deleteCopies(ctx, book, queue, msgs.filter(() => ctx.rng() >= ABANDON_P));
+  }
+}
+
+// -> promises of every loop; they resolve once ctx.dead is set and their request failed.
+function start(ctx, book, publishers) {
+  if (publishers === 0) return [];
+  const loops = [];
+  for (let p = 0; p < publishers; p++) loops.push(publisher(ctx, book, p));
+  for (const s of SUBS) loops.push(consumer(ctx, book, s.queue));
+  return loops;
+}
+
+// Receives and deletes until the subscribed queues are empty and the topic keeps no message
+// (MessageCount 0: no notification pending, §13.2) for two rounds in a row.
+async function drain(ctx, book, deadlineMs) {
+  const end = traffic.now() + deadlineMs;
+  for (let emptyRounds = 0; emptyRounds < 2;) {
+    if (traffic.now() > end) throw new Error(`final drain did not empty the subscribed queues within ${deadlineMs} ms`);
+    let got = 0;
+    for (const s of SUBS) {
+      for (let msgs; (msgs = await receive(ctx, book, s.queue, BATCH, 0)).length > 0;) {
+        got += msgs.length;
+        await deleteCopies(ctx, book, s.queue, msgs);
+      }
+    }
+    if (got === 0 && await allEmpty(ctx)) emptyRounds++;
+    else if (got === 0) await traffic.sleep(250);
+    else emptyRounds = 0;
+  }
+}
+
+async function allEmpty(ctx) {
+  const t = (await ctx.mns.getTopicAttributes(TOPIC)).body;
+  if (t.MessageCount !== '0') return false;
+  for (const s of SUBS) {
+    const a = (await ctx.mns.getQueueAttributes(s.queue)).body;
+    if (a.ActiveMessages !== '0' || a.InactiveMessages !== '0' || a.DelayMessages !== '0') return false;
+  }
+  return true;
+}
+
+module.exports = { TOPIC, SUBS, newLedger, setup, start, drain };
