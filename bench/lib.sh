@@ -4,8 +4,10 @@
 #   bench_conf DB [KEY VALUE]...  print the configuration every benchmark runs smqd
 #                                 with: loopback, port 0 (the kernel picks), the demo
 #                                 key k / s, sync = full, no request log, no admin
-#                                 listener.  KEY is listen, sync, admin or
-#                                 max_connections.
+#                                 listener.  KEY is listen, sync, admin,
+#                                 max_connections, max_queues or
+#                                 max_subscriptions ([limits]
+#                                 max_subscriptions_per_topic).
 #   bench_conf_pg DSN [KEY VALUE]...  the same settings on the PostgreSQL backend:
 #                                 [storage] backend = postgresql, dsn = DSN,
 #                                 [cluster] node_id = a (no path or sync then).
@@ -38,7 +40,7 @@ bench_conf_pg() {
 # _bench_conf_print STORAGE_LINE [KEY VALUE]...: the body of bench_conf and bench_conf_pg.
 # With a dsn the SQLite-only sync is refused (smqd refuses it with backend = postgresql).
 _bench_conf_print() {
-  local storage=$1 listen=127.0.0.1:0 sync="" dsn="" admin=off max_conns=""
+  local storage=$1 listen=127.0.0.1:0 sync="" dsn="" admin=off max_conns="" max_queues="" max_subs=""
   shift
   while [ $# -ge 2 ]; do
     case $1 in
@@ -47,6 +49,8 @@ _bench_conf_print() {
       dsn) dsn=$2 ;;
       admin) admin=$2 ;;
       max_connections) max_conns=$2 ;;
+      max_queues) max_queues=$2 ;;
+      max_subscriptions) max_subs=$2 ;;
       *) echo "bench_conf: unknown key $1" >&2; return 2 ;;
     esac
     shift 2
@@ -56,7 +60,10 @@ _bench_conf_print() {
   if [ -n "$sync" ]; then printf 'sync = %s\n' "$sync"; fi
   if [ -n "$dsn" ]; then printf 'dsn = %s\n[cluster]\nnode_id = a\n' "$dsn"; fi
   printf '[auth]\naccess_key_id = k\naccess_key_secret = s\n'
-  if [ -n "$max_conns" ]; then printf '[limits]\nmax_connections = %s\n' "$max_conns"; fi
+  if [ -n "$max_conns$max_queues$max_subs" ]; then printf '[limits]\n'; fi
+  if [ -n "$max_conns" ]; then printf 'max_connections = %s\n' "$max_conns"; fi
+  if [ -n "$max_queues" ]; then printf 'max_queues = %s\n' "$max_queues"; fi
+  if [ -n "$max_subs" ]; then printf 'max_subscriptions_per_topic = %s\n' "$max_subs"; fi
   printf '[log]\nrequests = false\n[admin]\nlisten = %s\n' "$admin"
 }
 

@@ -79,6 +79,9 @@ enum metric { M_SENT, M_RECEIVED, M_DELETED };
 
 struct opts {
     const char *host, *ak, *sk, *queue;
+    const char *topic;            /* send: PublishMessage to this topic instead */
+    int subscriptions;            /* --create-topic N: queue subscriptions made first */
+    int wait_fanout;              /* after the run, wait for the topic's MessageCount 0 */
     int port;
     enum scenario sc;
     int conns, producers, waiters, body_bytes, wait_s, pause_ms;
@@ -158,6 +161,7 @@ static struct {
     long long target, issued;
     int waiting;
     struct rusage ru_start, ru_stop;
+    double fanout_s;              /* --wait-fanout: run start -> MessageCount 0 (-1: never) */
     struct stats st;
     struct lp_ent lp[LP_MAX];
     int lp_n;
@@ -217,13 +221,10 @@ static void record(enum op op, uint64_t us, int into_all)
         g.st.slow++;
 }
 
-/* Copies the MNS error code (letters and digits only) of an error body. */
-static void error_code(const char *b, const char *e, char *out, size_t cap)
+/* Copies the letters and digits of v to out ("-" when none). */
+static void copy_alnum(const char *v, size_t vl, char *out, size_t cap)
 {
-    const char *v = NULL;
-    size_t vl = 0, n = 0;
-    if (lg_xml_next(b, e, "Code", &v, &vl) == NULL && lg_xml_next(b, e, "ErrorCode", &v, &vl) == NULL)
-        vl = 0;
+    size_t n = 0;
     for (size_t i = 0; i < vl && n + 1 < cap; i++) {
         char ch = v[i];
         if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))
@@ -232,6 +233,25 @@ static void error_code(const char *b, const char *e, char *out, size_t cap)
     if (n == 0 && cap > 1)
         n = (size_t)snprintf(out, cap, "-");
     out[n] = '\0';
+}
+
+/* Copies the MNS error code (letters and digits only) of an error body. */
+static void error_code(const char *b, const char *e, char *out, size_t cap)
+{
+    const char *v = NULL;
+    size_t vl = 0;
+    if (lg_xml_next(b, e, "Code", &v, &vl) == NULL && lg_xml_next(b, e, "ErrorCode", &v, &vl) == NULL)
+        vl = 0;
+    copy_alnum(v, vl, out, cap);
+}
+
+static void elem_text(const char *b, const char *e, const char *name, char *out, size_t cap)
+{
+    const char *v = NULL;
+    size_t vl = 0;
+    if (lg_xml_next(b, e, name, &v, &vl) == NULL)
+        vl = 0;
+    copy_alnum(v, vl, out, cap);
 }
 
 static void note_error(enum op op, int status, const char *b, const char *e)
@@ -1035,9 +1055,10 @@ static void raise_fd_limit(int need)
 }
 
 /* One blocking request on its own connection (set-up only).  Returns the
- * HTTP status, or -1 on a connection error; the error code goes to code. */
+ * HTTP status, or -1 on a connection error; the error code goes to code, or,
+ * when elem is given, that element's text (alphanumerics only). */
 static int sync_request(const char *verb, const char *res, const char *body, size_t body_len,
-                        char *code, size_t code_cap)
+                        const char *elem, char *code, size_t code_cap)
 {
     static char wbuf[8192], rbuf[65536];
     struct timeval tv = { .tv_sec = SYNC_TIMEOUT_S };
@@ -1067,7 +1088,11 @@ static int sync_request(const char *verb, const char *res, const char *body, siz
     close(fd);
     if (r != 1)
         return -1;
-    error_code(rbuf + resp.head_len, rbuf + resp.head_len + resp.body_len, code, code_cap);
+    const char *b = rbuf + resp.head_len, *e = b + resp.body_len;
+    if (elem != NULL)
+        elem_text(b, e, elem, code, code_cap);
+    else
+        error_code(b, e, code, code_cap);
     return resp.status;
 }
 
@@ -1078,7 +1103,7 @@ static int create_queue(void)
                                "<VisibilityTimeout>30</VisibilityTimeout></Queue>";
     char res[160], code[48];
     snprintf(res, sizeof res, "/queues/%s", g.o.queue);
-    int status = sync_request("PUT", res, body, sizeof body - 1, code, sizeof code);
+    int status = sync_request("PUT", res, body, sizeof body - 1, NULL, code, sizeof code);
     if (status == 201 || status == 204)
         return 0;
     if (status < 0)
@@ -1087,6 +1112,56 @@ static int create_queue(void)
     else
         fprintf(stderr, "smqd-loadgen: CreateQueue %s: HTTP %d %s\n", g.o.queue, status, code);
     return -1;
+}
+
+/* The topic of --topic with N queue subscriptions (docs/protocol.md §13.6.1),
+ * each into a queue of its own, TOPIC-s0 .. TOPIC-s(N-1), made first; the
+ * subscriptions use the default format (XML, §13.9). */
+static int create_topic(void)
+{
+    static const char qbody[] = "<?xml version=\"1.0\" encoding=\"utf-8\"?>"
+                                "<Queue xmlns=\"http://mns.aliyuncs.com/doc/v1/\">"
+                                "<VisibilityTimeout>30</VisibilityTimeout></Queue>";
+    char res[400], body[600], code[48];
+    int status = 0;
+    snprintf(res, sizeof res, "/topics/%s", g.o.topic);
+    status = sync_request("PUT", res, NULL, 0, NULL, code, sizeof code);
+    for (int i = 0; i < g.o.subscriptions && (status == 201 || status == 204); i++) {
+        snprintf(res, sizeof res, "/queues/%s-s%d", g.o.topic, i);
+        status = sync_request("PUT", res, qbody, sizeof qbody - 1, NULL, code, sizeof code);
+        if (status != 201 && status != 204)
+            break;
+        snprintf(res, sizeof res, "/topics/%s/subscriptions/s%d", g.o.topic, i);
+        int n = snprintf(body, sizeof body, "<?xml version=\"1.0\" encoding=\"utf-8\"?>"
+                         "<Subscription xmlns=\"http://mns.aliyuncs.com/doc/v1/\"><Endpoint>"
+                         "acs:mns:bench:1:queues/%s-s%d</Endpoint></Subscription>", g.o.topic, i);
+        status = sync_request("PUT", res, body, (size_t)n, NULL, code, sizeof code);
+    }
+    if (status == 201 || status == 204)
+        return 0;
+    fprintf(stderr, "smqd-loadgen: creating topic %s with %d subscriptions: %s %d %s\n",
+            g.o.topic, g.o.subscriptions, res, status, code);
+    return -1;
+}
+
+/* After the run: polls GetTopicAttributes until MessageCount is 0 (every
+ * notification delivered, §13.2), so a publish's figures include its fan-out;
+ * g.fanout_s is then the time from the run's start, or -1 after 600 s. */
+static void wait_fanout(void)
+{
+    char res[200], count[32];
+    snprintf(res, sizeof res, "/topics/%s", g.o.topic);
+    g.fanout_s = -1;
+    for (int i = 0; i < 600 * 50 && g_signals == 0; i++) {
+        int status = sync_request("GET", res, NULL, 0, "MessageCount", count, sizeof count);
+        if (status == 200 && strcmp(count, "0") == 0) {
+            g.fanout_s = (double)(now_ns() - g.t_start) / 1e9;
+            return;
+        }
+        if (status != 200)
+            return;
+        usleep(20000);
+    }
 }
 
 /* --------------------------------------------------------------- report */
@@ -1184,7 +1259,10 @@ static void print_human(void)
            o->conns == 1 ? "" : "s");
     if (o->sc == SC_LONGPOLL)
         printf(" (producers) + %d waiters, pause %d ms", o->waiters, o->pause_ms);
-    printf(", body %d B, %s=%d s, queue %s\n", o->body_bytes, "waitseconds", o->wait_s, o->queue);
+    if (o->topic != NULL)
+        printf(", body %d B, PublishMessage to topic %s\n", o->body_bytes, o->topic);
+    else
+        printf(", body %d B, %s=%d s, queue %s\n", o->body_bytes, "waitseconds", o->wait_s, o->queue);
     printf("  messages   %" PRIu64 " in %.2f s = %.1f msg/s  (sent %" PRIu64 ", received %" PRIu64
            ", deleted %" PRIu64 ", empty receives %" PRIu64 ")\n", m, secs,
            secs > 0 ? (double)m / secs : 0.0, g.st.sent, g.st.received, g.st.deleted,
@@ -1202,6 +1280,9 @@ static void print_human(void)
             print_hist_line(op_names[op], &g.st.op[op]);
     if (o->sc == SC_LONGPOLL)
         print_longpoll();
+    if (o->topic != NULL && o->wait_fanout)
+        printf("  fan-out    every notification delivered %.2f s after the start%s\n", g.fanout_s,
+               g.fanout_s < 0 ? " (never: gave up)" : "");
     print_errors();
     printf("  client CPU %.2f s (user %.2f + sys %.2f) = %.1f%% of one core over %.2f s\n",
            user + sys, user, sys, pct,
@@ -1275,6 +1356,9 @@ static void print_json(void)
     printf("},\"slow_requests\":%" PRIu64 ",", g.st.slow);
     if (o->sc == SC_LONGPOLL)
         json_longpoll();
+    if (o->topic != NULL)
+        printf("\"topic\":\"%s\",\"subscriptions\":%d,\"fanout_s\":%.3f,", o->topic,
+               o->subscriptions, o->wait_fanout ? g.fanout_s : 0.0);
     json_errors();
     printf("\"client_cpu\":{\"user_s\":%.3f,\"sys_s\":%.3f,\"pct\":%.1f},\"ok\":%s}\n", user,
            sys, pct, run_failed() ? "false" : "true");
@@ -1397,6 +1481,10 @@ static void usage(FILE *f)
 "  --body-bytes B (1024) --wait-s W (receive waitseconds: 30 longpoll, else 1)\n"
 "  --pause-ms MS (50)    --prefill N (batch-send N messages before measuring)\n"
 "  --create-queue        PUT the queue first (VisibilityTimeout 30)\n"
+"  --topic T             send: PublishMessage to topic T instead of SendMessage\n"
+"  --create-topic N      PUT topic T first, with N queue subscriptions into new\n"
+"                        queues T-s0 .. T-s(N-1) (format XML)\n"
+"  --wait-fanout         after the run, wait until T's MessageCount is 0 (fanout_s)\n"
 "  --json                one JSON line instead of the text report\n");
 }
 
@@ -1442,6 +1530,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         { "duration-s", 1, 0, 'd' }, { "messages", 1, 0, 'n' }, { "body-bytes", 1, 0, 'b' },
         { "wait-s", 1, 0, 'w' }, { "pause-ms", 1, 0, 'z' }, { "prefill", 1, 0, 'f' },
         { "create-queue", 0, 0, 'C' }, { "json", 0, 0, 'j' }, { "self-test", 0, 0, 'T' },
+        { "topic", 1, 0, 't' }, { "create-topic", 1, 0, 'S' }, { "wait-fanout", 0, 0, 'F' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
     };
     *o = (struct opts){ .host = "127.0.0.1", .port = 8080, .queue = "loadgen", .conns = 1,
@@ -1466,6 +1555,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
         case 'z': o->pause_ms = (int)num_arg("pause-ms", optarg, 0, 60000); break;
         case 'f': o->prefill = num_arg("prefill", optarg, 1, 1000000000000LL); break;
         case 'C': o->create_queue = 1; break;
+        case 't': o->topic = optarg; break;
+        case 'S': o->subscriptions = (int)num_arg("create-topic", optarg, 0, 100000); break;
+        case 'F': o->wait_fanout = 1; break;
         case 'j': o->json = 1; break;
         case 'T': o->self_test = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -1480,6 +1572,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
     }
     if (!valid_queue_name(o->queue))
         die("--queue: 1..120 characters of A-Z a-z 0-9 -, not starting with -");
+    if (o->topic != NULL && (o->sc != SC_SEND || !valid_queue_name(o->topic) || strlen(o->topic) > 100))
+        die("--topic: only with --scenario send; 1..100 characters of A-Z a-z 0-9 -");
+    if (o->topic == NULL && (o->subscriptions > 0 || o->wait_fanout))
+        die("--create-topic and --wait-fanout need --topic");
     if (o->wait_s < 0)
         o->wait_s = o->sc == SC_LONGPOLL ? 30 : 1;
 }
@@ -1510,7 +1606,10 @@ static void setup(int argc, char **argv)
         exit(EXIT_USAGE);
     g.rc = (struct lg_req_ctx){ .signer = &g.signer, .host_header = g.host_hdr,
                                 .access_key_id = g.o.ak };
-    snprintf(g.res_msgs, sizeof g.res_msgs, "/queues/%s/messages", g.o.queue);
+    if (g.o.topic != NULL)
+        snprintf(g.res_msgs, sizeof g.res_msgs, "/topics/%s/messages", g.o.topic);
+    else
+        snprintf(g.res_msgs, sizeof g.res_msgs, "/queues/%s/messages", g.o.queue);
     snprintf(g.res_recv, sizeof g.res_recv, "%s?waitseconds=%d", g.res_msgs, g.o.wait_s);
     snprintf(g.res_brecv, sizeof g.res_brecv, "%s?numOfMessages=%d&waitseconds=%d", g.res_msgs,
              BATCH, g.o.wait_s);
@@ -1539,10 +1638,14 @@ int main(int argc, char **argv)
     int rc = 0;
     if (g.o.create_queue && create_queue() != 0)
         rc = EXIT_USAGE;
+    if (rc == 0 && g.o.topic != NULL && g.o.subscriptions > 0 && create_topic() != 0)
+        rc = EXIT_USAGE;
     if (rc == 0 && g.o.prefill > 0 && prefill() != 0)
         rc = EXIT_ERRORS;
     if (rc != EXIT_USAGE && g_signals == 0) {
         run_phase(1);
+        if (g.o.wait_fanout)
+            wait_fanout();
         if (g.o.json)
             print_json();
         else

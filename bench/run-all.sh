@@ -10,6 +10,8 @@
 #        (wake-up and delivery latency)
 #   5    backlog.sh: receive + delete with 100,000 vs 1,000,000 messages stored
 #   6    restart.sh: start-up time and RSS per message with 1,000,000 stored
+#   7    fanout.sh: PublishMessage with 1, 10, 100 queue subscriptions next to SendMessage,
+#        and send latency during a 1,000-subscription fan-out
 #
 # Everything runs on this machine in this run (sync = full, 1 KiB bodies), so the
 # ratios compare like with like; absolute figures move with the machine's load.
@@ -26,4 +28,6 @@ echo "== 5: backlog.sh $((secs * 2)) 16"
 bench/backlog.sh $((secs * 2)) 16
 echo "== 6: restart.sh 1000000"
 bench/restart.sh 1000000
+echo "== 7: fanout.sh $secs 4"
+bench/fanout.sh "$secs" 4
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

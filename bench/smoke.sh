@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # smoke.sh — the benchmark in CI form (ctest bench.smoke): every smqd-loadgen
-# scenario for a couple of seconds against a real smqd on 127.0.0.1, so the
-# benchmark cannot rot.  It fails on errors, lost requests, zero throughput,
+# scenario for a couple of seconds against a real smqd on 127.0.0.1, and a
+# publish to a topic with 10 queue subscriptions, so the benchmark cannot rot.  It fails on errors, lost requests, zero throughput,
 # a long poll that was never woken, or an unclean server exit — never on
 # speed (CI machines are noisy; there is no timed assertion here).
 #
@@ -58,6 +58,12 @@ check "send c=4" --scenario send --connections 4
 check "lifecycle c=4" --scenario lifecycle --connections 4
 check "batch c=4 (16 per request)" --scenario batch --connections 4
 check "drain c=4 (prefill 500)" --scenario drain --connections 4 --prefill 500
+# PublishMessage to a topic with 10 queue subscriptions, waiting until every notification
+# was delivered (bench/fanout.sh is the measurement).
+check "publish c=2 (10 subscriptions)" --scenario send --connections 2 --topic "smoketopic$run" \
+  --create-topic 10 --wait-fanout
+fo=$(num fanout_s "$LAST")
+awk -v f="${fo:--1}" 'BEGIN { exit !(f > 0) }' || fail "publish: the fan-out was not delivered: $LAST"
 check "longpoll p=2 w=8" --scenario longpoll --connections 2 --waiters 8 --wait-s 2 --pause-ms 20
 # Wake-ups were measured: some receives were answered with a message that a
 # parked poll got (received counts them; --json reports the wake-up histogram).
