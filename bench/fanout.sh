@@ -9,7 +9,7 @@
 #      notifications delivered per second up to that moment.
 #   2. the latency of SendMessage (1 connection, SECONDS) to an unrelated queue, alone and then
 #      while a topic with 1,000 queue subscriptions fans out FANOUT_PUBLISHES publishes
-#      (default 100, i.e. 100,000 notifications; [limits] max_subscriptions_per_topic and
+#      (default 300, i.e. 300,000 notifications; [limits] max_subscriptions_per_topic and
 #      max_queues are raised to 2000 in this bench's configuration).  The publishes are made at the start; the send
 #      run starts 0.3 s later and must end before the fan-out does, or the script says so.
 #
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 secs=${1:-5}
 conns=${2:-4}
-wide=${FANOUT_PUBLISHES:-100}
+wide=${FANOUT_PUBLISHES:-300}
 build=${FANOUT_BUILD:-build-release}
 bench_build "$build" smqd smqd-loadgen
 lg=$build/bench/smqd-loadgen
