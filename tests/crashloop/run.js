@@ -203,6 +203,7 @@ async function runCycle(st, cycle) {
   const mns = harness.client(server);
   if (cycle === 0) await traffic.createQueues(mns);
   if (cycle === 0 && opts.publishers > 0) await topic.setup(mns);
+  if (cycle === 1 && opts.publishers > 0) await topic.createLateQueues(mns);
 
   const ctx = traffic.newContext(mns, cycle, rng, ledger);
   const exited = new Promise((resolve) => server.proc.once('exit', resolve));
@@ -269,7 +270,10 @@ async function finish(st) {
   ctx.inDrain = true;
   try {
     await traffic.drain(ctx, DRAIN_MS);
-    if (opts.publishers > 0) await topic.drain(ctx, st.book, DRAIN_MS);
+    if (opts.publishers > 0) {
+      await topic.createLateQueues(ctx.mns);
+      await topic.drain(ctx, st.book, DRAIN_MS);
+    }
   } catch (e) {
     // A queue (or the topic) that is gone was created, acknowledged, in cycle 0: a lost write
     // like a lost send (sync = normal can lose it to a power cut), not a drain that went wrong.

@@ -4,6 +4,12 @@
 // publishMessage, and one consumer per subscribed queue.  What the clients were told goes to a
 // PublishLedger (publish_ledger.js).
 //
+// A fourth subscription, s-late, names a queue that exists only from cycle 1 on, with
+// EXPONENTIAL_DECAY_RETRY (§13.12): the notifications of cycle 0's publishes fail, wait on
+// disk with their retry schedule across one or more kills, and must be delivered once the
+// queue exists.  The others are delivered in the engine run that commits the publish, so a
+// kill would almost never find them pending.
+//
 // The Node SDK has no subscribe call (its subscribe() is an empty stub), so the subscriptions
 // are made with the SDK's own signed request, as tests/integration/node/topic.test.js does.
 
@@ -14,7 +20,8 @@ const TOPIC = 'cl-topic';
 const SUBS = [
   { name: 's-simple', queue: 'cl-t-simple', format: 'SIMPLIFIED' },
   { name: 's-json', queue: 'cl-t-json', format: 'JSON' },
-  { name: 's-xml', queue: 'cl-t-xml', format: 'XML' }
+  { name: 's-xml', queue: 'cl-t-xml', format: 'XML' },
+  { name: 's-late', queue: 'cl-t-late', format: 'SIMPLIFIED', late: true }
 ];
 const BATCH = 16;
 const MAX_BACKLOG = 1500;          // (subscription, publish) pairs owed a delivery: publishers pause
@@ -26,14 +33,20 @@ function newLedger(ledger) {
 }
 
 async function setup(mns) {
-  for (const s of SUBS) await mns.createQueue(s.queue, traffic.QUEUE_ATTRS);
+  for (const s of SUBS) if (!s.late) await mns.createQueue(s.queue, traffic.QUEUE_ATTRS);
   await mns.createTopic(TOPIC);
   for (const s of SUBS) {
     const body = '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">' +
       `<Endpoint>acs:mns:cn-hangzhou:1:queues/${s.queue}</Endpoint>` +
+      (s.late ? '<NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy>' : '') +
       `<NotifyContentFormat>${s.format}</NotifyContentFormat></Subscription>`;
     await mns.put(`/topics/${TOPIC}/subscriptions/${s.name}`, 'Subscription', body, ['location']);
   }
+}
+
+// The queue of s-late, from cycle 1 on (and before the final drain); 204 when it exists.
+async function createLateQueues(mns) {
+  for (const s of SUBS) if (s.late) await mns.createQueue(s.queue, traffic.QUEUE_ATTRS);
 }
 
 async function publish(ctx, book, body, tag) {
@@ -140,7 +153,7 @@ function start(ctx, book, publishers) {
   if (publishers === 0) return [];
   const loops = [];
   for (let p = 0; p < publishers; p++) loops.push(publisher(ctx, book, p));
-  for (const s of SUBS) loops.push(consumer(ctx, book, s.queue));
+  for (const s of SUBS) if (!s.late || ctx.cycle > 0) loops.push(consumer(ctx, book, s.queue));
   return loops;
 }
 
@@ -173,4 +186,4 @@ async function allEmpty(ctx) {
   return true;
 }
 
-module.exports = { TOPIC, SUBS, newLedger, setup, start, drain };
+module.exports = { TOPIC, SUBS, newLedger, setup, createLateQueues, start, drain };
