@@ -204,11 +204,12 @@ struct smq_op_redrive {                      /* REDRIVE (op->queue is the DLQ) *
 
 struct smq_op_stats {                        /* STATS */
     bool totals_only;                        /* only totals (a health probe) */
+    bool with_topics;                        /* and every topic's figures (queue "" only) */
     struct smq_queue_stats *queues;          /* out: malloc'd array, sorted by name */
     size_t n_queues;
     struct smq_engine_stats totals;          /* out */
-    /* out, only for queue "": every topic (malloc'd, sorted by name);
-     * subscriptions summed, so a scrape has O(topics) series, not O(subscriptions) */
+    /* out, with_topics: every topic (malloc'd, sorted by name); subscriptions
+     * summed, so a scrape has O(topics) series, not O(subscriptions) */
     struct smq_topic_stats *topics;
     size_t n_topics;
 };

@@ -100,7 +100,8 @@ int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
     st->n_queues = n;
     if (op->queue[0] != '\0')               /* one queue's figures: no topics */
         return n == 0 ? SMQ_E_QUEUE_NOT_EXIST : 0;
-    return topics_stats(&e->topics.model, st);
+    /* A pass over every subscription: only /metrics asks for it. */
+    return st->with_topics ? topics_stats(&e->topics.model, st) : 0;
 }
 
 /* Deletes every message of the queues in one savepoint, so a purge of a
