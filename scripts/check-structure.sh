@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # check-structure.sh — checks that the code keeps the structure docs/architecture.md
 # describes: every source file in exactly one module of its module table, includes
-# pointing only to the same layer or below with no cycle between modules, each
-# third-party header included only by the files its table names, no file over 800
-# lines, no function over 60, a comment at the top of every file, and no mutable
+# pointing only to the same layer or below with no cycle between modules nor between
+# headers, each third-party header included only by the files its table names, no file
+# over 800 lines, no function over 60, a comment at the top of every file, and no mutable
 # global declared in a header.  It also checks the folders under src/: a header that
 # lives beside the sources (private to its folder) is included only from that folder and
 # the folders below it, a module keeps its files in one folder, and no two folders include
@@ -151,6 +151,7 @@ match_vendor() {
 : >"$work/edges"                         # module <tab> module, for the cycle check
 : >"$work/folder_edges"                  # folder <tab> folder <tab> file <tab> header
 : >"$work/vendor_headers"                # headers that include a third-party header
+: >"$work/header_edges"                  # header <tab> header it includes, for the file cycles
 while read -r p; do
     mod=${module_by_path[$p]:-}
     [ -n "$mod" ] || continue
@@ -161,6 +162,7 @@ while read -r p; do
                 inc=${inc//\"/}
                 target=${path_by_name[${inc##*/}]:-}
                 [ -n "$target" ] || { problem "$p includes \"$inc\", not a project header"; continue; }
+                [[ $p == *.h ]] && printf '%s\t%s\n' "$p" "$target" >>"$work/header_edges"
                 if [[ $target == src/* ]]; then
                     tdir=${target%/*}
                     [[ $p == "$tdir"/* ]] ||
@@ -223,6 +225,16 @@ while read -r line; do problem "$line"; done <"$work/backarrows"
 if [ ! -s "$work/backarrows" ] &&
     ! cut -f1,2 "$work/folder_edges" | sort -u | tr '\t' ' ' | tsort >/dev/null 2>"$work/tsort"; then
     problem "the folders include each other around a loop: $(grep -v 'input contains a loop' "$work/tsort" | sed 's/^tsort: //' | tr '\n' ' ')"
+fi
+
+# No header whose includes lead back to it, even inside one module (which the module graph
+# cannot see): include guards hide such a loop, and whichever header is read first then
+# decides what the other one sees.  Only headers: a .c file is never included, so no loop
+# can run through one.
+awk -F'\t' '$1 == $2 { print $1 " includes itself" }' "$work/header_edges" >"$work/self"
+while read -r line; do problem "$line"; done <"$work/self"
+if ! awk -F'\t' '$1 != $2' "$work/header_edges" | sort -u | tr '\t' ' ' | tsort >/dev/null 2>"$work/tsort"; then
+    problem "headers include each other around a loop: $(grep -v 'input contains a loop' "$work/tsort" | sed 's/^tsort: //' | tr '\n' ' ')"
 fi
 
 # No cycle between modules (tsort names the modules of a loop on stderr).

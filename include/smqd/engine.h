@@ -54,6 +54,7 @@ struct smq_engine_opts {
     int max_queues;
     int max_topics;               /* [limits]; 0 = SMQ_TOPICS_DEFAULT_MAX */
     int max_subs_per_topic;       /* [limits]; 0 = SMQ_SUBS_PER_TOPIC_DEFAULT_MAX */
+    const char *account_id;       /* [topics] account_id; NULL = NOTIFY_ACCOUNT_ID_DEFAULT */
     uint64_t reserve_margin;      /* free bytes required beside the reserve to retake it */
     bool reserve_missing;         /* the reserve could not be allocated at start: begin in
                                    * storage-full mode until it can be taken */

@@ -62,10 +62,15 @@ struct notify_msg {
 };
 
 /* Appends the notification in format f to out: the XML or JSON document,
- * or the body itself (SIMPLIFIED).  0, or SMQ_E_NOMEM. */
+ * or the body itself (SIMPLIFIED), byte for byte as §13.9 says.  tag NULL
+ * or "" leaves MessageTag out; other NULL strings are written as "".  0,
+ * SMQ_E_NOMEM, or SMQ_E_INVALID_ARGUMENT (nothing appended) for an unknown
+ * format, a NULL m, a NULL body with body_len > 0, or a NULL md5 (XML and
+ * JSON). */
 int notify_render(enum smq_notify_format f, const struct notify_msg *m, struct smq_buf *out);
 
-/* The push's Content-Type for format f (§13.10). */
+/* The push's Content-Type for format f (§13.10); an unknown format gets
+ * XML's, the default's.  Never NULL. */
 const char *notify_content_type(enum smq_notify_format f);
 
 /* ---- the push request (§13.10, §13.11) ---- */
@@ -88,22 +93,33 @@ struct notify_push {
 };
 
 /* Fills headers[0..*n) with every header of §13.10 except Authorization,
- * Host, Content-Length and User-Agent, and sets string_to_sign (§13.11)
- * for body (what is sent).  0, SMQ_E_NOMEM, or SMQ_E_INVALID_ARGUMENT (a
- * value too long for a header). */
+ * Host, Content-Length and User-Agent, named in lower case, in the table's
+ * order (date, content-type, content-md5 first, then the x-mns-* ones), and
+ * sets string_to_sign (§13.11) for body (what is sent) and the endpoint's
+ * target.  A tag with a byte outside printable ASCII goes into
+ * x-mns-message-tag with every byte but A-Z a-z 0-9 - . _ ~ as %XX.
+ * 0, SMQ_E_NOMEM, or SMQ_E_INVALID_ARGUMENT (*n = 0): a NULL field, an
+ * unknown format, a value too long for a header or holding a control
+ * byte. */
 int notify_push_headers(const struct notify_push *p, const void *body, size_t body_len,
                         struct notify_header headers[NOTIFY_PUSH_HEADERS_MAX], size_t *n,
                         struct smq_buf *string_to_sign);
 
-/* "Www, DD Mmm YYYY HH:MM:SS GMT" for epoch_ms (out: 30 bytes). */
+/* "Www, DD Mmm YYYY HH:MM:SS GMT" for epoch_ms (out: 30 bytes, with the
+ * NUL); times before 1970 or after 9999 are clamped to those years. */
 void notify_http_date(int64_t epoch_ms, char out[30]);
 
 /* ---- retries (§13.12) ---- */
 
-/* Attempts in all: 4 (BACKOFF_RETRY) or 177 (EXPONENTIAL_DECAY_RETRY). */
+/* Attempts in all: 4 (BACKOFF_RETRY) or 177 (EXPONENTIAL_DECAY_RETRY).
+ * An unknown strategy is read as the default, BACKOFF_RETRY (here and
+ * below), as mns_notify_strategy_name does. */
 uint32_t notify_max_attempts(enum smq_notify_strategy s);
 /* The interval before retry n (n >= 1, the attempt n + 1), in ms.  rnd is
- * a uniform random value; BACKOFF_RETRY draws 10000..20000 ms from it. */
+ * a uniform random value; BACKOFF_RETRY draws 10000..20000 ms from it
+ * (rnd 0 gives 10000, UINT32_MAX 20000, monotonic between).
+ * EXPONENTIAL_DECAY_RETRY: 2^(n-1) s for n = 1..9, then 512 s.  -1 when
+ * there is no retry n: n == 0 or n >= notify_max_attempts(s). */
 int64_t notify_retry_interval_ms(enum smq_notify_strategy s, uint32_t retry_n, uint32_t rnd);
 
 #endif

@@ -50,10 +50,10 @@ int cluster_check_store(struct cluster *c)
 
     if (store_open(&scfg, &s, err, sizeof err) != 0) {
         SMQ_ERROR("storage: PostgreSQL: %s", err);
-        return SMQD_EXIT_STORE;
+        return NODE_E_STORE;
     }
     store_close(s);
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 int cluster_start_keeper(struct cluster *c)
@@ -68,9 +68,9 @@ int cluster_start_keeper(struct cluster *c)
 
     if (lease_new(&lo, &ko.lease) != 0 || keeper_start(&ko, &c->keeper) != 0) {
         SMQ_ERROR("cluster: cannot start the lease keeper");
-        return SMQD_EXIT_RUNTIME;
+        return NODE_E_THREAD;
     }
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 /* Active: the node serves at g's epoch. */
@@ -82,7 +82,7 @@ static int activate(struct cluster *c, const struct lease_grant *g)
     const struct handle_keys *keys;
     int code = node_start(&o, c->node);
 
-    if (code != SMQD_EXIT_OK) {
+    if (code != 0) {
         node_quiesce(c->node);
         node_close(c->node);
         SMQ_ERROR("cluster: could not start serving at epoch %lld; giving the lease up",
@@ -90,7 +90,7 @@ static int activate(struct cluster *c, const struct lease_grant *g)
         keeper_seek(c->keeper, true);
         /* A declared queue the configuration got wrong will not get right
          * by trying again; storage trouble may. */
-        return code == SMQD_EXIT_USAGE ? code : SMQD_EXIT_OK;
+        return code == NODE_E_CONFIG ? code : 0;
     }
     keys = engine_keys(c->node->engine);
     mns_listener_attach(c->http, c->node->thread, keys);
@@ -99,12 +99,12 @@ static int activate(struct cluster *c, const struct lease_grant *g)
     c->epoch = g->epoch;
     /* Lost during the load: the next tick stops the node again. */
     if (!keeper_activate_role(c->keeper, g))
-        return SMQD_EXIT_OK;
+        return 0;
     admin_set_state(c->admin, ADMIN_READY);
     __atomic_add_fetch(&c->activations, 1, __ATOMIC_RELAXED);
     SMQ_WARN("active: serving at lease epoch %lld (the queues loaded in %.2f s)",
              (long long)g->epoch, (double)(clock_mono_us() - start_us) / 1e6);
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 /* Standby at once (the gates answer 503 from now on), then the node stops:
@@ -140,7 +140,7 @@ int cluster_tick(struct cluster *c)
     } else if (!c->serving && st == KEEPER_LOST) {
         keeper_seek(c->keeper, false);
     }
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 void cluster_stop(struct cluster *c)

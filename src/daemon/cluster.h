@@ -45,12 +45,13 @@ struct cluster {
  * 0, or SMQ_E_INTERNAL (no random bytes). */
 int cluster_init(struct cluster *c, const struct smq_config *cfg, struct smq_metrics *metrics);
 /* Opens the database once (creating or migrating the schema) and closes
- * it: a database smqd cannot use stops the start (SMQD_EXIT_STORE). */
+ * it: a database smqd cannot use stops the start (NODE_E_STORE). */
 int cluster_check_store(struct cluster *c);
-/* Starts the keeper thread, once the listeners are up. */
+/* Starts the keeper thread, once the listeners are up.  0, or
+ * NODE_E_THREAD. */
 int cluster_start_keeper(struct cluster *c);
 /* One look at the lease: becomes active or stops being active.
- * SMQD_EXIT_OK, or an exit code the process must stop with (a declared
+ * 0, or the NODE_E_* (node.h) the process must stop for (a declared
  * queue the configuration got wrong). */
 int cluster_tick(struct cluster *c);
 /* SIGTERM, after the node stopped: releases the lease so that a standby

@@ -39,6 +39,30 @@
 #include "smqd/tls.h"
 #include "smqd/xml.h"
 
+/* smqd's exit codes (usage() and docs/operations.md list them); main.c
+ * alone deals in them (docs/architecture.md). */
+enum smqd_exit {
+    SMQD_EXIT_OK = 0,
+    SMQD_EXIT_USAGE = 1,        /* bad command line or configuration */
+    SMQD_EXIT_STORE = 2,        /* the database cannot be opened or loaded */
+    SMQD_EXIT_LISTEN = 3,       /* the listen address cannot be bound */
+    SMQD_EXIT_RUNTIME = 4       /* a thread could not be started */
+};
+
+/* The exit code for what node.c or cluster.c answered (0 or NODE_E_*). */
+static int node_exit_code(int code)
+{
+    switch (code) {
+    case 0:
+        return SMQD_EXIT_OK;
+    case NODE_E_CONFIG:
+        return SMQD_EXIT_USAGE;
+    case NODE_E_STORE:
+        return SMQD_EXIT_STORE;
+    default:                    /* NODE_E_THREAD */
+        return SMQD_EXIT_RUNTIME;
+    }
+}
 
 struct cli {
     const char *config_path;
@@ -290,7 +314,7 @@ static int start_local_node(const struct smq_config *cfg, struct daemon_parts *p
 
     /* Opening may wait for a lock and recovery may take a while: say so. */
     notify_systemd("STATUS=loading the queues from %s", cfg->storage_path);
-    code = node_start(&o, &p->node);
+    code = node_exit_code(node_start(&o, &p->node));
     if (p->node.store != NULL)
         admin_set_wal_path(p->admin, store_wal_path(p->node.store));   /* for smqd_wal_bytes */
     if (code == SMQD_EXIT_OK)
@@ -348,11 +372,11 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         return code == SMQD_EXIT_OK ? start_mns_listener(cfg, p) : code;
     }
     notify_systemd("STATUS=checking the PostgreSQL database");
-    code = cluster_check_store(p->cluster);
+    code = node_exit_code(cluster_check_store(p->cluster));
     if (code == SMQD_EXIT_OK)
         code = start_mns_listener(cfg, p);
     if (code == SMQD_EXIT_OK)
-        code = cluster_start_keeper(p->cluster);
+        code = node_exit_code(cluster_start_keeper(p->cluster));
     return code;
 }
 
@@ -367,7 +391,7 @@ static int next_signal(const sigset_t *set, struct cluster *cluster, int *code)
         return sigwait(set, &sig) == 0 ? sig : 0;
     sig = sigtimedwait(set, NULL, &tick);
     if (sig <= 0)
-        *code = cluster_tick(cluster);
+        *code = node_exit_code(cluster_tick(cluster));
     return sig > 0 ? sig : 0;
 }
 

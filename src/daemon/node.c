@@ -33,15 +33,15 @@ static int start_syncer(const struct node_opts *o, struct node_parts *p)
         .flush_what = pg ? "COMMIT on PostgreSQL" : NULL};
 
     if (o->cfg->sync != SMQ_SYNC_FULL && !pg)
-        return SMQD_EXIT_OK;
+        return 0;
     if (store_defer_fsync(p->store) != 0)
-        return SMQD_EXIT_STORE;
+        return NODE_E_STORE;
     if (syncer_start(&sopts, &p->syncer, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s", err);
-        return SMQD_EXIT_STORE;
+        return NODE_E_STORE;
     }
     engine_set_syncer(p->engine, p->syncer);
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 /* SQLite: the disk reserve beside the file; *reserve_missing tells the
@@ -74,15 +74,15 @@ static int start_store(const struct node_opts *o, struct node_parts *p, bool *re
 
     if (store_open(&scfg, &p->store, err, sizeof err) != 0) {
         SMQ_ERROR("storage: %s: %s", pg ? "PostgreSQL" : cfg->storage_path, err);
-        return SMQD_EXIT_STORE;
+        return NODE_E_STORE;
     }
     if (pg && store_fence(p->store, o->holder_token, o->epoch) != 0) {
         SMQ_ERROR("storage: the holder token does not fit PostgreSQL's application_name");
-        return SMQD_EXIT_STORE;
+        return NODE_E_STORE;
     }
     if (!pg)
         init_reserve(cfg, p, reserve_missing);
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 /* Recovers the engine from the store and applies the declared queues. */
@@ -93,6 +93,7 @@ static int start_engine(const struct smq_config *cfg, struct node_parts *p,
                                     .max_queues = cfg->max_queues,
                                     .max_topics = cfg->max_topics,
                                     .max_subs_per_topic = cfg->max_subscriptions_per_topic,
+                                    .account_id = cfg->topics_account_id,
                                     .reserve_margin = store_reserve_bytes(p->store),
                                     .reserve_missing = reserve_missing};
     char err[512] = "";
@@ -100,26 +101,26 @@ static int start_engine(const struct smq_config *cfg, struct node_parts *p,
 
     if (engine_open(&eopts, &p->engine, err, sizeof err) != 0) {
         SMQ_ERROR("recovery: %s", err);
-        return SMQD_EXIT_STORE;
+        return NODE_E_STORE;
     }
     code = declare_queues(p->engine, cfg->queues, cfg->n_queues, err, sizeof err);
     if (code != 0) {
         SMQ_ERROR("config: %s", err);
-        return code == SMQ_E_INVALID_ARGUMENT ? SMQD_EXIT_USAGE : SMQD_EXIT_STORE;
+        return code == SMQ_E_INVALID_ARGUMENT ? NODE_E_CONFIG : NODE_E_STORE;
     }
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 /* The engine thread, with the syncer's flushes waking it. */
 static int start_engine_thread(struct node_parts *p)
 {
     if (engine_thread_start(p->engine, &p->thread) != 0)
-        return SMQD_EXIT_RUNTIME;
+        return NODE_E_THREAD;
     if (p->syncer != NULL) {
         syncer_set_idle_hook(p->syncer, engine_thread_wake, p->thread);
         engine_thread_wake(p->thread);  /* a flush may have ended before the hook was set */
     }
-    return SMQD_EXIT_OK;
+    return 0;
 }
 
 int node_start(const struct node_opts *o, struct node_parts *p)
@@ -129,11 +130,11 @@ int node_start(const struct node_opts *o, struct node_parts *p)
 
     memset(p, 0, sizeof *p);
     code = start_store(o, p, &reserve_missing);
-    if (code == SMQD_EXIT_OK)
+    if (code == 0)
         code = start_engine(o->cfg, p, reserve_missing);
-    if (code == SMQD_EXIT_OK)
+    if (code == 0)
         code = start_syncer(o, p);
-    if (code == SMQD_EXIT_OK)
+    if (code == 0)
         code = start_engine_thread(p);
     return code;
 }

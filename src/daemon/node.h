@@ -21,13 +21,14 @@
 #include "smqd/store.h"
 #include "smqd/syncer.h"
 
-/* smqd's exit codes (usage() and docs/operations.md list them). */
-enum smqd_exit {
-    SMQD_EXIT_OK = 0,
-    SMQD_EXIT_USAGE = 1,        /* bad command line or configuration */
-    SMQD_EXIT_STORE = 2,        /* the database cannot be opened or loaded */
-    SMQD_EXIT_LISTEN = 3,       /* the listen address cannot be bound */
-    SMQD_EXIT_RUNTIME = 4       /* a thread could not be started */
+/* Why a node (or the cluster cycle, cluster.h) could not go on: 0 is
+ * success, as with SMQ_E_* (errors.h).  The reasons differ from errors.h's
+ * because the process answers each differently; only main.c turns them
+ * into exit statuses (docs/architecture.md). */
+enum node_error {
+    NODE_E_CONFIG = -1,         /* a declared queue the configuration got wrong */
+    NODE_E_STORE = -2,          /* the database cannot be opened or loaded */
+    NODE_E_THREAD = -3          /* a thread could not be started */
 };
 
 struct node_parts {
@@ -47,8 +48,8 @@ struct node_opts {
 };
 
 /* Opens the store, recovers the engine, applies the declared queues, and
- * starts the syncer and the engine thread.  SMQD_EXIT_OK, or the exit code
- * of what failed (logged); p then holds what did start, for node_close. */
+ * starts the syncer and the engine thread.  0, or the NODE_E_* of what
+ * failed (logged); p then holds what did start, for node_close. */
 int node_start(const struct node_opts *o, struct node_parts *p);
 /* Whether the node can no longer commit (a flush failed): it must stop. */
 bool node_failed(const struct node_parts *p);

@@ -19,6 +19,7 @@
 #include "ops_message.h"
 #include "ops_queue.h"
 #include "ops_redrive.h"
+#include "fanout.h"
 #include "ops_topic.h"
 #include "recover.h"
 
@@ -73,7 +74,7 @@ static const struct engine_kind_row kinds[] = {
     [SMQ_OP_GET_TOPIC] = {.run_on_topic = ops_topic_get},
     [SMQ_OP_DELETE_TOPIC] = {.run = ops_topic_delete},
     [SMQ_OP_LIST_TOPICS] = {.run = ops_topic_list},
-    [SMQ_OP_PUBLISH] = {.run_on_topic = ops_topic_publish_unavailable},
+    [SMQ_OP_PUBLISH] = {.run_on_topic = fanout_publish},
     [SMQ_OP_SUBSCRIBE] = {.run_on_topic = ops_sub_subscribe},
     [SMQ_OP_SET_SUBSCRIPTION] = {.run_on_topic = ops_sub_set},
     [SMQ_OP_GET_SUBSCRIPTION] = {.run_on_topic = ops_sub_get},
@@ -149,6 +150,7 @@ static void advance_clock(struct smq_engine *e)
     e->now_ms = engine_core_now_ms(e);
     space_recheck(&e->space, mono);
     twheel_advance(&e->msg_wheel, mono);
+    fanout_advance(e, mono);
     waiters_advance(&e->waiters, &e->queues, mono);
 }
 
@@ -237,6 +239,8 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
             txn_complete(&e->txn, op, rc);
         serve_ready(e);
     }
+    fanout_run(e);          /* deliveries into queues, after the run's publishes */
+    serve_ready(e);
     msgs_flush_expired(e, false);
     finish_run(e, false);
     /* A flush may have failed during this run; nothing writes after that. */
@@ -271,6 +275,7 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
     if (!e->broken) {
         t = min_u64(t, ops_redrive_timeout_ms(e, now));
         t = min_u64(t, space_reclaim_timeout_ms(&e->space, now));
+        t = min_u64(t, fanout_timeout_ms(e, now));
     }
     return t;
 }
@@ -356,10 +361,11 @@ static const char *check_topics(const struct topic_model *m)
 const char *engine_check(const struct smq_engine *e)
 {
     uint64_t total = 0, waiters = 0;
+    const char *why;
 
     for (size_t i = 0; i < e->queues.n; i++) {
         const struct smq_queue *q = e->queues.items[i];
-        const char *why = check_queue(q);
+        why = check_queue(q);
         if (why != NULL)
             return why;
         total += q->n_active + q->n_inactive + q->n_delayed;
@@ -369,7 +375,8 @@ const char *engine_check(const struct smq_engine *e)
         return "the queues' parked long polls and the engine's count differ";
     if (total != e->msgs.count)
         return "the queues' messages and the message table differ";
-    return check_topics(&e->topics.model);
+    why = check_topics(&e->topics.model);
+    return why != NULL ? why : fanout_check(e);
 }
 
 /* ---- open and close ------------------------------------------------------------------ */
@@ -390,6 +397,7 @@ static void init_parts(struct smq_engine *e, const struct smq_engine_opts *opts)
     waiters_init(&e->waiters, &e->txn, e->clock);
     oplog_init(&e->oplog, &e->keys);
     msgs_init(e, mono);
+    fanout_init(e, mono, opts->account_id);
     queue_registry_init(&e->queues);
 }
 
@@ -427,6 +435,7 @@ fail_state:
     queue_registry_free(&e->queues);
     topic_model_free(&e->topics.model);
 fail_msgs:
+    fanout_free(e);
     msg_table_free(&e->msgs);
 fail_engine:
     free(e);
@@ -444,6 +453,7 @@ void engine_close(struct smq_engine *e)
     recover_free(e);
     queue_registry_free(&e->queues);
     topic_model_free(&e->topics.model);
+    fanout_free(e);
     msg_table_free(&e->msgs);
     oplog_free(&e->oplog);
     free(e);

@@ -19,6 +19,7 @@
 
 #include "oplog.h"
 #include "queue.h"
+#include "smqd/buf.h"
 #include "smqd/clock.h"
 #include "smqd/handle.h"
 #include "smqd/store.h"
@@ -39,10 +40,17 @@ struct engine_ids {
     int64_t next_topic_id, next_sub_id;
 };
 
-/* Topics and their subscriptions (ops_topic.c; loaded by recover.c). */
+/* Topics, their subscriptions and pending notifications (ops_topic.c,
+ * fanout.c, fanout_publish.c; loaded by recover.c). */
 struct engine_topics {
     struct topic_model model;
+    struct twheel wheel;             /* WAITING notifications' due times (fanout.c) */
     int max_topics, max_subs_per_topic;
+    char account_id[65];             /* TopicOwner and Subscriber in notifications */
+    uint64_t rnd;                    /* BACKOFF_RETRY's random intervals */
+    uint64_t dropped;                /* notifications given up with nowhere to go */
+    struct smq_buf body;             /* the last published body read for a notification */
+    uint64_t body_seq;               /* whose it is; 0 = none */
 };
 
 /* Rows of expired messages, deleted lazily in one go (msgs.c). */

@@ -16,10 +16,6 @@
 #include "smqd/grant.h"
 #include "smqd/notify.h"
 
-/* No notification exists before publishing lands (issue 38), so nothing is
- * on a timer wheel: the model's destroy functions get none. */
-#define NO_WHEEL NULL
-
 /* ---- topics ---- */
 
 void ops_topic_rec(const struct smq_topic *t, const struct smq_topic_attrs *a, int64_t modify_s,
@@ -141,7 +137,7 @@ int ops_topic_delete(struct smq_engine *e, struct smq_op *op)
         rc = store_topic_delete(e->store, t->id);
     rc = txn_write_end(&e->txn, rc);
     if (rc == 0)
-        topic_destroy(&e->topics.model, t, NO_WHEEL);
+        topic_destroy(&e->topics.model, t, &e->topics.wheel);
     return rc;
 }
 
@@ -175,13 +171,6 @@ int ops_topic_list(struct smq_engine *e, struct smq_op *op)
         topic_info(m->topics[i++], &l->topics[l->n_topics++]);
     }
     return 0;
-}
-
-int ops_topic_publish_unavailable(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
-{
-    (void)e, (void)t;
-    return errors_set(&op->result, SMQ_E_INTERNAL,
-                      "PublishMessage is not available in this version of smqd.");
 }
 
 /* ---- subscriptions ---- */
@@ -353,9 +342,13 @@ int ops_sub_unsubscribe(struct smq_engine *e, struct smq_op *op, struct smq_topi
     rc = txn_write_begin(&e->txn);
     if (rc == 0)
         rc = store_sub_delete(e->store, s->id);
+    /* A published message kept only for this subscription goes with it. */
+    for (const struct topic_notif *n = s->all; rc == 0 && n != NULL; n = n->sub_next)
+        if (n->msg->pending == 1)
+            rc = store_tmsg_delete(e->store, n->msg->seq);
     rc = txn_write_end(&e->txn, rc);
     if (rc == 0)
-        topic_sub_destroy(&e->topics.model, s, NO_WHEEL);
+        topic_sub_destroy(&e->topics.model, s, &e->topics.wheel);
     return rc;
 }
 

@@ -23,10 +23,6 @@ int ops_sub_get(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
 int ops_sub_unsubscribe(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
 int ops_sub_list(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
 
-/* PublishMessage until publishing lands (issue 38): a clear refusal.  The
- * MNS API answers it before building an op; this covers any other caller. */
-int ops_topic_publish_unavailable(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
-
 /* The store rows of a topic and a subscription (recover.c reads them back). */
 void ops_topic_rec(const struct smq_topic *t, const struct smq_topic_attrs *a, int64_t modify_s,
                    struct store_topic_rec *r);

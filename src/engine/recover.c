@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fanout.h"
 #include "msgs.h"
 #include "smqd/log.h"
 #include "smqd/strnum.h"
@@ -176,6 +177,8 @@ static int load_topics(struct smq_engine *e)
         rc = store_sub_load(e->store, load_sub, &ctx);
     if (rc == 0)
         rc = ctx.rc;
+    if (rc == 0)
+        rc = fanout_load(e, ctx.by_id, ctx.n);
     free(ctx.by_id);
     return rc;
 }
@@ -260,7 +263,7 @@ void recover_free(struct smq_engine *e)
         queue_free(e->queues.items[i]);
     e->queues.n = 0;
     e->waiters.ready_head = NULL;
-    topic_model_clear(&e->topics.model, NULL);   /* no notification is on a wheel yet */
+    fanout_clear(e);
 }
 
 /* What a queue holds that is not on disk and must outlive a reload: its

@@ -13,9 +13,8 @@
  * message's pending count (a message is freed with its last notification).
  *
  * The model holds no bodies (they stay in the store) and writes nothing:
- * the engine's fan-out (to come, issue 37) is to write rows first and
- * change the model only after the write succeeded, as for queues.  Nothing
- * calls it yet.  Engine thread only.
+ * the engine (ops_topic.c, fanout.c) writes rows first and changes the
+ * model only after the write succeeded, as for queues.  Engine thread only.
  */
 #ifndef SMQD_TOPIC_H
 #define SMQD_TOPIC_H
@@ -55,6 +54,7 @@ struct topic_notif {
     uint64_t commit_gen;                 /* the engine's commit count when its row was written */
     uint32_t attempts;                   /* made so far */
     uint8_t state;                       /* enum topic_notif_state */
+    uint8_t strategy;                    /* enum smq_notify_strategy it was made with (§13.6.2) */
 };
 
 /* Lifetime counters of one subscription (since start-up; for metrics). */

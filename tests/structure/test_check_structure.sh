@@ -84,6 +84,16 @@ expect_violation "three folders around a loop (config/ already includes mns/)" \
     "the folders include each other around a loop"
 
 fresh_copy
+append src/store/pg/pg_conn.h '#include "pg_store.h"'
+append src/store/pg/pg_store.h '#include "pg_conn.h"'
+expect_violation "two headers of one module include each other (no module cycle)" \
+    "headers include each other around a loop"
+
+fresh_copy
+append src/store/pg/pg_conn.h '#include "pg_conn.h"'
+expect_violation "a header includes itself" "src/store/pg/pg_conn.h includes itself"
+
+fresh_copy
 mv "$scratch/tree/src/mns/xml_write.c" "$scratch/tree/src/api/"
 expect_violation "a module split between two folders" \
     "module xml has files in src/mns/ and src/api/"

@@ -430,23 +430,6 @@ static void test_failed_write_or_commit_changes_nothing(void **state)
     assert_int_equal(count_subs(f, "t"), 1);
 }
 
-static void test_publish_not_available(void **state)
-{
-    struct fx *f = *state;
-    struct smq_op op;
-
-    fx_prep_op(f, &op, SMQ_OP_PUBLISH, "t");
-    op.publish.body = "x";
-    op.publish.body_len = 1;
-    assert_int_equal(fx_run_one(f, &op), SMQ_E_TOPIC_NOT_EXIST);
-    assert_int_equal(create_topic(f, "t", 0, NULL), 0);
-    fx_prep_op(f, &op, SMQ_OP_PUBLISH, "t");
-    op.publish.body = "x";
-    op.publish.body_len = 1;
-    assert_int_equal(fx_run_one(f, &op), SMQ_E_INTERNAL);
-    assert_non_null(strstr(op.result.msg, "not available"));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,7 +444,6 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_failed_write_or_commit_changes_nothing, fx_setup,
                                         fx_teardown),
-        cmocka_unit_test_setup_teardown(test_publish_not_available, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,12 @@
 /*
  * test_notify.c — unit tests for notify.c: every endpoint form a
  * subscription may name (docs/protocol.md §13.2) and every refusal, its
- * boundaries, what is stored (trimmed) and the message each refusal gives.
+ * boundaries, what is stored (trimmed) and the message each refusal gives;
+ * the exact bytes of each notification body (§13.9), the content types,
+ * both retry schedules in full (§13.12), and an HTTP push's Date, headers
+ * and string to sign (§13.10, §13.11).
  */
+#define _DEFAULT_SOURCE   /* gmtime_r() under -std=c11 as well */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,9 +14,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "smqd/buf.h"
+#include "smqd/crypto.h"
 #include "smqd/errors.h"
 #include "smqd/notify.h"
 #include "smqd/qname.h"
@@ -286,6 +293,475 @@ static void test_max_length(void **state)
     refused(text, "longer than 1024");
 }
 
+/* ---- notification bodies (§13.9) ------------------------------------------ */
+
+/* MD5 of "hello world", as the §13.9 example shows it. */
+static const unsigned char md5_hello[MNS_MD5_LEN] = {
+    0x5e, 0xb6, 0x3b, 0xbb, 0xe0, 0x1e, 0xee, 0xd0,
+    0x93, 0xcb, 0x22, 0xbb, 0x8f, 0x5a, 0xcd, 0xc3,
+};
+/* Any 16 bytes: render writes what it is given, in upper-case hex. */
+static const unsigned char md5_seq[MNS_MD5_LEN] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+    0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0xfe, 0xff,
+};
+
+static struct notify_msg sample(const char *body, size_t len, const char *tag)
+{
+    struct notify_msg m = {
+        .account_id = NOTIFY_ACCOUNT_ID_DEFAULT, .topic = "t", .sub = "s",
+        .msg_id = "0909FF0D9C3A630C0000000000000007", .body = body, .body_len = len,
+        .md5 = md5_hello, .tag = tag, .publish_ms = 1704164645000,
+    };
+    return m;
+}
+
+/* Renders m in format f onto a buffer already holding "pre" and checks the
+ * bytes appended are exactly want[0..want_len). */
+static void renders(enum smq_notify_format f, const struct notify_msg *m, const char *want,
+                    size_t want_len)
+{
+    struct smq_buf b;
+
+    buf_init(&b);
+    buf_puts(&b, "pre");
+    assert_int_equal(notify_render(f, m, &b), 0);
+    if (b.len != want_len + 3 || memcmp(b.data + 3, want, want_len) != 0)
+        fail_msg("got  %.*s\nwant %.*s", (int)b.len - 3, b.data + 3, (int)want_len, want);
+    assert_memory_equal(b.data, "pre", 3);
+    buf_free(&b);
+}
+
+#define RENDERS(f, m, lit) renders((f), (m), (lit), sizeof(lit) - 1)
+
+#define XML_HEAD                                                                            \
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Notification xmlns=\"http://mns.aliyuncs.com/doc/v1/\">" \
+    "<TopicOwner>1000000000000000</TopicOwner><TopicName>t</TopicName>"                     \
+    "<Subscriber>1000000000000000</Subscriber><SubscriptionName>s</SubscriptionName>"       \
+    "<MessageId>0909FF0D9C3A630C0000000000000007</MessageId>"
+#define JSON_HEAD                                                                           \
+    "{\"TopicOwner\":\"1000000000000000\",\"TopicName\":\"t\",\"Subscriber\":\"1000000000000000\"," \
+    "\"SubscriptionName\":\"s\",\"MessageId\":\"0909FF0D9C3A630C0000000000000007\","
+
+static void test_render_xml_plain(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+
+    (void)state;
+    /* the §13.9 example, joined into its one line */
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>hello world</Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3"
+                     "</MessageMD5><MessageTag>important</MessageTag>"
+                     "<PublishTime>1704164645000</PublishTime></Notification>");
+    m.tag = "";
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>hello world</Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3"
+                     "</MessageMD5><PublishTime>1704164645000</PublishTime></Notification>");
+    m.tag = NULL;
+    m.md5 = md5_seq;
+    m.publish_ms = 0;
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>hello world</Message><MessageMD5>000102030405060708090A0B0C0DFEFF"
+                     "</MessageMD5><PublishTime>0</PublishTime></Notification>");
+}
+
+static void test_render_xml_escaping(void **state)
+{
+    static const char body[] = "a<b & c>d \"q\" 'a' ]]> &amp;\r\n\t\xc3\xa9\xe2\x82\xac";
+    struct notify_msg m = sample(body, sizeof body - 1, "x&y<z>");
+
+    (void)state;
+    /* §4: & < > and CR escaped, quotes and everything else as they are */
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message>a&lt;b &amp; c&gt;d \"q\" 'a' ]]&gt; &amp;amp;&#13;\n\t\xc3\xa9\xe2\x82\xac"
+                     "</Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3</MessageMD5>"
+                     "<MessageTag>x&amp;y&lt;z&gt;</MessageTag>"
+                     "<PublishTime>1704164645000</PublishTime></Notification>");
+    /* an empty body is an empty element, not a missing one */
+    m = sample("", 0, NULL);
+    RENDERS(SMQ_NOTIFY_XML, &m,
+            XML_HEAD "<Message></Message><MessageMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3</MessageMD5>"
+                     "<PublishTime>1704164645000</PublishTime></Notification>");
+}
+
+static void test_render_json_plain(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+
+    (void)state;
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"hello world\",\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"MessageTag\":\"important\",\"PublishTime\":1704164645000}");
+    m.tag = NULL;
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"hello world\",\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"PublishTime\":1704164645000}");
+    m.tag = "";
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"hello world\",\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"PublishTime\":1704164645000}");
+}
+
+static void test_render_json_escaping(void **state)
+{
+    /* every C0 control, '"', '\\', '/', DEL, XML specials, 2-, 3- and
+     * 4-byte UTF-8 and one stray byte that starts no UTF-8 */
+    static const char body[] =
+        "\x00\x01\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x1b\x1f \"\\/\x7f<&>'"
+        "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff!";
+    struct notify_msg m = sample(body, sizeof body - 1, "\xe6\xa0\x87\"tag\"");
+
+    (void)state;
+    RENDERS(SMQ_NOTIFY_JSON, &m,
+            JSON_HEAD "\"Message\":\"\\u0000\\u0001\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e\\u001b\\u001f"
+                      " \\\"\\\\/\x7f<&>'\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd!\","
+                      "\"MessageMD5\":\"5EB63BBBE01EEED093CB22BB8F5ACDC3\","
+                      "\"MessageTag\":\"\xe6\xa0\x87\\\"tag\\\"\",\"PublishTime\":1704164645000}");
+}
+
+static void test_render_simplified(void **state)
+{
+    static const char body[] = "a<b>\x00\r\n\"\xc3\xa9";
+    struct notify_msg m = sample(body, sizeof body - 1, "important");
+
+    (void)state;
+    /* the body itself, nothing else of the publish */
+    renders(SMQ_NOTIFY_SIMPLIFIED, &m, body, sizeof body - 1);
+    m.md5 = NULL;            /* not needed for the body alone */
+    renders(SMQ_NOTIFY_SIMPLIFIED, &m, body, sizeof body - 1);
+    m = sample(NULL, 0, NULL);
+    renders(SMQ_NOTIFY_SIMPLIFIED, &m, "", 0);
+}
+
+/* Refused with SMQ_E_INVALID_ARGUMENT, the buffer untouched. */
+static void render_refused(int f, const struct notify_msg *m)
+{
+    struct smq_buf b;
+
+    buf_init(&b);
+    buf_puts(&b, "pre");
+    assert_int_equal(notify_render((enum smq_notify_format)f, m, &b), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(b.len, 3);
+    assert_false(buf_failed(&b));
+    buf_free(&b);
+}
+
+static void test_render_invalid(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, NULL);
+
+    (void)state;
+    render_refused(3, &m);
+    render_refused(-1, &m);
+    render_refused(SMQ_NOTIFY_XML, NULL);
+    m.md5 = NULL;
+    render_refused(SMQ_NOTIFY_XML, &m);
+    render_refused(SMQ_NOTIFY_JSON, &m);
+    m = sample(NULL, 1, NULL);
+    render_refused(SMQ_NOTIFY_SIMPLIFIED, &m);
+    render_refused(SMQ_NOTIFY_XML, &m);
+    render_refused(SMQ_NOTIFY_JSON, &m);
+}
+
+static void test_content_type(void **state)
+{
+    (void)state;
+    assert_string_equal(notify_content_type(SMQ_NOTIFY_XML), "text/xml;charset=utf-8");
+    assert_string_equal(notify_content_type(SMQ_NOTIFY_JSON), "application/json;charset=utf-8");
+    assert_string_equal(notify_content_type(SMQ_NOTIFY_SIMPLIFIED), "text/plain;charset=utf-8");
+    /* an unknown format is read as the default */
+    assert_string_equal(notify_content_type((enum smq_notify_format)7), "text/xml;charset=utf-8");
+    assert_string_equal(notify_content_type((enum smq_notify_format)-1), "text/xml;charset=utf-8");
+}
+
+/* ---- retries (§13.12) ------------------------------------------------------ */
+
+static void backoff_schedule(enum smq_notify_strategy s)
+{
+    int64_t lo = 0, hi = 0;
+
+    assert_int_equal(notify_max_attempts(s), 4);
+    for (uint32_t n = 1; n <= 3; n++) {
+        int64_t prev = 0;
+
+        assert_int_equal(notify_retry_interval_ms(s, n, 0), 10000);
+        assert_int_equal(notify_retry_interval_ms(s, n, UINT32_MAX), 20000);
+        assert_int_equal(notify_retry_interval_ms(s, n, 0x80000000u), 15000);
+        /* every draw in bounds, never decreasing in rnd */
+        for (uint64_t r = 0; r <= UINT32_MAX; r += 0x01000193u) {
+            int64_t v = notify_retry_interval_ms(s, n, (uint32_t)r);
+
+            assert_true(v >= 10000 && v <= 20000 && v >= prev);
+            prev = v;
+        }
+        lo += notify_retry_interval_ms(s, n, 0);
+        hi += notify_retry_interval_ms(s, n, UINT32_MAX);
+    }
+    /* the last attempt 30-60 s after the first */
+    assert_int_equal(lo, 30000);
+    assert_int_equal(hi, 60000);
+    assert_int_equal(notify_retry_interval_ms(s, 0, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, 4, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, UINT32_MAX, 0), -1);
+}
+
+static void test_retry_backoff(void **state)
+{
+    (void)state;
+    backoff_schedule(SMQ_NOTIFY_BACKOFF_RETRY);
+    /* an unknown strategy is read as the default */
+    backoff_schedule((enum smq_notify_strategy)9);
+    backoff_schedule((enum smq_notify_strategy)-1);
+}
+
+static void test_retry_exponential(void **state)
+{
+    const enum smq_notify_strategy s = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY;
+    static const int64_t first[9] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    int64_t due = 0;
+
+    (void)state;
+    assert_int_equal(notify_max_attempts(s), 177);
+    for (uint32_t n = 1; n <= 176; n++) {
+        int64_t want = n <= 9 ? first[n - 1] * 1000 : 512000;
+
+        assert_int_equal(notify_retry_interval_ms(s, n, 0), want);
+        assert_int_equal(notify_retry_interval_ms(s, n, UINT32_MAX), want);   /* no spread */
+        due += want;
+        /* §13.12's "due after the first attempt" row */
+        if (n <= 9)
+            assert_int_equal(due, ((int64_t)1000 << n) - 1000);
+        else
+            assert_int_equal(due, (511 + 512 * (int64_t)(n - 9)) * 1000);
+    }
+    /* 511 s + 167 x 512 s: 23 h 53 min 35 s */
+    assert_int_equal(due, 86015000);
+    assert_int_equal(due, ((23 * 60 + 53) * 60 + 35) * (int64_t)1000);
+    assert_int_equal(notify_retry_interval_ms(s, 0, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, 177, 0), -1);
+    assert_int_equal(notify_retry_interval_ms(s, UINT32_MAX, 0), -1);
+}
+
+/* ---- the push request (§13.10, §13.11) ------------------------------------- */
+
+static void date_is(int64_t ms, const char *want)
+{
+    char out[30];
+
+    memset(out, 'x', sizeof out);
+    notify_http_date(ms, out);
+    assert_string_equal(out, want);
+}
+
+static void test_http_date(void **state)
+{
+    char out[30], want[64];
+
+    (void)state;
+    date_is(0, "Thu, 01 Jan 1970 00:00:00 GMT");
+    date_is(1999, "Thu, 01 Jan 1970 00:00:01 GMT");
+    date_is(1704164645000, "Tue, 02 Jan 2024 03:04:05 GMT");       /* §13.11's example */
+    date_is(1709208000000, "Thu, 29 Feb 2024 12:00:00 GMT");
+    date_is(946684799999, "Fri, 31 Dec 1999 23:59:59 GMT");
+    date_is(951868800000, "Wed, 01 Mar 2000 00:00:00 GMT");
+    date_is(4107542400000, "Mon, 01 Mar 2100 00:00:00 GMT");       /* 2100 has no 29 Feb */
+    /* clamped, never more than 29 characters */
+    date_is(-1, "Thu, 01 Jan 1970 00:00:00 GMT");
+    date_is(INT64_MIN, "Thu, 01 Jan 1970 00:00:00 GMT");
+    date_is(253402300799000, "Fri, 31 Dec 9999 23:59:59 GMT");
+    date_is(INT64_MAX, "Fri, 31 Dec 9999 23:59:59 GMT");
+    /* the C library agrees over the whole range (cmocka runs in the C locale) */
+    for (int64_t t = 0; t <= 253402300799; t += 86400 * 37 + 3607) {
+        time_t tt = (time_t)t;
+        struct tm tm;
+
+        assert_non_null(gmtime_r(&tt, &tm));
+        strftime(want, sizeof want, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        notify_http_date(t * 1000, out);
+        assert_string_equal(out, want);
+    }
+}
+
+static struct notify_endpoint push_ep;
+
+static struct notify_push push_of(const struct notify_msg *m, enum smq_notify_format f,
+                                  const char *endpoint)
+{
+    struct notify_push p = {
+        .msg = m, .format = f, .ep = &push_ep, .date = "Tue, 02 Jan 2024 03:04:05 GMT",
+        .request_id = "5F2A1C9B04D70000000000A3",
+        .cert_url = "http://127.0.0.1:8080/smqd/signing-cert.pem",
+    };
+    char t[SMQ_ENDPOINT_MAX + 1];
+
+    assert_int_equal(notify_endpoint_parse(endpoint, strlen(endpoint), &push_ep, t), 0);
+    return p;
+}
+
+static void header_is(const struct notify_header *h, const char *name, const char *value)
+{
+    assert_string_equal(h->name, name);
+    assert_string_equal(h->value, value);
+}
+
+static void test_push_simplified(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_SIMPLIFIED, "http://10.0.0.5:8000/hook");
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n = 99;
+
+    (void)state;
+    buf_init(&sts);
+    buf_puts(&sts, "stale");
+    assert_int_equal(notify_push_headers(&p, "hello world", 11, h, &n, &sts), 0);
+    assert_int_equal(n, 13);
+    header_is(&h[0], "date", "Tue, 02 Jan 2024 03:04:05 GMT");
+    header_is(&h[1], "content-type", "text/plain;charset=utf-8");
+    header_is(&h[2], "content-md5", "NWViNjNiYmJlMDFlZWVkMDkzY2IyMmJiOGY1YWNkYzM=");
+    header_is(&h[3], "x-mns-version", "2015-06-06");
+    header_is(&h[4], "x-mns-request-id", "5F2A1C9B04D70000000000A3");
+    header_is(&h[5], "x-mns-signing-cert-url",
+              "aHR0cDovLzEyNy4wLjAuMTo4MDgwL3NtcWQvc2lnbmluZy1jZXJ0LnBlbQ==");
+    header_is(&h[6], "x-mns-topic-owner", "1000000000000000");
+    header_is(&h[7], "x-mns-topic-name", "t");
+    header_is(&h[8], "x-mns-subscriber", "1000000000000000");
+    header_is(&h[9], "x-mns-subscription-name", "s");
+    header_is(&h[10], "x-mns-publish-time", "1704164645000");
+    header_is(&h[11], "x-mns-message-id", "0909FF0D9C3A630C0000000000000007");
+    header_is(&h[12], "x-mns-message-tag", "important");
+    /* §13.11's example, unwrapped */
+    assert_string_equal(sts.data,
+        "POST\nNWViNjNiYmJlMDFlZWVkMDkzY2IyMmJiOGY1YWNkYzM=\ntext/plain;charset=utf-8\n"
+        "Tue, 02 Jan 2024 03:04:05 GMT\n"
+        "x-mns-message-id:0909FF0D9C3A630C0000000000000007\nx-mns-message-tag:important\n"
+        "x-mns-publish-time:1704164645000\nx-mns-request-id:5F2A1C9B04D70000000000A3\n"
+        "x-mns-signing-cert-url:aHR0cDovLzEyNy4wLjAuMTo4MDgwL3NtcWQvc2lnbmluZy1jZXJ0LnBlbQ==\n"
+        "x-mns-subscriber:1000000000000000\nx-mns-subscription-name:s\nx-mns-topic-name:t\n"
+        "x-mns-topic-owner:1000000000000000\nx-mns-version:2015-06-06\n/hook");
+    /* untagged: no x-mns-message-tag */
+    m.tag = "";
+    assert_int_equal(notify_push_headers(&p, "hello world", 11, h, &n, &sts), 0);
+    assert_int_equal(n, 12);
+    header_is(&h[11], "x-mns-message-id", "0909FF0D9C3A630C0000000000000007");
+    assert_null(strstr(sts.data, "x-mns-message-tag"));
+    buf_free(&sts);
+}
+
+static void test_push_xml_json(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_XML, "https://push.example/n?a=1&b=%20");
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf body, sts;
+    char md5[33], b64[48];
+    size_t n;
+
+    (void)state;
+    buf_init(&body);
+    buf_init(&sts);
+    assert_int_equal(notify_render(SMQ_NOTIFY_XML, &m, &body), 0);
+    assert_int_equal(notify_push_headers(&p, body.data, body.len, h, &n, &sts), 0);
+    /* no message id or tag outside SIMPLIFIED */
+    assert_int_equal(n, 11);
+    header_is(&h[1], "content-type", "text/xml;charset=utf-8");
+    assert_int_equal(crypto_md5_hex(body.data, body.len, false, md5), 0);
+    crypto_base64(md5, 32, b64);
+    header_is(&h[2], "content-md5", b64);
+    assert_int_equal(strlen(b64), 44);
+    assert_null(strstr(sts.data, "x-mns-message-"));
+    assert_non_null(strstr(sts.data, "\nx-mns-version:2015-06-06\n/n?a=1&b=%20"));
+    assert_true(strncmp(sts.data, "POST\n", 5) == 0);
+    p.format = SMQ_NOTIFY_JSON;
+    assert_int_equal(notify_push_headers(&p, "", 0, h, &n, &sts), 0);
+    header_is(&h[1], "content-type", "application/json;charset=utf-8");
+    /* MD5 of nothing */
+    header_is(&h[2], "content-md5", "ZDQxZDhjZDk4ZjAwYjIwNGU5ODAwOTk4ZWNmODQyN2U=");
+    /* an endpoint with no path gets /notifications */
+    p = push_of(&m, SMQ_NOTIFY_JSON, "http://push.example:8080");
+    assert_int_equal(notify_push_headers(&p, "", 0, h, &n, &sts), 0);
+    assert_non_null(strstr(sts.data, "x-mns-version:2015-06-06\n/notifications"));
+    buf_free(&body);
+    buf_free(&sts);
+}
+
+static void test_push_tag_encoding(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "\xe6\xa0\x87\xe7\xad\xbe a%~._-Z9");
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_SIMPLIFIED, "http://h/");
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n;
+
+    (void)state;
+    buf_init(&sts);
+    assert_int_equal(notify_push_headers(&p, "x", 1, h, &n, &sts), 0);
+    header_is(&h[12], "x-mns-message-tag", "%E6%A0%87%E7%AD%BE%20a%25~._-Z9");
+    assert_non_null(strstr(sts.data, "\nx-mns-message-tag:%E6%A0%87%E7%AD%BE%20a%25~._-Z9\n"));
+    /* printable ASCII as it is, '%' and blanks included */
+    m.tag = "50% off";
+    assert_int_equal(notify_push_headers(&p, "x", 1, h, &n, &sts), 0);
+    header_is(&h[12], "x-mns-message-tag", "50% off");
+    /* a control byte is not printable either */
+    m.tag = "a\tb";
+    assert_int_equal(notify_push_headers(&p, "x", 1, h, &n, &sts), 0);
+    header_is(&h[12], "x-mns-message-tag", "a%09b");
+    assert_true(strlen(sts.data) > 0 && sts.data[strlen(sts.data) - 1] == '/');
+    buf_free(&sts);
+}
+
+static void push_refused(const struct notify_push *p, const void *body, size_t len)
+{
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n = 5;
+
+    buf_init(&sts);
+    assert_int_equal(notify_push_headers(p, body, len, h, &n, &sts), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(n, 0);
+    buf_free(&sts);
+}
+
+static void test_push_invalid(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, NULL);
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_XML, "http://h/n"), q;
+    char long_url[600];
+
+    (void)state;
+    push_refused(NULL, "x", 1);
+    push_refused(&p, NULL, 1);
+    q = p, q.format = (enum smq_notify_format)3;
+    push_refused(&q, "x", 1);
+    q = p, q.cert_url = NULL;
+    push_refused(&q, "x", 1);
+    q = p, q.date = NULL;
+    push_refused(&q, "x", 1);
+    q = p, q.request_id = "abc\r\nx-evil: 1";              /* no header splitting */
+    push_refused(&q, "x", 1);
+    q = p, q.ep = NULL;
+    push_refused(&q, "x", 1);
+    q = p, q.msg = NULL;
+    push_refused(&q, "x", 1);
+    /* base64 of 447 bytes fills 596 of the 600; 448 do not fit */
+    memset(long_url, 'u', sizeof long_url);
+    long_url[448] = '\0';
+    q = p, q.cert_url = long_url;
+    push_refused(&q, "x", 1);
+    long_url[447] = '\0';
+    {
+        struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+        struct smq_buf sts;
+        size_t n;
+
+        buf_init(&sts);
+        assert_int_equal(notify_push_headers(&q, "x", 1, h, &n, &sts), 0);
+        assert_int_equal(strlen(h[5].value), 596);
+        buf_free(&sts);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +775,20 @@ int main(void)
         cmocka_unit_test(test_mail_sms_and_others),
         cmocka_unit_test(test_trim_and_empty),
         cmocka_unit_test(test_max_length),
+        cmocka_unit_test(test_render_xml_plain),
+        cmocka_unit_test(test_render_xml_escaping),
+        cmocka_unit_test(test_render_json_plain),
+        cmocka_unit_test(test_render_json_escaping),
+        cmocka_unit_test(test_render_simplified),
+        cmocka_unit_test(test_render_invalid),
+        cmocka_unit_test(test_content_type),
+        cmocka_unit_test(test_retry_backoff),
+        cmocka_unit_test(test_retry_exponential),
+        cmocka_unit_test(test_http_date),
+        cmocka_unit_test(test_push_simplified),
+        cmocka_unit_test(test_push_xml_json),
+        cmocka_unit_test(test_push_tag_encoding),
+        cmocka_unit_test(test_push_invalid),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,15 +1,15 @@
 /*
  * sqlite_rows.c — owns the SQLite backend's statements (sqlite_store.h):
- * every statement prepared once at open, transactions and savepoints, and
- * the meta, queue, message and body rows, with the write-fault seam; and
- * the binding and write helpers sqlite_topic.c runs its rows through.
+ * every statement prepared once at open, and the meta, queue, message and
+ * body rows; and the binding and write helpers sqlite_topic.c runs its
+ * rows through.  Transactions, savepoints and the fault seam the writes
+ * ask are in sqlite_txn.c, as pg_txn.c is beside pg_rows.c.
  *
  * Message bodies sit in msg_body, apart from msg, so that recovery can scan
  * a million metadata rows without paging bodies in.
  */
 #include "sqlite_store.h"
 
-#include <stdbool.h>
 #include <string.h>
 
 #include "smqd/errors.h"
@@ -117,19 +117,6 @@ void sqlite_stmt_reset(sqlite3_stmt *st)
     sqlite3_clear_bindings(st);
 }
 
-/* Whether the injected write fault is due (and consumes it). */
-static bool write_fault_due(struct sqlite_store *s)
-{
-    if (s->fault_writes_left == STORE_FAULT_OFF)
-        return false;
-    if (s->fault_writes_left > 0) {
-        s->fault_writes_left--;
-        return false;
-    }
-    s->fault_writes_left = STORE_FAULT_OFF;
-    return true;
-}
-
 /*
  * Runs a bound write statement to completion and releases it.  *changes, if
  * not NULL, receives the number of rows it touched.  A write is counted by
@@ -139,7 +126,7 @@ int sqlite_rows_write(struct sqlite_store *s, struct binder *b, const char *what
 {
     int rc = b->rc, ret = 0;
 
-    if (rc == SQLITE_OK && write_fault_due(s)) {
+    if (rc == SQLITE_OK && sqlite_txn_write_fault_due(s)) {
         ret = s->fault_full ? sqlite_err_fail(what, SQLITE_FULL,
                                               "database or disk is full (injected)")
                             : sqlite_err_fail(what, SQLITE_IOERR, "disk I/O error (injected)");
@@ -155,17 +142,6 @@ int sqlite_rows_write(struct sqlite_store *s, struct binder *b, const char *what
         *changes = sqlite3_changes(s->db);
 out:
     sqlite_stmt_reset(b->st);
-    return ret;
-}
-
-/* Runs one of the parameterless transaction-control statements. */
-static int run_control(struct sqlite_store *s, enum sqlite_stmt id, const char *what)
-{
-    /* Not sqlite_rows_write: control statements are not writes for the fault seam. */
-    int rc = sqlite3_step(s->st[id]);
-    int ret = rc == SQLITE_DONE ? 0 : sqlite_err_fail(what, rc, sqlite3_errmsg(s->db));
-
-    sqlite_stmt_reset(s->st[id]);
     return ret;
 }
 
@@ -196,83 +172,6 @@ void sqlite_rows_finalize(struct sqlite_store *s)
         sqlite3_finalize(s->st[i]);   /* NULL is a harmless no-op */
         s->st[i] = NULL;
     }
-}
-
-/* ---- transactions ----------------------------------------------------- */
-
-int sqlite_rows_begin(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    /* IMMEDIATE takes the write lock now, so a busy database shows up
-     * here (after busy_timeout) rather than halfway through the writes. */
-    return run_control(s, ST_BEGIN, "BEGIN");
-}
-
-int sqlite_rows_commit(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    if (s->fault_commit) {
-        s->fault_commit = 0;
-        return sqlite_err_fail("COMMIT", SQLITE_ERROR, "disk I/O error (injected)");
-    }
-    return run_control(s, ST_COMMIT, "COMMIT");
-}
-
-void sqlite_rows_rollback(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    /* After some errors (SQLITE_FULL, IOERR, NOMEM) SQLite has already
-     * rolled back by itself; ROLLBACK would then only complain. */
-    if (sqlite3_get_autocommit(s->db))
-        return;
-    run_control(s, ST_ROLLBACK, "ROLLBACK");
-}
-
-int sqlite_rows_savepoint(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    return run_control(s, ST_SAVEPOINT, "SAVEPOINT");
-}
-
-int sqlite_rows_release(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    return run_control(s, ST_RELEASE, "RELEASE");
-}
-
-void sqlite_rows_rollback_to(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    if (sqlite3_get_autocommit(s->db))
-        return;   /* SQLite already dropped the whole transaction */
-    /* ROLLBACK TO undoes the writes but leaves the savepoint open; RELEASE
-     * closes it so savepoints do not pile up over a long batch. */
-    if (run_control(s, ST_ROLLBACK_TO, "ROLLBACK TO") == 0)
-        run_control(s, ST_RELEASE, "RELEASE");
-}
-
-int sqlite_rows_in_txn(struct smq_store *base)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    return !sqlite3_get_autocommit(s->db);
-}
-
-void sqlite_rows_fault_inject(struct smq_store *base, unsigned after_n_writes, int fail_commit,
-                              int as_full)
-{
-    struct sqlite_store *s = sqlite_of(base);
-
-    s->fault_writes_left = after_n_writes;
-    s->fault_full = as_full;
-    if (!as_full)                /* the full-disk variant leaves a commit fault as it is */
-        s->fault_commit = fail_commit;
 }
 
 /* ---- meta ------------------------------------------------------------- */
@@ -696,9 +595,4 @@ int sqlite_rows_count(struct sqlite_store *s, enum sqlite_stmt id, uint64_t *out
         ret = sqlite_err_fail("page count", SQLITE_ERROR, sqlite3_errmsg(s->db));
     sqlite_stmt_reset(st);
     return ret;
-}
-
-void sqlite_rows_fault_inject_load(struct smq_store *base, unsigned after_n_rows)
-{
-    sqlite_of(base)->fault_load_left = after_n_rows;
 }

@@ -1,17 +1,19 @@
 /*
- * sqlite_store.h — the SQLite backend's insides, shared by its five files
+ * sqlite_store.h — the SQLite backend's insides, shared by its six files
  * and nothing else: sqlite_store.c (the backend table, opening, schema and
  * migrations), sqlite_file.c (the file's upkeep and its WAL flush),
  * sqlite_topic.c (the topics' rows: topics, subscriptions, published
- * messages, notifications), sqlite_rows.c (statements, transactions and
- * the queues' rows, and the write helpers sqlite_topic.c shares) and
- * sqlite_err.c (how a failure is reported).  Calls go one way, in that order: no file
- * calls one listed before it.  The backend implements store_backend.h; store.h has
+ * messages, notifications), sqlite_rows.c (statements and the queues'
+ * rows, and the write helpers sqlite_topic.c shares), sqlite_txn.c
+ * (transactions, savepoints and the fault seam) and sqlite_err.c (how a
+ * failure is reported).  Calls go one way, in that order: no file calls
+ * one listed before it.  The backend implements store_backend.h; store.h has
  * the contract.
  */
 #ifndef SMQD_SQLITE_STORE_H
 #define SMQD_SQLITE_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -169,13 +171,6 @@ void sqlite_rows_finalize(struct sqlite_store *s);
 /* Steps a PRAGMA that returns one count.  0 or SMQ_E_INTERNAL. */
 int sqlite_rows_count(struct sqlite_store *s, enum sqlite_stmt id, uint64_t *out);
 
-int sqlite_rows_begin(struct smq_store *s);
-int sqlite_rows_commit(struct smq_store *s);
-void sqlite_rows_rollback(struct smq_store *s);
-int sqlite_rows_savepoint(struct smq_store *s);
-int sqlite_rows_release(struct smq_store *s);
-void sqlite_rows_rollback_to(struct smq_store *s);
-int sqlite_rows_in_txn(struct smq_store *s);
 int sqlite_rows_meta_get(struct smq_store *s, const char *key, struct smq_buf *out, int *found);
 int sqlite_rows_meta_set(struct smq_store *s, const char *key, const void *value, size_t len);
 int sqlite_rows_queue_insert(struct smq_store *s, const struct store_queue_rec *q);
@@ -194,9 +189,22 @@ int sqlite_rows_msg_bodies(struct smq_store *s, struct store_body_read *reads, s
                            struct smq_buf *out);
 int sqlite_rows_msg_load(struct smq_store *s,
                          int (*cb)(void *arg, const struct store_msg_rec *m), void *arg);
-void sqlite_rows_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_commit,
-                              int as_full);
-void sqlite_rows_fault_inject_load(struct smq_store *s, unsigned after_n_rows);
+
+/* ---- sqlite_txn.c ---- */
+
+int sqlite_txn_begin(struct smq_store *s);
+int sqlite_txn_commit(struct smq_store *s);
+void sqlite_txn_rollback(struct smq_store *s);
+int sqlite_txn_savepoint(struct smq_store *s);
+int sqlite_txn_release(struct smq_store *s);
+void sqlite_txn_rollback_to(struct smq_store *s);
+int sqlite_txn_in_txn(struct smq_store *s);
+/* Whether the injected write fault is due (and consumes it): asked by
+ * sqlite_rows_write once a write's bindings succeeded. */
+bool sqlite_txn_write_fault_due(struct sqlite_store *s);
+void sqlite_txn_fault_inject(struct smq_store *s, unsigned after_n_writes, int fail_commit,
+                             int as_full);
+void sqlite_txn_fault_inject_load(struct smq_store *s, unsigned after_n_rows);
 
 /* ---- sqlite_file.c ---- */
 

@@ -1,0 +1,49 @@
+/*
+ * fanout.h — the engine's side of publishing and delivery
+ * (docs/protocol.md §13.5, §13.8, §13.9, §13.12, §13.13): a publish's rows,
+ * the delivery of each pending notification into its queue, the retry
+ * schedule of a failed delivery, giving up (into the subscription's
+ * dead-letter queue, or dropped), and loading pending notifications back
+ * from the store.
+ *
+ * The store rule of the engine holds: a notification's row goes in the same
+ * savepoint as what its delivery writes (the queue message made, the
+ * published message's row deleted with its last notification), and memory
+ * changes only after the write succeeded, so a crash repeats at most the
+ * delivery it interrupted.  Notifications for HTTP endpoints are stored and
+ * wait: their pushes come with issue 39.  Engine thread only.
+ */
+#ifndef SMQD_FANOUT_H
+#define SMQD_FANOUT_H
+
+#include <stdint.h>
+
+#include "engine_core.h"
+
+/* Sets up the fan-out's state at open (account_id NULL = the default). */
+void fanout_init(struct smq_engine *e, uint64_t now_mono, const char *account_id);
+void fanout_free(struct smq_engine *e);
+
+/* PublishMessage on t: writes the message and one notification per
+ * matching subscription in one savepoint (only a sequence number when none
+ * matches).  0 or an SMQ_E_* code. */
+int fanout_publish(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
+
+/* Fires due retries (mono ms). */
+void fanout_advance(struct smq_engine *e, uint64_t now_mono);
+/* Delivers READY notifications into their queues, a bounded number per
+ * call, round-robin over the subscriptions. */
+void fanout_run(struct smq_engine *e);
+/* Milliseconds until fanout_run has work (0 = now; UINT64_MAX = none). */
+uint64_t fanout_timeout_ms(const struct smq_engine *e, uint64_t now_mono);
+
+/* Loads the published messages and notifications of the loaded topics
+ * (recovery, after the topics and subscriptions); by_id is every loaded
+ * topic sorted by id.  0 or an SMQ_E_* code. */
+int fanout_load(struct smq_engine *e, struct smq_topic *const *by_id, size_t n_topics);
+/* Forgets every published message and notification (before a reload). */
+void fanout_clear(struct smq_engine *e);
+/* The model's counters against what it holds; NULL when consistent. */
+const char *fanout_check(const struct smq_engine *e);
+
+#endif

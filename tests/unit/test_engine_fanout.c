@@ -1,0 +1,453 @@
+/*
+ * test_engine_fanout.c — publishing and delivery into queues in the engine
+ * (docs/protocol.md §13.5, §13.8, §13.9, §13.12, §13.13): a publish fanned
+ * out into queues in the three formats, FilterTag, the topic's size limit;
+ * the retry schedule of a failed delivery on the fake clock, surviving a
+ * restart; giving up into a dead-letter queue or dropping; deleting with
+ * notifications pending; HTTP notifications kept for the push pool; and a
+ * large fan-out spread over runs.  Runs on SQLite and, when one is
+ * available, on PostgreSQL (engine_fixture.h).
+ */
+#include "engine_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smqd/crypto.h"
+#include "smqd/handle.h"
+
+static int create_topic(struct fx *f, const char *name, int64_t max_size)
+{
+    struct smq_op op;
+
+    fx_prep_op(f, &op, SMQ_OP_CREATE_TOPIC, name);
+    if (max_size > 0) {
+        op.topic.values.max_msg_size = max_size;
+        op.topic.present = SMQ_TATTR_MAX_MSG_SIZE;
+    }
+    return fx_run_one(f, &op);
+}
+
+static int subscribe_as(struct fx *f, const char *topic, const char *name, const char *endpoint,
+                        enum smq_notify_format format, enum smq_notify_strategy strategy,
+                        const char *filter, const char *dlq)
+{
+    struct smq_op op;
+
+    fx_prep_op(f, &op, SMQ_OP_SUBSCRIBE, topic);
+    snprintf(op.sub.name, sizeof op.sub.name, "%s", name);
+    snprintf(op.sub.values.endpoint, sizeof op.sub.values.endpoint, "%s", endpoint);
+    snprintf(op.sub.values.filter_tag, sizeof op.sub.values.filter_tag, "%s", filter);
+    op.sub.values.format = format;
+    op.sub.values.strategy = strategy;
+    op.sub.present = SMQ_SATTR_ENDPOINT | SMQ_SATTR_FORMAT | SMQ_SATTR_STRATEGY;
+    if (dlq != NULL) {
+        op.sub.values.dlq.enabled = 1;
+        snprintf(op.sub.values.dlq.target, sizeof op.sub.values.dlq.target, "%s", dlq);
+        op.sub.present |= SMQ_SATTR_DLQ;
+    }
+    return fx_run_one(f, &op);
+}
+
+static int subscribe(struct fx *f, const char *topic, const char *name, const char *endpoint,
+                     enum smq_notify_format format, const char *filter)
+{
+    return subscribe_as(f, topic, name, endpoint, format, SMQ_NOTIFY_BACKOFF_RETRY, filter, NULL);
+}
+
+static int publish_rc(struct fx *f, const char *topic, const char *body, const char *tag,
+                      uint64_t *seq, uint32_t *n_notifications)
+{
+    struct smq_op op;
+    int rc;
+
+    fx_prep_op(f, &op, SMQ_OP_PUBLISH, topic);
+    op.publish.body = body;
+    op.publish.body_len = strlen(body);
+    assert_int_equal(crypto_md5(body, strlen(body), op.publish.body_md5), 0);
+    snprintf(op.publish.tag, sizeof op.publish.tag, "%s", tag);
+    rc = fx_run_one(f, &op);
+    if (seq != NULL)
+        *seq = op.publish.seq;
+    if (n_notifications != NULL)
+        *n_notifications = op.publish.n_notifications;
+    return rc;
+}
+
+static uint64_t publish(struct fx *f, const char *topic, const char *body, const char *tag,
+                        uint32_t *n_notifications)
+{
+    uint64_t seq = 0;
+
+    assert_int_equal(publish_rc(f, topic, body, tag, &seq, n_notifications), 0);
+    return seq;
+}
+
+static struct smq_sub_info get_sub(struct fx *f, const char *topic, const char *name)
+{
+    struct smq_op op;
+
+    fx_prep_op(f, &op, SMQ_OP_GET_SUBSCRIPTION, topic);
+    snprintf(op.sub.name, sizeof op.sub.name, "%s", name);
+    assert_int_equal(fx_run_one(f, &op), 0);
+    return op.sub.info;
+}
+
+static struct smq_topic_info get_topic(struct fx *f, const char *name)
+{
+    struct smq_op op;
+
+    fx_prep_op(f, &op, SMQ_OP_GET_TOPIC, name);
+    assert_int_equal(fx_run_one(f, &op), 0);
+    return op.topic.info;
+}
+
+/* Receives one message of queue and asserts its body is text. */
+static void expect_body(struct fx *f, const char *queue, const char *text)
+{
+    struct smq_op op;
+
+    assert_int_equal(fx_receive(f, &op, queue, 1, 0), 0);
+    assert_int_equal(op.recv.n_msgs, 1);
+    fx_assert_body(&op.recv.msgs[0], text);
+    op_release(&op);
+}
+
+/* Receives one message of queue and asserts its body holds each of parts. */
+static void expect_body_with(struct fx *f, const char *queue, const char *const *parts, size_t n)
+{
+    struct smq_op op;
+    char *body;
+
+    assert_int_equal(fx_receive(f, &op, queue, 1, 0), 0);
+    assert_int_equal(op.recv.n_msgs, 1);
+    body = calloc(1, op.recv.msgs[0].body_len + 1);
+    assert_non_null(body);
+    memcpy(body, op.recv.msgs[0].body, op.recv.msgs[0].body_len);
+    for (size_t i = 0; i < n; i++)
+        if (strstr(body, parts[i]) == NULL)
+            fail_msg("body %s lacks %s", body, parts[i]);
+    free(body);
+    op_release(&op);
+}
+
+static void expect_empty(struct fx *f, const char *queue)
+{
+    struct smq_op op;
+
+    assert_int_equal(fx_receive(f, &op, queue, 1, 0), SMQ_E_MESSAGE_NOT_EXIST);
+    op_release(&op);
+}
+
+/* ---- fan-out into queues ---- */
+
+static void test_fanout_formats(void **state)
+{
+    struct fx *f = *state;
+    char id[MSGID_TEXT_LEN + 1], id_xml[64], id_json[64];
+    uint32_t n = 0;
+    uint64_t seq;
+
+    fx_create_queue_vis(f, "qx", 30);
+    fx_create_queue_vis(f, "qj", 30);
+    fx_create_queue_vis(f, "qs", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "sx", "acs:mns:r:1:queues/qx", SMQ_NOTIFY_XML, ""), 0);
+    assert_int_equal(subscribe(f, "t", "sj", "acs:mns:r:1:queues/qj", SMQ_NOTIFY_JSON, ""), 0);
+    assert_int_equal(subscribe(f, "t", "ss", "acs:mns:r:1:queues/qs", SMQ_NOTIFY_SIMPLIFIED, ""),
+                     0);
+    seq = publish(f, "t", "hello <world>", "important", &n);
+    assert_int_equal(n, 3);
+    msgid_format(engine_keys(f->e), seq, id);
+    snprintf(id_xml, sizeof id_xml, "<MessageId>%s</MessageId>", id);
+    snprintf(id_json, sizeof id_json, "\"MessageId\":\"%s\"", id);
+    {
+        const char *parts[] = {"<SubscriptionName>sx</SubscriptionName>", id_xml,
+                               "<Message>hello &lt;world&gt;</Message>",
+                               "<TopicName>t</TopicName>", "<MessageTag>important</MessageTag>",
+                               "<TopicOwner>1000000000000000</TopicOwner>"};
+        expect_body_with(f, "qx", parts, sizeof parts / sizeof parts[0]);
+    }
+    {
+        const char *parts[] = {"\"SubscriptionName\":\"sj\"", id_json,
+                               "\"Message\":\"hello <world>\"", "\"MessageTag\":\"important\""};
+        expect_body_with(f, "qj", parts, sizeof parts / sizeof parts[0]);
+    }
+    expect_body(f, "qs", "hello <world>");
+    /* Delivered: nothing is kept for the topic any more, after a restart too. */
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+    assert_int_equal(get_topic(f, "t").published, 1);
+    assert_int_equal(get_sub(f, "t", "sj").delivered, 1);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    expect_empty(f, "qs");
+    expect_empty(f, "qx");
+    if (!f->pg) {
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM notif"), 0);
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM tmsg"), 0);
+    }
+}
+
+static void test_fanout_filter_tag(void **state)
+{
+    struct fx *f = *state;
+    uint32_t n;
+
+    fx_create_queue_vis(f, "all", 30);
+    fx_create_queue_vis(f, "red", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "a", "acs:mns:r:1:queues/all", SMQ_NOTIFY_SIMPLIFIED, ""),
+                     0);
+    assert_int_equal(subscribe(f, "t", "r", "acs:mns:r:1:queues/red", SMQ_NOTIFY_SIMPLIFIED,
+                               "red"), 0);
+    publish(f, "t", "one", "red", &n);
+    assert_int_equal(n, 2);
+    publish(f, "t", "two", "Red", &n);          /* case-sensitive */
+    assert_int_equal(n, 1);
+    publish(f, "t", "three", "", &n);           /* untagged never matches a filter */
+    assert_int_equal(n, 1);
+    expect_body(f, "red", "one");
+    expect_empty(f, "red");
+    expect_body(f, "all", "one");
+    expect_body(f, "all", "two");
+    expect_body(f, "all", "three");
+    /* No subscription at all: accepted with an id, nothing kept. */
+    assert_int_equal(create_topic(f, "lonely", 0), 0);
+    assert_true(publish(f, "lonely", "x", "", &n) > 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(get_topic(f, "lonely").message_count, 0);
+}
+
+static void test_publish_size_limit_and_ids(void **state)
+{
+    struct fx *f = *state;
+    static char big[1100];
+    struct smq_op op;
+    uint64_t a, b, q;
+
+    memset(big, 'b', sizeof big - 1);
+    assert_int_equal(create_topic(f, "t", 1024), 0);
+    fx_prep_op(f, &op, SMQ_OP_PUBLISH, "t");
+    op.publish.body = big;
+    op.publish.body_len = 1025;
+    assert_int_equal(fx_run_one(f, &op), SMQ_E_INVALID_ARGUMENT);
+    op.publish.body_len = 1024;
+    fx_prep_op(f, &op, SMQ_OP_PUBLISH, "t");
+    op.publish.body = big;
+    op.publish.body_len = 1024;
+    assert_int_equal(fx_run_one(f, &op), 0);
+    assert_int_equal(publish_rc(f, "nope", "x", "", NULL, NULL), SMQ_E_TOPIC_NOT_EXIST);
+    /* Ids come from the queue messages' sequence: unique across both. */
+    fx_create_queue_vis(f, "q", 30);
+    a = publish(f, "t", "a", "", NULL);
+    q = fx_send_text(f, "q", "q", 0, 8);
+    b = publish(f, "t", "b", "", NULL);
+    assert_true(a < q && q < b);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_true(publish(f, "t", "c", "", NULL) > b);
+}
+
+/* ---- retries, giving up, restarts ---- */
+
+/* A queue that does not exist yet is a failed attempt, retried by
+ * BACKOFF_RETRY 10–20 s later; the schedule survives a restart. */
+static void test_retry_until_queue_exists(void **state)
+{
+    struct fx *f = *state;
+    struct smq_sub_info info;
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "s", "acs:mns:r:1:queues/later", SMQ_NOTIFY_SIMPLIFIED,
+                               ""), 0);
+    publish(f, "t", "wait for me", "", NULL);
+    info = get_sub(f, "t", "s");
+    assert_int_equal(info.pending, 1);
+    assert_int_equal(info.retrying, 1);
+    assert_int_equal(info.failed, 1);
+    assert_int_equal(get_topic(f, "t").message_count, 1);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    info = get_sub(f, "t", "s");
+    assert_int_equal(info.pending, 1);
+    assert_int_equal(info.retrying, 1);
+    fx_create_queue_vis(f, "later", 30);
+    fx_tick(f, 9999);                           /* not yet: at least 10 s */
+    expect_empty(f, "later");
+    fx_tick(f, 10001);                          /* by 20 s it is due */
+    expect_body(f, "later", "wait for me");
+    expect_empty(f, "later");
+    info = get_sub(f, "t", "s");
+    assert_int_equal(info.pending, 0);
+    assert_int_equal(info.delivered, 1);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+}
+
+/* After the last attempt a notification goes to the subscription's
+ * dead-letter queue as the format would have delivered it, or is dropped;
+ * the strategy it was made with holds even when the subscription's changes. */
+static void test_give_up_to_dlq_or_drop(void **state)
+{
+    struct fx *f = *state;
+    struct smq_sub_info info;
+    struct smq_op op;
+
+    fx_create_queue_vis(f, "dead", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe_as(f, "t", "d", "acs:mns:r:1:queues/missing", SMQ_NOTIFY_XML,
+                                  SMQ_NOTIFY_BACKOFF_RETRY, "", "dead"), 0);
+    assert_int_equal(subscribe(f, "t", "x", "acs:mns:r:1:queues/missing", SMQ_NOTIFY_XML, ""),
+                     0);
+    publish(f, "t", "doomed", "", NULL);
+    /* Changing the strategy now does not change the pending notification's. */
+    fx_prep_op(f, &op, SMQ_OP_SET_SUBSCRIPTION, "t");
+    snprintf(op.sub.name, sizeof op.sub.name, "d");
+    op.sub.values.strategy = SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY;
+    op.sub.present = SMQ_SATTR_STRATEGY;
+    assert_int_equal(fx_run_one(f, &op), 0);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    /* BACKOFF_RETRY: 4 attempts, 10–20 s apart; the first failed at the publish. */
+    fx_tick(f, 20001);
+    fx_tick(f, 20001);
+    expect_empty(f, "dead");
+    assert_int_equal(get_sub(f, "t", "d").retrying, 1);
+    assert_int_equal(get_sub(f, "t", "d").pending, 1);
+    fx_tick(f, 20001);
+    assert_int_equal(get_sub(f, "t", "d").failed, 3);     /* counted since the restart */
+    {
+        const char *parts[] = {"<Message>doomed</Message>", "<SubscriptionName>d</SubscriptionName>"};
+        expect_body_with(f, "dead", parts, 2);
+    }
+    info = get_sub(f, "t", "d");
+    assert_int_equal(info.pending, 0);
+    assert_int_equal(info.dead, 1);
+    info = get_sub(f, "t", "x");
+    assert_int_equal(info.pending, 0);
+    assert_int_equal(info.dead, 1);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_int_equal(get_sub(f, "t", "x").pending, 0);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+}
+
+/* Deleting a subscription or a topic takes its pending notifications with
+ * it, and a message kept only for them. */
+static void test_delete_with_pending(void **state)
+{
+    struct fx *f = *state;
+    struct smq_op op;
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "a", "acs:mns:r:1:queues/none", SMQ_NOTIFY_XML, ""), 0);
+    assert_int_equal(subscribe(f, "t", "b", "acs:mns:r:1:queues/none", SMQ_NOTIFY_XML, "only"), 0);
+    publish(f, "t", "m1", "", NULL);          /* a only */
+    publish(f, "t", "m2", "only", NULL);      /* a and b */
+    assert_int_equal(get_topic(f, "t").message_count, 2);
+    fx_prep_op(f, &op, SMQ_OP_UNSUBSCRIBE, "t");
+    snprintf(op.sub.name, sizeof op.sub.name, "a");
+    assert_int_equal(fx_run_one(f, &op), 0);
+    assert_int_equal(get_topic(f, "t").message_count, 1);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_int_equal(get_topic(f, "t").message_count, 1);
+    assert_int_equal(get_sub(f, "t", "b").pending, 1);
+    if (!f->pg) {
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM tmsg"), 1);
+    }
+    fx_prep_op(f, &op, SMQ_OP_DELETE_TOPIC, "t");
+    assert_int_equal(fx_run_one(f, &op), 0);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+    if (!f->pg) {
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM tmsg"), 0);
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM notif"), 0);
+    }
+}
+
+/* HTTP notifications are stored and wait for the push pool (issue 39):
+ * pending, across a restart, and a queue subscription beside them is not
+ * held up. */
+static void test_http_notifications_wait(void **state)
+{
+    struct fx *f = *state;
+
+    fx_create_queue_vis(f, "q", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "h", "http://127.0.0.1:9/hook", SMQ_NOTIFY_JSON, ""), 0);
+    assert_int_equal(subscribe(f, "t", "q", "acs:mns:r:1:queues/q", SMQ_NOTIFY_SIMPLIFIED, ""),
+                     0);
+    publish(f, "t", "m1", "", NULL);
+    publish(f, "t", "m2", "", NULL);
+    expect_body(f, "q", "m1");
+    expect_body(f, "q", "m2");
+    assert_int_equal(get_sub(f, "t", "h").pending, 2);
+    assert_int_equal(get_sub(f, "t", "h").failed, 0);
+    assert_int_equal(get_topic(f, "t").message_count, 2);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    assert_int_equal(get_sub(f, "t", "h").pending, 2);
+    assert_int_equal(get_topic(f, "t").message_count, 2);
+}
+
+/* A publish written and a commit that fails: nothing is delivered twice or
+ * lost; the reload finds what was committed before. */
+static void test_failed_commit_publishes_nothing(void **state)
+{
+    struct fx *f = *state;
+
+    fx_create_queue_vis(f, "q", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "s", "acs:mns:r:1:queues/q", SMQ_NOTIFY_SIMPLIFIED, ""), 0);
+    store_fault_inject(f->store, STORE_FAULT_OFF, 1);
+    assert_int_equal(publish_rc(f, "t", "lost", "", NULL, NULL), SMQ_E_INTERNAL);
+    expect_empty(f, "q");
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+    publish(f, "t", "kept", "", NULL);
+    expect_body(f, "q", "kept");
+    expect_empty(f, "q");
+}
+
+/* ---- scale: a large fan-out is spread over runs ---- */
+
+static void test_large_fanout_spread_over_runs(void **state)
+{
+    struct fx *f = *state;
+    struct smq_queue_info qi;
+    char name[32];
+    uint32_t n;
+
+    f->max_subs_per_topic = 600;
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    fx_create_queue_vis(f, "sink", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    for (int i = 0; i < 600; i++) {
+        snprintf(name, sizeof name, "s%03d", i);
+        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
+                                   ""), 0);
+    }
+    publish(f, "t", "wide", "", &n);
+    assert_int_equal(n, 600);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_true(qi.n_active < 600);              /* not all in the publish's run */
+    assert_true(qi.n_active > 0);
+    assert_int_equal(engine_next_timeout_ms(f->e), 0);
+    for (int i = 0; i < 4; i++)
+        fx_tick(f, 0);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 600);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fanout_formats, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_fanout_filter_tag, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_publish_size_limit_and_ids, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_retry_until_queue_exists, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_give_up_to_dlq_or_drop, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_with_pending, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_http_notifications_wait, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_failed_commit_publishes_nothing, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_large_fanout_spread_over_runs, fx_setup, fx_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
