@@ -56,6 +56,7 @@ struct api_call {
     struct xml_send_batch send;          /* owns the bodies op.send borrows */
     unsigned char send_md5[SMQ_BATCH_MAX][MNS_MD5_LEN];   /* of each body, raw */
     struct xml_handles handles;          /* BatchDelete: echoed in per-handle errors */
+    struct xml_publish publish;          /* PublishMessage: owns the body op.publish borrows */
 };
 
 void api_call_init(struct api_call *call);

@@ -139,6 +139,22 @@ struct xml_send_batch {
     struct xml_send_item items[XML_BATCH_MAX];
 };
 
+/*
+ * <Message> of PublishMessage (docs/protocol.md §13.5).  MessageBody as in a
+ * SendMessage (byte-exact after XML decoding, never base64-handled);
+ * MessageTag not trimmed, an empty one counting as not given, one longer
+ * than SMQ_TAG_MAX_BYTES bytes SMQ_E_INVALID_ARGUMENT here (its length in
+ * characters is the caller's to check).  MessageAttributes, UserProperties,
+ * SystemProperties, MessageGroupId and any other element are skipped
+ * whatever they hold: a publish keeps none of them.
+ */
+struct xml_publish {
+    char *body;                   /* MessageBody text after unescaping, malloc'd, NUL-terminated */
+    size_t body_len;              /* bytes (UTF-8) */
+    bool body_present;            /* element present (may be empty) */
+    char tag[SMQ_TAG_MAX_BYTES + 1];   /* MessageTag, "" = untagged */
+};
+
 /* <ReceiptHandles> of BatchDeleteMessage. */
 struct xml_handles {
     size_t n;                                 /* 1..XML_BATCH_MAX */
@@ -177,6 +193,10 @@ int xml_parse_send_batch(const char *doc, size_t len, struct xml_send_batch *out
  * not load at all. */
 int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, int *root_kind,
                        struct smq_errinfo *ei);
+/* root <Message> of PublishMessage; any other root, a <Messages> batch
+ * included, is SMQ_E_MALFORMED_XML (topics have no batch publish). */
+int xml_parse_publish(const char *doc, size_t len, struct xml_publish *out,
+                      struct smq_errinfo *ei);
 int xml_parse_handles(const char *doc, size_t len, struct xml_handles *out,
                       struct smq_errinfo *ei);
 /* Reports the local name of the root element into name (e.g. "Message").
@@ -187,6 +207,7 @@ int xml_root_name(const char *doc, size_t len, char *name, size_t name_size);
 void xml_send_item_free(struct xml_send_item *it);
 void xml_send_batch_free(struct xml_send_batch *b);
 void xml_handles_free(struct xml_handles *h);
+void xml_publish_free(struct xml_publish *p);
 
 /* ---- response writing -------------------------------------------------- */
 

@@ -272,8 +272,6 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
         rc = route(ctx, req, &query, call, ei);
     if (rc == 0)
         rc = authorize(&ring->keys[key_index], call, ei);
-    if (rc == 0)
-        rc = api_topic_refuse_unserved(call, ei);
     query_free(&query);
     return rc;
 }
@@ -292,9 +290,8 @@ void api_render_error(const struct api_request *req, const struct smq_errinfo *e
     xml_error_doc(&resp->body, info->code, errors_message(ei), request_id, host_id);
 }
 
-/* The kinds the MNS API never builds (the admin listener's, a publish until
- * it is served, a push's outcome) answer as they did before they had a
- * renderer. */
+/* The kinds the MNS API never builds (the admin listener's, a push's
+ * outcome) answer as they did before they had a renderer. */
 static int render_unserved(const struct api_ctx *ctx, const struct api_request *req,
                            struct api_call *call, struct api_response *resp)
 {
@@ -325,7 +322,7 @@ static const struct api_kind_row {
     [SMQ_OP_GET_TOPIC] = {api_topic_render_attrs},
     [SMQ_OP_DELETE_TOPIC] = {api_queue_render_no_content},
     [SMQ_OP_LIST_TOPICS] = {api_topic_render_list},
-    [SMQ_OP_PUBLISH] = {render_unserved},
+    [SMQ_OP_PUBLISH] = {api_topic_render_published},
     [SMQ_OP_SUBSCRIBE] = {api_sub_render_created},
     [SMQ_OP_SET_SUBSCRIPTION] = {api_queue_render_no_content},
     [SMQ_OP_GET_SUBSCRIPTION] = {api_sub_render_attrs},

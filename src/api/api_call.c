@@ -16,4 +16,5 @@ void api_call_free(struct api_call *call)
     op_release(&call->op);
     xml_send_batch_free(&call->send);
     xml_handles_free(&call->handles);
+    xml_publish_free(&call->publish);
 }

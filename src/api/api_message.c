@@ -185,6 +185,17 @@ int api_message_change_visibility(const struct api_ctx *ctx, const struct api_re
 
 /* ---- responses ------------------------------------------------------------------------- */
 
+void api_message_id_elems(const struct api_ctx *ctx, uint64_t seq,
+                          const unsigned char md5[MNS_MD5_LEN], struct smq_buf *b)
+{
+    char id[MSGID_TEXT_LEN + 1], hex[33];
+
+    msgid_format(ctx->handle_keys, seq, id);
+    xml_elem_str(b, "MessageId", id);
+    crypto_md5_to_hex(md5, true, hex);
+    xml_elem_str(b, "MessageBodyMD5", hex);
+}
+
 /* A delayed SendMessage also answers with a receipt handle (the Java SDK's
  * TransactionQueue commits or rolls back with it, docs/protocol.md §7.6);
  * a batch entry never does: the Python SDK refuses any entry with more
@@ -192,16 +203,13 @@ int api_message_change_visibility(const struct api_ctx *ctx, const struct api_re
 static void render_sent(struct api_call *call, const struct api_ctx *ctx, struct smq_buf *b)
 {
     bool batch = call->action == MNS_BATCH_SEND_MESSAGE;
-    char id[MSGID_TEXT_LEN + 1], md5[33], handle[HANDLE_TEXT_LEN + 1];
+    char handle[HANDLE_TEXT_LEN + 1];
 
     xml_begin(b, batch ? "Messages" : "Message");
     for (size_t i = 0; i < call->op.send.n; i++) {
         if (batch)
             xml_open(b, "Message");
-        msgid_format(ctx->handle_keys, call->op.send.seq[i], id);
-        xml_elem_str(b, "MessageId", id);
-        crypto_md5_to_hex(call->send_md5[i], true, md5);
-        xml_elem_str(b, "MessageBodyMD5", md5);
+        api_message_id_elems(ctx, call->op.send.seq[i], call->send_md5[i], b);
         if (!batch && call->op.send.delayed[i]) {
             handle_encode(ctx->handle_keys, call->op.send.seq[i], 0, handle);
             xml_elem_str(b, "ReceiptHandle", handle);

@@ -25,6 +25,12 @@ int api_message_change_visibility(const struct api_ctx *ctx, const struct api_re
                                   const struct query *query, struct api_call *call,
                                   struct smq_errinfo *ei);
 
+/* The <MessageId> and <MessageBodyMD5> of an accepted message (§6.1): the id
+ * of seq and the upper-case hex of md5.  SendMessage, BatchSendMessage and
+ * PublishMessage (§13.5) answer with these two, so they are written once. */
+void api_message_id_elems(const struct api_ctx *ctx, uint64_t seq,
+                          const unsigned char md5[MNS_MD5_LEN], struct smq_buf *b);
+
 /* The responses of the finished message actions, one per kind (the
  * renderers of api.c's table, api_render_fn): 0, or SMQ_E_INTERNAL when a
  * body's MD5 could not be computed (received, peeked: nothing usable was

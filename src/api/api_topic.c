@@ -4,7 +4,7 @@
  * ListTopic, Subscribe, SetSubscriptionAttributes, GetSubscriptionAttributes,
  * Unsubscribe and ListSubscriptionByTopic — their names, request checks,
  * extra grants and responses (docs/protocol.md §13.1–§13.7, §13.13,
- * §13.14) — and PublishMessage's refusal until publishing is served.
+ * §13.14) — and PublishMessage's document and answer (§13.5).
  */
 #include "api_topic.h"
 
@@ -12,7 +12,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api_message.h"
 #include "api_queue.h"
+#include "smqd/crypto.h"
 #include "smqd/notify.h"
 
 /* ---- names (§13.2) ------------------------------------------------------------------ */
@@ -135,27 +137,11 @@ int api_topic_list(const struct api_ctx *ctx, const struct api_request *req,
     return api_list_paging(req, "topic", l->prefix, l->marker, &l->ret_number, ei);
 }
 
-int api_topic_publish(const struct api_ctx *ctx, const struct api_request *req,
-                      const struct query *query, struct api_call *call, struct smq_errinfo *ei)
-{
-    (void)ctx, (void)req, (void)query, (void)ei;
-    call->action = MNS_PUBLISH_MESSAGE;
-    return 0;
-}
-
-int api_topic_refuse_unserved(const struct api_call *call, struct smq_errinfo *ei)
-{
-    if (call->action != MNS_PUBLISH_MESSAGE)
-        return 0;
-    return errors_set(ei, SMQ_E_NOT_IMPLEMENTED, "PublishMessage is not available yet on this "
-                      "server: topics, subscriptions and their attributes are served, publishing "
-                      "is not.");
-}
-
-/* ---- subscriptions (§13.6, §13.13) --------------------------------------------------- */
+/* ---- publishing (§13.5) ---------------------------------------------------------------- */
 
 /* Unicode code points in UTF-8 text (the parser gives valid UTF-8): the
- * bytes that do not continue a character. */
+ * bytes that do not continue a character.  MessageTag and FilterTag are
+ * limited in these, as Python counts them (§13.2). */
 static size_t code_points(const char *s)
 {
     size_t n = 0;
@@ -164,6 +150,47 @@ static size_t code_points(const char *s)
         n += ((unsigned char)*s & 0xC0) != 0x80;
     return n;
 }
+
+/* The limits a publish can be judged by without its topic; the topic's own
+ * MaximumMessageSize, which may be lower, is the engine's (§13.5). */
+static int take_publish(const struct xml_publish *x, struct smq_op_publish *p,
+                        struct smq_errinfo *ei)
+{
+    /* Java sends <MessageBody></MessageBody> for a null body. */
+    if (!x->body_present || x->body_len == 0)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The MessageBody is missing or empty.");
+    if (x->body_len > SMQ_MSG_SIZE_MAX)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The MessageBody should have at most %d "
+                          "bytes.", SMQ_MSG_SIZE_MAX);
+    if (code_points(x->tag) > SMQ_TAG_MAX_CHARS)
+        return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of MessageTag should have at "
+                          "most %d characters.", SMQ_TAG_MAX_CHARS);
+    /* Once, here, as for a SendMessage: the answer carries it. */
+    if (crypto_md5(x->body, x->body_len, p->body_md5) != 0)
+        return errors_set(ei, SMQ_E_INTERNAL, "The MD5 of the message body could not be "
+                          "computed.");
+    p->body = x->body;
+    p->body_len = x->body_len;
+    snprintf(p->tag, sizeof p->tag, "%s", x->tag);
+    return 0;
+}
+
+int api_topic_publish(const struct api_ctx *ctx, const struct api_request *req,
+                      const struct query *query, struct api_call *call, struct smq_errinfo *ei)
+{
+    int rc;
+
+    (void)ctx, (void)query;
+    call->action = MNS_PUBLISH_MESSAGE;
+    op_set_kind(&call->op, SMQ_OP_PUBLISH);
+    /* An empty request body is MalformedXML (the parser's rule for len 0). */
+    rc = xml_parse_publish(req->body, req->body_len, &call->publish, ei);
+    if (rc == 0)
+        rc = take_publish(&call->publish, &call->op.publish, ei);
+    return rc;
+}
+
+/* ---- subscriptions (§13.6, §13.13) --------------------------------------------------- */
 
 static int take_filter_tag(const struct xml_sub_attrs *x, struct smq_op_sub *s,
                            struct smq_errinfo *ei)
@@ -450,6 +477,19 @@ int api_topic_render_list(const struct api_ctx *ctx, const struct api_request *r
     if (l->next_marker[0] != '\0')
         xml_elem_str(b, "NextMarker", l->next_marker);
     xml_close(b, "Topics");
+    return 0;
+}
+
+/* PublishMessage: 201 with the message's id and its body's MD5, as a
+ * SendMessage answers them, and never a ReceiptHandle (§13.5). */
+int api_topic_render_published(const struct api_ctx *ctx, const struct api_request *req,
+                               struct api_call *call, struct api_response *resp)
+{
+    (void)req;
+    resp->status = 201;
+    xml_begin(&resp->body, "Message");
+    api_message_id_elems(ctx, call->op.publish.seq, call->op.publish.body_md5, &resp->body);
+    xml_close(&resp->body, "Message");
     return 0;
 }
 

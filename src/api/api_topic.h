@@ -30,9 +30,8 @@ int api_topic_get(const struct api_ctx *ctx, const struct api_request *req,
 /* DELETE /topics/{t}: DeleteTopic. */
 int api_topic_delete(const struct api_ctx *ctx, const struct api_request *req,
                      const struct query *query, struct api_call *call, struct smq_errinfo *ei);
-/* POST /topics/{t}/messages: PublishMessage.  Only names the action (for the
- * grant check and the log): no op is built, and api_prepare refuses the
- * request once it is otherwise valid (api_topic_refuse_unserved). */
+/* POST /topics/{t}/messages: PublishMessage (§13.5).  The op borrows the
+ * decoded body from call->publish. */
 int api_topic_publish(const struct api_ctx *ctx, const struct api_request *req,
                       const struct query *query, struct api_call *call, struct smq_errinfo *ei);
 /* GET /topics/{t}/subscriptions: ListSubscriptionByTopic. */
@@ -56,10 +55,6 @@ int api_sub_delete(const struct api_ctx *ctx, const struct api_request *req,
 bool api_topic_send_needed(const struct auth_key *key, const struct api_call *call,
                            char queue[SMQ_QUEUE_NAME_MAX + 1], const char **what);
 
-/* 0, or for an action routed and authorized but not served yet
- * (PublishMessage, §13.5), SMQ_E_NOT_IMPLEMENTED with ei set. */
-int api_topic_refuse_unserved(const struct api_call *call, struct smq_errinfo *ei);
-
 /* The responses of the finished topic actions, one per kind (the renderers
  * of api.c's table, api_render_fn); each returns 0.  SetTopicAttributes,
  * DeleteTopic, SetSubscriptionAttributes and Unsubscribe answer 204 with
@@ -70,6 +65,8 @@ int api_topic_render_attrs(const struct api_ctx *ctx, const struct api_request *
                            struct api_call *call, struct api_response *resp);
 int api_topic_render_list(const struct api_ctx *ctx, const struct api_request *req,
                           struct api_call *call, struct api_response *resp);
+int api_topic_render_published(const struct api_ctx *ctx, const struct api_request *req,
+                               struct api_call *call, struct api_response *resp);
 int api_sub_render_created(const struct api_ctx *ctx, const struct api_request *req,
                            struct api_call *call, struct api_response *resp);
 int api_sub_render_attrs(const struct api_ctx *ctx, const struct api_request *req,

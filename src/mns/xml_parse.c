@@ -1,9 +1,10 @@
 /*
  * xml_parse.c — owns the request bodies (xml.h): <Queue>, <Message>,
- * <Messages>, <ReceiptHandles>, and the topics' <Topic> and <Subscription>
- * (docs/protocol.md §13.4, §13.6) read from a loaded document (xml_doc.h)
- * into plain structs, with the syntax of every value checked (integers,
- * booleans, text only) and nothing else assumed (docs/protocol.md §4).
+ * <Messages>, <ReceiptHandles>, and the topics' <Topic>, <Subscription> and
+ * published <Message> (docs/protocol.md §13.4–§13.6) read from a loaded
+ * document (xml_doc.h) into plain structs, with the syntax of every value
+ * checked (integers, booleans, text only) and nothing else assumed
+ * (docs/protocol.md §4).
  */
 #include "xml_doc.h"
 #include "xml_props.h"
@@ -538,6 +539,76 @@ int xml_parse_send_any(const char *doc, size_t len, struct xml_send_batch *out, 
     return rc;
 }
 
+/* ---- <Message> of PublishMessage (docs/protocol.md §13.5) ----------------- */
+
+/* MessageTag: not trimmed, as FilterTag is not, since the two are compared
+ * as they are (§13.8); empty means untagged. */
+static int parse_tag(const xmlNode *el, bool *seen, struct xml_publish *out,
+                     struct smq_errinfo *ei)
+{
+    struct smq_buf text;
+    int rc;
+
+    if (*seen)
+        return duplicated("MessageTag", ei);
+    *seen = true;
+    buf_init(&text);
+    rc = xml_leaf_text(el, &text, ei);
+    if (rc == 0 && text.len >= sizeof out->tag)
+        rc = errors_set(ei, SMQ_E_INVALID_ARGUMENT, "The value of MessageTag should have at "
+                        "most %d characters.", SMQ_TAG_MAX_CHARS);
+    if (rc == 0 && text.len > 0) {
+        memcpy(out->tag, text.data, text.len);
+        out->tag[text.len] = '\0';
+    }
+    buf_free(&text);
+    return rc;
+}
+
+/* Only MessageBody and MessageTag are read: the attributes, the Java
+ * extensions and anything else are not kept by a publish, so their content
+ * is not judged either (only the document's well-formedness, §4). */
+static int parse_publish_child(const xmlNode *c, bool *tag_seen, struct xml_publish *out,
+                               struct smq_errinfo *ei)
+{
+    struct xml_send_item body;
+    int rc;
+
+    if (is_element(c, "MessageTag"))
+        return parse_tag(c, tag_seen, out, ei);
+    if (!is_element(c, "MessageBody"))
+        return 0;
+    if (out->body_present)
+        return duplicated("MessageBody", ei);
+    /* Read exactly as a SendMessage's body is (parse_body fills a send item). */
+    memset(&body, 0, sizeof body);
+    rc = parse_body(c, &body, ei);
+    out->body = body.body;
+    out->body_len = body.body_len;
+    out->body_present = rc == 0;
+    return rc;
+}
+
+int xml_parse_publish(const char *doc, size_t len, struct xml_publish *out,
+                      struct smq_errinfo *ei)
+{
+    bool tag_seen = false;
+    xmlDocPtr d;
+    xmlNodePtr root;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = xml_load_root(doc, len, "Message", &d, &root, ei);
+    if (rc != 0)
+        return rc;
+    for (const xmlNode *c = root->children; c != NULL && rc == 0; c = c->next)
+        rc = parse_publish_child(c, &tag_seen, out, ei);
+    xmlFreeDoc(d);
+    if (rc != 0)
+        xml_publish_free(out);
+    return rc;
+}
+
 /* ---- <ReceiptHandles> --------------------------------------------------- */
 
 /* Handles are trimmed; an empty one is kept so that the caller can report
@@ -595,6 +666,12 @@ void xml_send_item_free(struct xml_send_item *it)
     free(it->body);
     free(it->ext);
     memset(it, 0, sizeof *it);
+}
+
+void xml_publish_free(struct xml_publish *p)
+{
+    free(p->body);
+    memset(p, 0, sizeof *p);
 }
 
 void xml_send_batch_free(struct xml_send_batch *b)

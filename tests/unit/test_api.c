@@ -1261,7 +1261,7 @@ static void test_api_render_set_and_delete_queue(void **state)
 static void test_api_render_every_kind_has_a_row(void **state)
 {
     static const enum smq_op_kind unserved[] = {SMQ_OP_PURGE, SMQ_OP_STATS, SMQ_OP_REDRIVE,
-                                                SMQ_OP_PUBLISH, SMQ_OP_PUSH_RESULT};
+                                                SMQ_OP_PUSH_RESULT};
     struct render x;
 
     (void)state;
@@ -2389,39 +2389,341 @@ static void test_api_topic_list_paging(void **state)
     api_call_free(&call);
 }
 
-/* PublishMessage: routed, authenticated and authorized, then refused with
- * 501 NotImplemented; never an op (§13.5 until publishing lands). */
-static void test_api_publish_refused(void **state)
+/* ---- PublishMessage (§13.5) ---- */
+
+#define HW_MD5 "5EB63BBBE01EEED093CB22BB8F5ACDC3"       /* of "hello world" (§13.5's example) */
+#define EMOJI "\xf0\x9f\x98\x80"                        /* one code point, four bytes */
+
+/* Publishes body to topic t; expects success and returns the op (call freed by the caller). */
+static void publish_ok(struct api_call *call, const char *body)
+{
+    run_ok(call, "POST", "/topics/t/messages", body, MNS_PUBLISH_MESSAGE, SMQ_OP_PUBLISH);
+    assert_string_equal(call->op.queue, "t");
+}
+
+/* The op's body is exactly want (len bytes) and its MD5 is want's. */
+static void assert_published(const struct api_call *call, const char *want, size_t len,
+                             const char *tag)
+{
+    unsigned char md5[CRYPTO_MD5_LEN];
+
+    assert_int_equal(call->op.publish.body_len, len);
+    assert_memory_equal(call->op.publish.body, want, len);
+    assert_int_equal(crypto_md5(want, len, md5), 0);
+    assert_memory_equal(call->op.publish.body_md5, md5, CRYPTO_MD5_LEN);
+    assert_string_equal(call->op.publish.tag, tag);
+}
+
+/* <Message><MessageBody>{n bytes of c}</MessageBody>tail</Message>, malloc'd. */
+static char *publish_doc_of(size_t n, char c, const char *tail)
+{
+    static const char head[] = "<Message><MessageBody>", end[] = "</MessageBody>";
+    size_t size = sizeof head + n + sizeof end + strlen(tail) + sizeof "</Message>";
+    char *doc = malloc(size);
+    char *p = doc;
+
+    assert_non_null(doc);
+    p += sprintf(p, "%s", head);
+    memset(p, c, n);
+    p += n;
+    sprintf(p, "%s%s</Message>", end, tail);
+    return doc;
+}
+
+static void test_api_publish_op(void **state)
 {
     struct api_call call;
-    struct smq_errinfo ei;
-    struct api_response resp;
-    struct rq r;
-    const char *body = "<Message><MessageBody>hi</MessageBody></Message>";
 
     (void)state;
-    assert_int_equal(run(&call, &ei, "POST", "/topics/t/messages", body), SMQ_E_NOT_IMPLEMENTED);
-    assert_int_equal(call.action, MNS_PUBLISH_MESSAGE);
-    assert_int_not_equal(call.op.kind, SMQ_OP_PUBLISH);
-    buf_init(&resp.body);
-    rq_init(&r, "POST", "/topics/t/messages", body);
-    api_render_error(&r.req, &ei, RID, &resp);
-    assert_int_equal(resp.status, 501);
-    assert_body(&resp, DECL "<Error " NS "><Code>NotImplemented</Code><Message>PublishMessage is "
-                "not available yet on this server: topics, subscriptions and their attributes "
-                "are served, publishing is not.</Message><RequestId>" RID "</RequestId>"
-                "<HostId>http://" HOST "</HostId></Error>");
-    buf_free(&resp.body);
+    publish_ok(&call, "<Message><MessageBody>hello world</MessageBody></Message>");
+    assert_published(&call, "hello world", 11, "");
     api_call_free(&call);
 
-    /* What comes first is still checked first. */
-    run_err("POST", "/topics/t/messages", NULL, SMQ_E_NOT_IMPLEMENTED);
-    run_err("POST", "/topics/-t/messages", body, SMQ_E_TOPIC_NAME_INVALID);
-    run_err("POST", "/topics/t/messages/", body, SMQ_E_INVALID_REQUEST_URL);
-    rq_init(&r, "POST", "/topics/t/messages", body);
+    /* As the SDKs send it: namespaced, declaration, tag first (children in any order). */
+    publish_ok(&call, DECL "<Message " REQ_NS "><MessageTag>orders</MessageTag>"
+               "<MessageBody>" CN_BODY "</MessageBody></Message>");
+    assert_published(&call, CN_BODY, strlen(CN_BODY), "orders");
+    api_call_free(&call);
+
+    /* An empty MessageTag is no tag; the tag is kept untrimmed, as FilterTag is. */
+    publish_ok(&call, "<Message><MessageBody>x</MessageBody><MessageTag></MessageTag></Message>");
+    assert_published(&call, "x", 1, "");
+    api_call_free(&call);
+    publish_ok(&call, "<Message><MessageBody>x</MessageBody><MessageTag> a b </MessageTag>"
+               "</Message>");
+    assert_published(&call, "x", 1, " a b ");
+    api_call_free(&call);
+}
+
+/* The body is kept byte for byte after XML decoding, never base64-handled
+ * (§13.3 item 6): entities, character references, CDATA, blanks and line
+ * ends stay what they decode to. */
+static void test_api_publish_body_decoded(void **state)
+{
+    struct api_call call;
+    const char *want = "  <a href=\"x\">&'</a>\n\t\xe4\xb8\xad <![x]> ";
+
+    (void)state;
+    publish_ok(&call, "<Message><MessageBody>  &lt;a href=&quot;x&quot;&gt;&amp;&apos;&lt;/a&gt;"
+               "&#10;&#x9;&#x4E2D;<![CDATA[ <![x]> ]]></MessageBody></Message>");
+    assert_published(&call, want, strlen(want), "");
+    api_call_free(&call);
+
+    /* Base64 text (Python's and Java's Base64TopicMessage) stays base64 text. */
+    publish_ok(&call, "<Message><MessageBody>aGVsbG8gd29ybGQ=</MessageBody></Message>");
+    assert_published(&call, "aGVsbG8gd29ybGQ=", 16, "");
+    api_call_free(&call);
+}
+
+/* MessageAttributes with any well-formed content, Java's extensions and
+ * unknown elements are accepted and not kept (§13.5). */
+static void test_api_publish_ignored_parts(void **state)
+{
+    static const char *const extras[] = {
+        "<MessageAttributes><DirectMail>{\"AccountName\":\"a@b.c\",\"Subject\":\"s\"}</DirectMail>"
+        "<DirectSMS>{\"FreeSignName\":\"x\"}</DirectSMS></MessageAttributes>",
+        "<MessageAttributes><DM>{}</DM><DYSMS>{}</DYSMS></MessageAttributes>",
+        "<MessageAttributes></MessageAttributes>",
+        "<MessageAttributes/>",
+        "<MessageAttributes>text<a><b><c>deep</c></b></a><a/></MessageAttributes>",
+        "<UserProperties><PropertyValue><Name>k</Name><Value>v</Value></PropertyValue>"
+        "</UserProperties><SystemProperties><PropertyValue><Name>nope</Name></PropertyValue>"
+        "</SystemProperties><MessageGroupId>g</MessageGroupId>",
+        /* Not judged either: a publish keeps none of them. */
+        "<UserProperties><PropertyValue><Name></Name></PropertyValue></UserProperties>"
+        "<MessageGroupId><x/></MessageGroupId>",
+        "<DelaySeconds>not a number</DelaySeconds><Priority>99</Priority><Unknown a=\"1\"/>",
+        "<!-- a comment --><?pi x?>",
+    };
+    struct api_call call;
+    char doc[512];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof extras / sizeof extras[0]; i++) {
+        snprintf(doc, sizeof doc, "<Message>%s<MessageBody>b</MessageBody><MessageTag>t"
+                 "</MessageTag>%s</Message>", extras[i], extras[i]);
+        publish_ok(&call, doc);
+        assert_published(&call, "b", 1, "t");
+        api_call_free(&call);
+    }
+}
+
+/* The body's limit without the topic: 1..65536 bytes after decoding (the
+ * topic's own MaximumMessageSize is the engine's). */
+static void test_api_publish_body_size(void **state)
+{
+    struct api_call call;
+    char *doc;
+
+    (void)state;
+    doc = publish_doc_of(SMQ_MSG_SIZE_MAX, 'a', "");
+    publish_ok(&call, doc);
+    assert_int_equal(call.op.publish.body_len, SMQ_MSG_SIZE_MAX);
+    api_call_free(&call);
+    free(doc);
+
+    doc = publish_doc_of(SMQ_MSG_SIZE_MAX + 1, 'a', "");
+    run_err_msg("POST", "/topics/t/messages", doc, SMQ_E_INVALID_ARGUMENT,
+                "The MessageBody should have at most 65536 bytes.");
+    free(doc);
+
+    /* Counted after decoding: 65536 '&amp;' are 65536 bytes. */
+    {
+        size_t n = SMQ_MSG_SIZE_MAX;
+        char *p = malloc(n * 5 + 64);
+
+        assert_non_null(p);
+        strcpy(p, "<Message><MessageBody>");
+        for (size_t i = 0; i < n; i++)
+            strcat(p + 22 + 5 * i, "&amp;");
+        strcat(p + 22 + 5 * n, "</MessageBody></Message>");
+        publish_ok(&call, p);
+        assert_int_equal(call.op.publish.body_len, n);
+        assert_int_equal(call.op.publish.body[n - 1], '&');
+        api_call_free(&call);
+        free(p);
+    }
+}
+
+/* MessageTag: at most 16 code points, however many bytes each takes. */
+static void test_api_publish_tag_limit(void **state)
+{
+    static const struct { const char *unit; size_t n; bool ok; } cases[] = {
+        {"a", 16, true}, {"a", 17, false},
+        {"\xe4\xb8\xad", 16, true}, {"\xe4\xb8\xad", 17, false},     /* 3 bytes each */
+        {EMOJI, 16, true}, {EMOJI, 17, false},                       /* 64 and 68 bytes */
+    };
+    struct api_call call;
+    char tag[128], doc[256];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tag[0] = '\0';
+        for (size_t k = 0; k < cases[i].n; k++)
+            strcat(tag, cases[i].unit);
+        snprintf(doc, sizeof doc, "<Message><MessageBody>b</MessageBody><MessageTag>%s"
+                 "</MessageTag></Message>", tag);
+        if (!cases[i].ok) {
+            run_err_msg("POST", "/topics/t/messages", doc, SMQ_E_INVALID_ARGUMENT,
+                        "The value of MessageTag should have at most 16 characters.");
+            continue;
+        }
+        publish_ok(&call, doc);
+        assert_string_equal(call.op.publish.tag, tag);
+        api_call_free(&call);
+    }
+    /* 15 ASCII and one four-byte character: 16 code points, 19 bytes. */
+    publish_ok(&call, "<Message><MessageBody>b</MessageBody><MessageTag>abcdefghijklmno" EMOJI
+               "</MessageTag></Message>");
+    assert_string_equal(call.op.publish.tag, "abcdefghijklmno" EMOJI);
+    api_call_free(&call);
+}
+
+/* Every row of §13.5's table the API decides, and what comes first. */
+static void test_api_publish_problems(void **state)
+{
+    static const struct { const char *body; int err; } rows[] = {
+        {"<Message></Message>", SMQ_E_INVALID_ARGUMENT},
+        {"<Message><MessageTag>t</MessageTag></Message>", SMQ_E_INVALID_ARGUMENT},
+        {"<Message><MessageBody></MessageBody></Message>", SMQ_E_INVALID_ARGUMENT},
+        {"<Message><MessageBody/></Message>", SMQ_E_INVALID_ARGUMENT},
+        {"<Message><MessageBody><![CDATA[]]></MessageBody></Message>", SMQ_E_INVALID_ARGUMENT},
+        {"<Message><MessageBody>a<b/></MessageBody></Message>", SMQ_E_INVALID_ARGUMENT},
+        {"<Message><MessageBody>b</MessageBody><MessageTag><t/></MessageTag></Message>",
+         SMQ_E_INVALID_ARGUMENT},
+        {"", SMQ_E_MALFORMED_XML},
+        {"hello world", SMQ_E_MALFORMED_XML},
+        {"<Message><MessageBody>b</MessageBody>", SMQ_E_MALFORMED_XML},
+        {"<Topic><MessageBody>b</MessageBody></Topic>", SMQ_E_MALFORMED_XML},
+        {"<Messages><Message><MessageBody>b</MessageBody></Message></Messages>",
+         SMQ_E_MALFORMED_XML},
+        {"<Message><MessageBody>a</MessageBody><MessageBody>b</MessageBody></Message>",
+         SMQ_E_MALFORMED_XML},
+        {"<Message><MessageBody>a</MessageBody><MessageTag>x</MessageTag>"
+         "<MessageTag></MessageTag></Message>", SMQ_E_MALFORMED_XML},
+        {"<!DOCTYPE m [<!ENTITY e \"x\">]><Message><MessageBody>&e;</MessageBody></Message>",
+         SMQ_E_MALFORMED_XML},
+    };
+    struct api_call call;
+    struct rq r;
+    struct smq_errinfo ei;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        run_err("POST", "/topics/t/messages", rows[i].body, rows[i].err);
+    run_err("POST", "/topics/t/messages", NULL, SMQ_E_MALFORMED_XML);
+    run_err_msg("POST", "/topics/t/messages", "<Message><MessageBody></MessageBody></Message>",
+                SMQ_E_INVALID_ARGUMENT, "The MessageBody is missing or empty.");
+    run_err_msg("POST", "/topics/t/messages", "<Messages><Message><MessageBody>b</MessageBody>"
+                "</Message></Messages>", SMQ_E_MALFORMED_XML, "The XML you provided was not "
+                "well-formed: the root element must be <Message>.");
+
+    /* What comes first is still checked first (§12.1). */
+    run_err("POST", "/topics/-t/messages", "<Message/>", SMQ_E_TOPIC_NAME_INVALID);
+    run_err("POST", "/topics/t/messages/", "<Message/>", SMQ_E_INVALID_REQUEST_URL);
+    rq_init(&r, "POST", "/topics/t/messages", "<Message/>");
     rq_sign_with(&r, AK, "wrong secret");
     assert_int_equal(prepare(&r, &call, &ei), SMQ_E_SIGNATURE_MISMATCH);
     api_call_free(&call);
+}
+
+/* A Content-MD5 is checked against the request body as it arrived. */
+static void test_api_publish_content_md5(void **state)
+{
+    const char *body = "<Message><MessageBody>hello world</MessageBody></Message>";
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+
+    (void)state;
+    rq_init(&r, "POST", "/topics/t/messages", body);
+    rq_add_md5_of(&r, body);
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), 0);
+    assert_int_equal(call.op.kind, SMQ_OP_PUBLISH);
+    api_call_free(&call);
+    rq_init(&r, "POST", "/topics/t/messages", body);
+    rq_add_md5_of(&r, "something else");
+    rq_sign(&r);
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_INVALID_DIGEST);
+    api_call_free(&call);
+}
+
+/* 201: the id of the seq as SendMessage writes it, the body's MD5 in upper
+ * case, nothing else (§13.5's example, byte for byte). */
+static void test_api_render_published(void **state)
+{
+    struct render x;
+
+    (void)state;
+    render_init(&x, MNS_PUBLISH_MESSAGE, SMQ_OP_PUBLISH);
+    x.call.op.publish.seq = 7;
+    md5_from_hex(x.call.op.publish.body_md5, HW_MD5);
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_string_equal(x.resp.location, "");
+    assert_body(&x.resp, DECL "<Message " NS "><MessageId>0909FF0D9C3A630C0000000000000007"
+                "</MessageId><MessageBodyMD5>5EB63BBBE01EEED093CB22BB8F5ACDC3</MessageBodyMD5>"
+                "</Message>");
+    render_free(&x);
+
+    /* The same id a SendMessage of that seq gets. */
+    render_init(&x, MNS_PUBLISH_MESSAGE, SMQ_OP_PUBLISH);
+    x.call.op.publish.seq = 0xABCDEF;
+    md5_from_hex(x.call.op.publish.body_md5, CN_MD5);
+    render_run(&x);
+    assert_body(&x.resp, DECL "<Message " NS "><MessageId>" ID_PREFIX "0000000000ABCDEF"
+                "</MessageId><MessageBodyMD5>" CN_MD5 "</MessageBodyMD5></Message>");
+    render_free(&x);
+}
+
+/* From the request to the answer: what api_prepare computed is what is answered. */
+static void test_api_publish_round_trip(void **state)
+{
+    struct render x;
+    struct smq_errinfo ei;
+
+    (void)state;
+    render_init(&x, MNS_UNKNOWN, SMQ_OP_GET_QUEUE);
+    api_call_free(&x.call);
+    rq_init(&x.r, "POST", "/topics/t/messages",
+            "<Message><MessageBody>hello world</MessageBody></Message>");
+    rq_sign(&x.r);
+    assert_int_equal(prepare(&x.r, &x.call, &ei), 0);
+    x.call.op.publish.seq = 7;               /* as the engine fills it */
+    render_run(&x);
+    assert_int_equal(x.resp.status, 201);
+    assert_body(&x.resp, DECL "<Message " NS "><MessageId>" ID_PREFIX "0000000000000007"
+                "</MessageId><MessageBodyMD5>" HW_MD5 "</MessageBodyMD5></Message>");
+    render_free(&x);
+}
+
+/* The engine's refusals map as usual (§13.5, §13.7, §12.4: storage full is
+ * InternalError). */
+static void test_api_render_publish_errors(void **state)
+{
+    static const struct { int err; int status; const char *code; } rows[] = {
+        {SMQ_E_TOPIC_NOT_EXIST, 404, "TopicNotExist"},
+        {SMQ_E_INVALID_ARGUMENT, 400, "InvalidArgument"},
+        {SMQ_E_STORAGE_FULL, 500, "InternalError"},
+        {SMQ_E_INTERNAL, 500, "InternalError"},
+    };
+    struct render x;
+    char want[512];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        render_init(&x, MNS_PUBLISH_MESSAGE, SMQ_OP_PUBLISH);
+        x.call.op.publish.seq = 7;
+        errors_set(&x.call.op.result, rows[i].err, "why %d", (int)i);
+        render_run(&x);
+        assert_int_equal(x.resp.status, rows[i].status);
+        snprintf(want, sizeof want, DECL "<Error " NS "><Code>%s</Code><Message>why %d</Message>"
+                 "<RequestId>" RID "</RequestId><HostId>http://" HOST "</HostId></Error>",
+                 rows[i].code, (int)i);
+        assert_body(&x.resp, want);
+        render_free(&x);
+    }
 }
 
 /* Every topic code maps to its status and <Code> (§13.7). */
@@ -2439,7 +2741,6 @@ static void test_api_topic_error_codes(void **state)
         {SMQ_E_SUBSCRIPTION_NAME_LENGTH, 400, "SubscriptionNameLengthError"},
         {SMQ_E_TOO_MANY_SUBSCRIPTIONS, 400, "SubscriptionNumExceededLimit"},
         {SMQ_E_ENDPOINT_INVALID, 400, "EndpointInvalid"},
-        {SMQ_E_NOT_IMPLEMENTED, 501, "NotImplemented"},
     };
 
     (void)state;
@@ -2472,6 +2773,8 @@ static void grants_clear(void)
     memset(&test_grants, 0, sizeof test_grants);
     keys[0].grants = NULL;
 }
+
+#define PUB_BODY "<Message><MessageBody>b</MessageBody></Message>"
 
 static void test_api_topic_grants_on_topic(void **state)
 {
@@ -2506,11 +2809,20 @@ static void test_api_topic_grants_on_topic(void **state)
     run_ok(&call, "GET", "/topics", NULL, MNS_LIST_TOPIC, SMQ_OP_LIST_TOPICS);
     assert_ptr_equal(call.op.tlist.visible, &test_grants);
     api_call_free(&call);
-    /* PublishMessage needs "send": refused as denied before it is refused as unserved. */
-    run_err_msg("POST", "/topics/orders-events/messages", "<Message/>", SMQ_E_ACCESS_DENIED,
+    /* PublishMessage needs "send" on the topic: manage, list or receive do not give it. */
+    run_err_msg("POST", "/topics/orders-events/messages", PUB_BODY, SMQ_E_ACCESS_DENIED,
                 "The access key \"" AK "\" has no \"send\" grant on topic \"orders-events\".");
+    run_err("POST", "/topics/audit/messages", PUB_BODY, SMQ_E_ACCESS_DENIED);
     grants_add("orders-events", "send");
-    run_err("POST", "/topics/orders-events/messages", "<Message/>", SMQ_E_NOT_IMPLEMENTED);
+    run_ok(&call, "POST", "/topics/orders-events/messages", PUB_BODY, MNS_PUBLISH_MESSAGE,
+           SMQ_OP_PUBLISH);
+    assert_string_equal(call.op.queue, "orders-events");
+    api_call_free(&call);
+    /* "send" on one topic is not on another that the key only manages. */
+    run_err("POST", "/topics/orders-other/messages", PUB_BODY, SMQ_E_ACCESS_DENIED);
+    grants_clear();
+    grants_add("receive-only", "receive, list, manage");
+    run_err("POST", "/topics/receive-only/messages", PUB_BODY, SMQ_E_ACCESS_DENIED);
     grants_clear();
 
     grants_add("*", "manage, send, receive");
@@ -2907,7 +3219,16 @@ int main(void)
         cmocka_unit_test(test_api_set_subscription),
         cmocka_unit_test(test_api_endpoint_too_long),
         cmocka_unit_test(test_api_topic_list_paging),
-        cmocka_unit_test(test_api_publish_refused),
+        cmocka_unit_test(test_api_publish_op),
+        cmocka_unit_test(test_api_publish_body_decoded),
+        cmocka_unit_test(test_api_publish_ignored_parts),
+        cmocka_unit_test(test_api_publish_body_size),
+        cmocka_unit_test(test_api_publish_tag_limit),
+        cmocka_unit_test(test_api_publish_problems),
+        cmocka_unit_test(test_api_publish_content_md5),
+        cmocka_unit_test(test_api_render_published),
+        cmocka_unit_test(test_api_publish_round_trip),
+        cmocka_unit_test(test_api_render_publish_errors),
         cmocka_unit_test(test_api_topic_error_codes),
         cmocka_unit_test(test_api_topic_grants_on_topic),
         cmocka_unit_test(test_api_topic_grants_on_queues),

@@ -1,9 +1,9 @@
 /*
  * test_xml_topic.c — unit tests for the topics' request bodies in
- * xml_parse.c (docs/protocol.md §13.4.1, §13.6, §13.13): <Topic> and
- * <Subscription> as each SDK sends them, the values kept or refused, the
- * dead-letter policy nested and flat, and that a failed parse leaves nothing
- * behind.
+ * xml_parse.c (docs/protocol.md §13.4.1, §13.5, §13.6, §13.13): <Topic>,
+ * <Subscription> and PublishMessage's <Message> as each SDK sends them, the
+ * values kept or refused, the dead-letter policy nested and flat, the parts
+ * of a publish skipped, and that a failed parse leaves nothing behind.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +262,123 @@ static void test_xml_sub_refused(void **state)
                      "</Subscription>", SMQ_E_MALFORMED_XML);
 }
 
+/* ---- <Message> of PublishMessage (docs/protocol.md §13.5) ---------------------------- */
+
+static int parse_pub(const char *doc, struct xml_publish *p, struct smq_errinfo *ei)
+{
+    return xml_parse_publish(doc, strlen(doc), p, ei);
+}
+
+static void assert_pub_fails(const char *doc, int want)
+{
+    struct xml_publish p;
+    struct smq_errinfo ei = {0, ""};
+
+    memset(&p, 0xA5, sizeof p);
+    if (parse_pub(doc, &p, &ei) != want)
+        fail_msg("%s: got %d (%s), want %d", doc, ei.err, ei.msg, want);
+    assert_int_equal(ei.err, want);
+    assert_true(all_zero(&p, sizeof p));
+}
+
+static void test_xml_publish_sdk_bodies(void **state)
+{
+    struct xml_publish p;
+    struct smq_errinfo ei;
+
+    (void)state;
+    /* Python: body then tag, namespaced. */
+    assert_int_equal(parse_pub(DECL "<Message xmlns=\"" NS_SLASH "\"><MessageBody>hi</MessageBody>"
+                               "<MessageTag>tag</MessageTag></Message>", &p, &ei), 0);
+    assert_true(p.body_present);
+    assert_int_equal(p.body_len, 2);
+    assert_string_equal(p.body, "hi");
+    assert_string_equal(p.tag, "tag");
+    xml_publish_free(&p);
+    assert_true(all_zero(&p, sizeof p));
+
+    /* Java: attributes first, an empty one, Java 2.0.0's extensions; Go's DirectMail. */
+    assert_int_equal(parse_pub("<Message><MessageAttributes/><UserProperties><PropertyValue>"
+                               "<Name>k</Name></PropertyValue></UserProperties><SystemProperties/>"
+                               "<MessageGroupId>g</MessageGroupId><MessageAttributes><DirectMail>"
+                               "{\"a\":1}</DirectMail></MessageAttributes><MessageBody> a\n"
+                               "</MessageBody></Message>", &p, &ei), 0);
+    assert_int_equal(p.body_len, 3);
+    assert_memory_equal(p.body, " a\n", 3);
+    assert_string_equal(p.tag, "");
+    xml_publish_free(&p);
+
+    /* An empty body is present and empty (the API refuses it), and NUL-terminated. */
+    assert_int_equal(parse_pub("<Message><MessageBody/><MessageTag/></Message>", &p, &ei), 0);
+    assert_true(p.body_present);
+    assert_int_equal(p.body_len, 0);
+    assert_string_equal(p.body, "");
+    assert_string_equal(p.tag, "");
+    xml_publish_free(&p);
+
+    /* No body at all: parsed, not present (the API's InvalidArgument). */
+    assert_int_equal(parse_pub("<Message><DelaySeconds>x</DelaySeconds></Message>", &p, &ei), 0);
+    assert_false(p.body_present);
+    assert_null(p.body);
+    xml_publish_free(&p);
+
+    /* Entities decoded, the tag untrimmed and decoded too. */
+    assert_int_equal(parse_pub("<Message><MessageBody>&lt;&amp;&#x4E2D;</MessageBody>"
+                               "<MessageTag> &amp; </MessageTag></Message>", &p, &ei), 0);
+    assert_string_equal(p.body, "<&\xe4\xb8\xad");
+    assert_string_equal(p.tag, " & ");
+    xml_publish_free(&p);
+}
+
+/* A tag of SMQ_TAG_MAX_BYTES bytes is kept (16 four-byte characters), one
+ * byte more refused here; counting characters is the API's. */
+static void test_xml_publish_tag_bytes(void **state)
+{
+    struct xml_publish p;
+    struct smq_errinfo ei;
+    char doc[256], tag[SMQ_TAG_MAX_BYTES + 2];
+
+    (void)state;
+    memset(tag, 'x', SMQ_TAG_MAX_BYTES);
+    tag[SMQ_TAG_MAX_BYTES] = '\0';
+    snprintf(doc, sizeof doc, "<Message><MessageBody>b</MessageBody><MessageTag>%s</MessageTag>"
+             "</Message>", tag);
+    assert_int_equal(parse_pub(doc, &p, &ei), 0);
+    assert_string_equal(p.tag, tag);
+    xml_publish_free(&p);
+    strcat(tag, "x");
+    snprintf(doc, sizeof doc, "<Message><MessageBody>b</MessageBody><MessageTag>%s</MessageTag>"
+             "</Message>", tag);
+    assert_pub_fails(doc, SMQ_E_INVALID_ARGUMENT);
+}
+
+static void test_xml_publish_refused(void **state)
+{
+    (void)state;
+    assert_pub_fails("", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("text", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Message>", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Topic/>", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Messages><Message><MessageBody>b</MessageBody></Message></Messages>",
+                     SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Message><MessageBody>a</MessageBody><MessageBody>a</MessageBody>"
+                     "</Message>", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Message><MessageBody>a</MessageBody><MessageTag/><MessageTag>t"
+                     "</MessageTag></Message>", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Message><MessageBody>a<x/></MessageBody></Message>",
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_pub_fails("<Message><MessageBody>a</MessageBody><MessageTag><x/></MessageTag>"
+                     "</Message>", SMQ_E_INVALID_ARGUMENT);
+    /* The ignored parts are still part of the document (§4). */
+    assert_pub_fails("<Message><MessageBody>a</MessageBody><MessageAttributes><a></b>"
+                     "</MessageAttributes></Message>", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<Message><MessageBody>a</MessageBody><MessageAttributes><a><a><a><a><a>"
+                     "<a><a><a><a><a></a></a></a></a></a></a></a></a></a></a>"
+                     "</MessageAttributes></Message>", SMQ_E_MALFORMED_XML);
+    assert_pub_fails("<!DOCTYPE Message [<!ENTITY e \"x\">]><Message><MessageBody>&e;"
+                     "</MessageBody></Message>", SMQ_E_MALFORMED_XML);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +388,9 @@ int main(void)
         cmocka_unit_test(test_xml_sub_lengths),
         cmocka_unit_test(test_xml_sub_dlq_forms),
         cmocka_unit_test(test_xml_sub_refused),
+        cmocka_unit_test(test_xml_publish_sdk_bodies),
+        cmocka_unit_test(test_xml_publish_tag_bytes),
+        cmocka_unit_test(test_xml_publish_refused),
     };
     int rc;
 
