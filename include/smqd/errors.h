@@ -54,10 +54,7 @@ enum smq_err {
     SMQ_E_SUBSCRIPTION_NAME_LENGTH = -39,
     SMQ_E_TOO_MANY_SUBSCRIPTIONS = -40,
     SMQ_E_ENDPOINT_INVALID = -41,
-    /* An action smqd routes and authorizes but does not serve yet
-     * (PublishMessage until topics part 2, docs/protocol.md §13.5). */
-    SMQ_E_NOT_IMPLEMENTED = -42,
-    SMQ_E__COUNT = 43            /* one past the most negative code */
+    SMQ_E__COUNT = 42            /* one past the most negative code */
 };
 
 struct smq_error_info {

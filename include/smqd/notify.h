@@ -93,14 +93,20 @@ struct notify_push {
 };
 
 /* Fills headers[0..*n) with every header of §13.10 except Authorization,
- * Host, Content-Length and User-Agent, and sets string_to_sign (§13.11)
- * for body (what is sent).  0, SMQ_E_NOMEM, or SMQ_E_INVALID_ARGUMENT (a
- * value too long for a header). */
+ * Host, Content-Length and User-Agent, named in lower case, in the table's
+ * order (date, content-type, content-md5 first, then the x-mns-* ones), and
+ * sets string_to_sign (§13.11) for body (what is sent) and the endpoint's
+ * target.  A tag with a byte outside printable ASCII goes into
+ * x-mns-message-tag with every byte but A-Z a-z 0-9 - . _ ~ as %XX.
+ * 0, SMQ_E_NOMEM, or SMQ_E_INVALID_ARGUMENT (*n = 0): a NULL field, an
+ * unknown format, a value too long for a header or holding a control
+ * byte. */
 int notify_push_headers(const struct notify_push *p, const void *body, size_t body_len,
                         struct notify_header headers[NOTIFY_PUSH_HEADERS_MAX], size_t *n,
                         struct smq_buf *string_to_sign);
 
-/* "Www, DD Mmm YYYY HH:MM:SS GMT" for epoch_ms (out: 30 bytes). */
+/* "Www, DD Mmm YYYY HH:MM:SS GMT" for epoch_ms (out: 30 bytes, with the
+ * NUL); times before 1970 or after 9999 are clamped to those years. */
 void notify_http_date(int64_t epoch_ms, char out[30]);
 
 /* ---- retries (§13.12) ---- */

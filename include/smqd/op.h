@@ -80,6 +80,20 @@ struct smq_queue_stats {
     uint64_t redrive_pending;    /* still to move in a running redrive */
 };
 
+/* Per-topic statistics (SMQ_OP_STATS), its subscriptions' figures summed.
+ * Counters count since start-up. */
+struct smq_topic_stats {
+    char name[SMQ_TOPIC_NAME_MAX + 1];
+    uint64_t published;          /* publishes accepted */
+    uint64_t delivered;          /* notifications delivered */
+    uint64_t failed;             /* delivery attempts that failed */
+    uint64_t dead;               /* notifications given up (to a dead-letter queue, or dropped) */
+    uint64_t pending;            /* notifications not yet delivered or given up */
+    uint64_t retrying;           /* of those, the ones with a failed attempt */
+    uint64_t http_pending;       /* of those, the ones of HTTP subscriptions (their pushes wait) */
+    uint64_t messages;           /* published messages kept for their pending notifications */
+};
+
 /* Engine-wide figures (engine_stats, SMQ_OP_STATS). */
 struct smq_engine_stats {
     size_t queues, messages, waiters;
@@ -91,6 +105,7 @@ struct smq_engine_stats {
     uint64_t dlq_move_failures;   /* moves not made (target missing, write failed) */
     uint64_t db_pages, free_pages, page_size;   /* database file, as of the last run */
     uint64_t vacuumed_pages;      /* freed pages returned to the file system */
+    uint64_t notifications_dropped;   /* given up with no dead-letter queue to take them */
 };
 
 /* A message as returned by Receive or Peek. */
@@ -189,9 +204,14 @@ struct smq_op_redrive {                      /* REDRIVE (op->queue is the DLQ) *
 
 struct smq_op_stats {                        /* STATS */
     bool totals_only;                        /* only totals (a health probe) */
+    bool with_topics;                        /* and every topic's figures (queue "" only) */
     struct smq_queue_stats *queues;          /* out: malloc'd array, sorted by name */
     size_t n_queues;
     struct smq_engine_stats totals;          /* out */
+    /* out, with_topics: every topic (malloc'd, sorted by name); subscriptions
+     * summed, so a scrape has O(topics) series, not O(subscriptions) */
+    struct smq_topic_stats *topics;
+    size_t n_topics;
 };
 
 /* ---- topics ---- */

@@ -432,7 +432,8 @@ static void answer_probe(struct admin_req *d, const struct smq_op *stats, struct
         admin_probe_metrics(&facts, stats, r);
 }
 
-/* A probe that needs the engine: one STATS op (totals only for /ready). */
+/* A probe that needs the engine: one STATS op (totals only for /ready;
+ * with every topic's figures for /metrics). */
 static bool start_probe(struct admin_req *d, enum admin_route route, struct admin_reply *r)
 {
     struct smq_op *op = &d->job.ops[0];
@@ -442,6 +443,7 @@ static bool start_probe(struct admin_req *d, enum admin_route route, struct admi
         return false;
     op_init(op, SMQ_OP_STATS);
     op->stats.totals_only = route == ROUTE_READY;
+    op->stats.with_topics = route == ROUTE_METRICS;     /* the per-topic metric families */
     d->job.n_ops = 1;
     if (submit_job(d, ADMIN_PROBE_WAIT_MS, true, r))
         return true;

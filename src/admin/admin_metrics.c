@@ -38,13 +38,20 @@ static void sample_u64(struct smq_buf *out, const char *name, uint64_t v)
     buf_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
+/* name{label="V"[,extra]} v */
+static void labelled_sample(struct smq_buf *out, const char *name, const char *label,
+                            const char *v, const char *extra, const char *value)
+{
+    buf_printf(out, "%s{%s=\"", name, label);
+    admin_metrics_label(out, v);
+    buf_printf(out, "\"%s} %s\n", extra != NULL ? extra : "", value);
+}
+
 /* name{queue="Q"[,extra]} v */
 static void queue_sample(struct smq_buf *out, const char *name, const char *queue,
                          const char *extra, const char *value)
 {
-    buf_printf(out, "%s{queue=\"", name);
-    admin_metrics_label(out, queue);
-    buf_printf(out, "\"%s} %s\n", extra != NULL ? extra : "", value);
+    labelled_sample(out, name, "queue", queue, extra, value);
 }
 
 static void gauge_u64(struct smq_buf *out, const char *name, const char *help, uint64_t v)
@@ -149,12 +156,62 @@ static void render_queue_family(const struct queue_family *f, const struct smq_o
     }
 }
 
+/* One per-topic family whose value is a uint64_t field of smq_topic_stats.
+ * Per topic, not per subscription: a topic may have 100,000 subscriptions
+ * and a smqd a million in all, too many series for a scrape. */
+struct topic_family {
+    const char *name, *type, *help;
+    size_t field;
+};
+
+static const struct topic_family topic_families[] = {
+    {"smqd_topic_messages_published_total", "counter", "Messages published to a topic.",
+     offsetof(struct smq_topic_stats, published)},
+    {"smqd_topic_notifications_delivered_total", "counter",
+     "Notifications of a topic delivered, over its subscriptions.",
+     offsetof(struct smq_topic_stats, delivered)},
+    {"smqd_topic_notification_failures_total", "counter",
+     "Delivery attempts of a topic's notifications that failed (each retried or given up).",
+     offsetof(struct smq_topic_stats, failed)},
+    {"smqd_topic_notifications_given_up_total", "counter",
+     "Notifications of a topic given up: moved to their subscription's dead-letter queue, "
+     "or dropped.", offsetof(struct smq_topic_stats, dead)},
+    {"smqd_topic_notifications_pending", "gauge",
+     "Notifications of a topic not yet delivered or given up.",
+     offsetof(struct smq_topic_stats, pending)},
+    {"smqd_topic_notifications_retrying", "gauge",
+     "Pending notifications of a topic with a failed attempt, waiting for the next.",
+     offsetof(struct smq_topic_stats, retrying)},
+    {"smqd_topic_http_backlog", "gauge",
+     "Pending notifications of a topic's HTTP subscriptions.",
+     offsetof(struct smq_topic_stats, http_pending)},
+    {"smqd_topic_messages", "gauge",
+     "Published messages of a topic kept for their pending notifications.",
+     offsetof(struct smq_topic_stats, messages)},
+};
+
+static void render_topic_family(const struct topic_family *f, const struct smq_op *op,
+                                struct smq_buf *out)
+{
+    char value[24];
+
+    family(out, f->name, f->type, f->help);
+    for (size_t i = 0; i < op->stats.n_topics; i++) {
+        const uint64_t *v = (const void *)((const char *)&op->stats.topics[i] + f->field);
+        snprintf(value, sizeof value, "%" PRIu64, *v);
+        labelled_sample(out, f->name, "topic", op->stats.topics[i].name, NULL, value);
+    }
+}
+
 static void render_engine(const struct smq_engine_stats *t, struct smq_buf *out)
 {
     gauge_u64(out, "smqd_queues", "Queues that exist.", t->queues);
     gauge_u64(out, "smqd_topics", "Topics that exist.", t->topics);
     gauge_u64(out, "smqd_subscriptions", "Subscriptions that exist, of every topic.",
               t->subscriptions);
+    counter_u64(out, "smqd_topic_notifications_dropped_total",
+                "Notifications given up with no dead-letter queue to take them, of every topic.",
+                t->notifications_dropped);
     gauge_u64(out, "smqd_long_poll_waiters", "Receive requests parked on any queue.", t->waiters);
     gauge_u64(out, "smqd_storage_full", "1 while sends are refused because the disk filled up.",
               t->storage_full ? 1 : 0);
@@ -195,4 +252,6 @@ void admin_metrics_render(const struct admin_metrics_input *in, struct smq_buf *
     render_ages(op, in->now_ms, out);
     for (size_t i = 0; i < sizeof queue_families / sizeof queue_families[0]; i++)
         render_queue_family(&queue_families[i], op, out);
+    for (size_t i = 0; i < sizeof topic_families / sizeof topic_families[0]; i++)
+        render_topic_family(&topic_families[i], op, out);
 }

@@ -94,10 +94,6 @@ static const struct smq_error_info error_table[SMQ_E__COUNT] = {
                                        "this server's limit."},
     [-SMQ_E_ENDPOINT_INVALID] = {400, "EndpointInvalid",
                                  "The endpoint is not a queue of this server or an http(s) URL."},
-    /* 501 tells every SDK the request was understood and refused as a
-     * whole, not that it may be retried (a 5xx the SDKs retry is 500/503). */
-    [-SMQ_E_NOT_IMPLEMENTED] = {501, "NotImplemented",
-                                "This server does not serve this action yet."},
 };
 
 const struct smq_error_info *errors_info(int err)

@@ -107,18 +107,20 @@ int ctl_print_topic_table(FILE *out, const struct cj_value *doc)
 
     if (topics == NULL || topics->type != CJ_ARRAY)
         return SMQ_E_INVALID_ARGUMENT;
-    fprintf(out, "%-32s %13s %12s %7s  %s\n", "NAME", "SUBSCRIPTIONS", "MAX_MSG_SIZE",
-            "LOGGING", "CREATED");
+    /* PENDING: published messages kept for their pending notifications */
+    fprintf(out, "%-32s %13s %9s %12s %7s  %s\n", "NAME", "SUBSCRIPTIONS", "PENDING",
+            "MAX_MSG_SIZE", "LOGGING", "CREATED");
     for (size_t i = 0; i < topics->n; i++) {
         const struct cj_value *t = &topics->items[i];
         const struct cj_value *attrs = cj_get(t, "attributes");
-        char f[5][128];
-        fprintf(out, "%-32s %13s %12s %7s  %s\n",
+        char f[6][128];
+        fprintf(out, "%-32s %13s %9s %12s %7s  %s\n",
                 field(cj_text(t, "name", "?"), f[0], sizeof f[0]),
                 field(cj_text(t, "subscriptions", "-"), f[1], sizeof f[1]),
-                field(cj_text(attrs, "MaximumMessageSize", "?"), f[2], sizeof f[2]),
-                field(cj_text(attrs, "LoggingEnabled", "?"), f[3], sizeof f[3]),
-                utc_time(t, "create_time", f[4], sizeof f[4]));
+                field(cj_text(t, "message_count", "-"), f[2], sizeof f[2]),
+                field(cj_text(attrs, "MaximumMessageSize", "?"), f[3], sizeof f[3]),
+                field(cj_text(attrs, "LoggingEnabled", "?"), f[4], sizeof f[4]),
+                utc_time(t, "create_time", f[5], sizeof f[5]));
     }
     return 0;
 }
@@ -132,18 +134,22 @@ int ctl_print_subscription_table(FILE *out, const struct cj_value *doc)
 
     if (subs == NULL || subs->type != CJ_ARRAY)
         return SMQ_E_INVALID_ARGUMENT;
-    fprintf(out, "%-32s %-16s %-23s %-10s  %s\n", "NAME", "FILTER_TAG", "STRATEGY", "FORMAT",
-            "ENDPOINT");
+    /* PENDING: notifications not yet delivered or given up; RETRYING: of
+     * those, the ones with a failed attempt. */
+    fprintf(out, "%-32s %-16s %-23s %-10s %9s %8s  %s\n", "NAME", "FILTER_TAG", "STRATEGY",
+            "FORMAT", "PENDING", "RETRYING", "ENDPOINT");
     for (size_t i = 0; i < subs->n; i++) {
         const struct cj_value *s = &subs->items[i];
         const struct cj_value *attrs = cj_get(s, "attributes");
         const char *tag = cj_text(attrs, "FilterTag", "");
-        char f[4][128];
-        fprintf(out, "%-32s %-16s %-23s %-10s  ",
+        char f[6][128];
+        fprintf(out, "%-32s %-16s %-23s %-10s %9s %8s  ",
                 field(cj_text(s, "name", "?"), f[0], sizeof f[0]),
                 field(tag[0] != '\0' ? tag : "-", f[1], 17),
                 field(cj_text(attrs, "NotifyStrategy", "?"), f[2], sizeof f[2]),
-                field(cj_text(attrs, "NotifyContentFormat", "?"), f[3], sizeof f[3]));
+                field(cj_text(attrs, "NotifyContentFormat", "?"), f[3], sizeof f[3]),
+                field(cj_text(s, "pending", "-"), f[4], sizeof f[4]),
+                field(cj_text(s, "retrying", "-"), f[5], sizeof f[5]));
         print_text(out, cj_text(attrs, "Endpoint", "?"));
         fputc('\n', out);
     }

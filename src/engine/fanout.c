@@ -127,10 +127,12 @@ static int write_queue_msg(struct smq_engine *e, struct smq_queue *q, struct smq
     return rc;
 }
 
-/* Makes n (unplaced) a message of q and retires it.  0, or the error with
- * n left as it was: SMQ_E_INVALID_ARGUMENT when the notification is larger
- * than the queue's MaximumMessageSize. */
-static int move_to_queue(struct smq_engine *e, struct smq_queue *q, struct topic_notif *n)
+/* Makes n (unplaced) a message of q and retires it, logged as kind (a
+ * delivery or a dead-letter).  0, or the error with n left as it was:
+ * SMQ_E_INVALID_ARGUMENT when the notification is larger than the queue's
+ * MaximumMessageSize. */
+static int move_to_queue(struct smq_engine *e, struct smq_queue *q, struct topic_notif *n,
+                         enum oplog_kind kind)
 {
     struct smq_buf body;
     struct smq_msg *m = calloc(1, sizeof *m);
@@ -151,6 +153,7 @@ static int move_to_queue(struct smq_engine *e, struct smq_queue *q, struct topic
     msgs_link(e, q, m);
     q->count.sent++;
     oplog_record(&e->oplog, q, OPLOG_SEND, m, "");
+    oplog_notify(&e->oplog, kind, n, n->attempts + 1, q);
     retire(e, n);
     return 0;
 }
@@ -165,7 +168,8 @@ static void give_up(struct smq_engine *e, struct topic_notif *n)
     struct smq_sub *s = n->sub;
     struct smq_queue *dlq = s->attrs.dlq.enabled
                                 ? queue_registry_find(&e->queues, s->attrs.dlq.target) : NULL;
-    int rc = dlq != NULL ? move_to_queue(e, dlq, n) : SMQ_E_QUEUE_NOT_EXIST;
+    int rc = dlq != NULL ? move_to_queue(e, dlq, n, OPLOG_NOTIFY_DEAD_LETTER)
+                         : SMQ_E_QUEUE_NOT_EXIST;
 
     if (rc != 0) {               /* no target, or it would not take it: dropped */
         rc = txn_write_begin(&e->txn);
@@ -173,6 +177,7 @@ static void give_up(struct smq_engine *e, struct topic_notif *n)
             rc = txn_write_end(&e->txn, delete_rows(e, n));
         if (rc == 0) {
             e->topics.dropped++;
+            oplog_notify(&e->oplog, OPLOG_NOTIFY_DROP, n, n->attempts + 1, NULL);
             retire(e, n);
         }
     }
@@ -212,6 +217,7 @@ static void attempt_failed(struct smq_engine *e, struct topic_notif *n)
         if (n->attempts == 0)
             s->n_retrying++;
         n->attempts = attempts;
+        oplog_notify(&e->oplog, OPLOG_NOTIFY_RETRY, n, attempts, NULL);
     }
     wait_until(e, n, due);
 }
@@ -223,7 +229,7 @@ static void deliver_to_queue(struct smq_engine *e, struct topic_notif *n)
     struct smq_queue *q = queue_registry_find(&e->queues, s->ep.queue);
 
     topic_notif_unplace(n, &e->topics.wheel);
-    if (q != NULL && move_to_queue(e, q, n) == 0) {
+    if (q != NULL && move_to_queue(e, q, n, OPLOG_NOTIFY_DELIVER) == 0) {
         s->count.delivered++;
         return;
     }

@@ -18,9 +18,14 @@ static const char *const event_names[] = {
     [OPLOG_DEAD_LETTER] = "dead_letter",
     [OPLOG_REDRIVE] = "redrive",
     [OPLOG_PURGE] = "purge",
+    [OPLOG_PUBLISH] = "publish",
+    [OPLOG_NOTIFY_DELIVER] = "deliver",
+    [OPLOG_NOTIFY_RETRY] = "retry",
+    [OPLOG_NOTIFY_DEAD_LETTER] = "dead_letter",
+    [OPLOG_NOTIFY_DROP] = "drop",
 };
 
-#define OPLOG_MAX_EVENTS 65536          /* lines one run may hold (~19 MB) */
+#define OPLOG_MAX_EVENTS 65536          /* lines one run may hold (~27 MB) */
 
 static struct oplog_event *next_slot(struct oplog *l)
 {
@@ -39,24 +44,35 @@ static struct oplog_event *next_slot(struct oplog *l)
     return &l->events[l->n++];
 }
 
-/* The event's slot if q logs, filled but for the peer; else NULL. */
-static struct oplog_event *record(struct oplog *l, const struct smq_queue *q,
-                                   enum oplog_kind kind, const struct smq_msg *m,
-                                   uint32_t dequeue_count, const char *request_id)
+/* A slot filled for the queue or topic `name` but for sub and peer, or
+ * NULL (logging off, or no room). */
+static struct oplog_event *fill(struct oplog *l, bool logging, const char *name,
+                                enum oplog_kind kind, uint64_t seq, uint32_t count,
+                                const char *request_id)
 {
     struct oplog_event *ev;
 
-    if (!q->attrs.logging || (ev = next_slot(l)) == NULL)
+    if (!logging || (ev = next_slot(l)) == NULL)
         return NULL;
     ev->kind = kind;
-    ev->seq = m != NULL ? m->seq : 0;
-    ev->dequeue_count = dequeue_count;
-    snprintf(ev->queue, sizeof ev->queue, "%s", q->name);
+    ev->seq = seq;
+    ev->dequeue_count = count;
+    snprintf(ev->queue, sizeof ev->queue, "%s", name);
+    ev->sub[0] = '\0';
     ev->peer[0] = '\0';
     ev->arrived = false;
     snprintf(ev->request_id, sizeof ev->request_id, "%s",
              request_id != NULL && request_id[0] != '\0' ? request_id : "-");
     return ev;
+}
+
+/* The event's slot if q logs, filled but for the peer; else NULL. */
+static struct oplog_event *record(struct oplog *l, const struct smq_queue *q,
+                                   enum oplog_kind kind, const struct smq_msg *m,
+                                   uint32_t dequeue_count, const char *request_id)
+{
+    return fill(l, q->attrs.logging, q->name, kind, m != NULL ? m->seq : 0, dequeue_count,
+                request_id);
 }
 
 void oplog_record(struct oplog *l, const struct smq_queue *q, enum oplog_kind kind,
@@ -92,10 +108,49 @@ void oplog_purge(struct oplog *l, const struct smq_queue *q, uint64_t count,
         ev->seq = count;
 }
 
+void oplog_publish(struct oplog *l, const struct smq_topic *t, uint64_t seq,
+                   uint32_t n_notifications, const char *request_id)
+{
+    fill(l, t->attrs.logging, t->name, OPLOG_PUBLISH, seq, n_notifications, request_id);
+}
+
+void oplog_notify(struct oplog *l, enum oplog_kind kind, const struct topic_notif *n,
+                  uint32_t attempts, const struct smq_queue *to)
+{
+    const struct smq_sub *s = n->sub;
+    /* No request causes an outcome: the fan-out does, between requests. */
+    struct oplog_event *ev = fill(l, s->topic->attrs.logging, s->topic->name, kind,
+                                  n->msg->seq, attempts, NULL);
+
+    if (ev == NULL)
+        return;
+    snprintf(ev->sub, sizeof ev->sub, "%s", s->name);
+    if (to != NULL)
+        snprintf(ev->peer, sizeof ev->peer, "%s", to->name);
+}
+
+/* topic=T [subscription=S] event=E message_id=ID (notifications|attempts)=N [to=Q] request_id=R */
+static void write_topic_event(const struct oplog_event *ev, const char *id)
+{
+    if (ev->kind == OPLOG_PUBLISH) {
+        log_event("topic=%s event=publish message_id=%s notifications=%u request_id=%s",
+                  ev->queue, id, ev->dequeue_count, ev->request_id);
+        return;
+    }
+    log_event("topic=%s subscription=%s event=%s message_id=%s attempts=%u%s%s request_id=%s",
+              ev->queue, ev->sub, event_names[ev->kind], id, ev->dequeue_count,
+              ev->peer[0] != '\0' ? " to=" : "", ev->peer, ev->request_id);
+}
+
 static void write_event(const struct oplog *l, const struct oplog_event *ev)
 {
     char id[MSGID_TEXT_LEN + 1];
 
+    if (ev->kind >= OPLOG_PUBLISH) {
+        msgid_format(l->keys, ev->seq, id);
+        write_topic_event(ev, id);
+        return;
+    }
     if (ev->kind == OPLOG_PURGE) {
         log_event("queue=%s event=purge count=%llu request_id=%s", ev->queue,
                   (unsigned long long)ev->seq, ev->request_id);

@@ -4,6 +4,7 @@
  */
 #include "ops_admin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,37 @@ static void queue_stats(const struct smq_queue *q, struct smq_queue_stats *out)
     out->oldest_enqueue_ms = oldest != NULL ? oldest->enqueue_ms : 0;
 }
 
+/* A topic's figures, its subscriptions' summed: O(its subscriptions). */
+static void topic_stats(const struct smq_topic *t, struct smq_topic_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", t->name);
+    out->published = t->published;
+    out->messages = t->message_count;
+    for (size_t i = 0; i < t->n_subs; i++) {
+        const struct smq_sub *s = t->subs[i];
+        out->delivered += s->count.delivered;
+        out->failed += s->count.failed;
+        out->dead += s->count.dead;
+        out->pending += s->n_pending;
+        out->retrying += s->n_retrying;
+        if (s->ep.kind == NOTIFY_EP_HTTP)
+            out->http_pending += s->n_pending;
+    }
+}
+
+/* Every topic, for a scrape (st->topics is freed with the op). */
+static int topics_stats(const struct topic_model *m, struct smq_op_stats *st)
+{
+    st->topics = calloc(m->n_topics > 0 ? m->n_topics : 1, sizeof *st->topics);
+    if (st->topics == NULL)
+        return SMQ_E_NOMEM;
+    for (size_t i = 0; i < m->n_topics; i++)
+        topic_stats(m->topics[i], &st->topics[i]);
+    st->n_topics = m->n_topics;
+    return 0;
+}
+
 void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
 {
     out->queues = e->queues.n;
@@ -42,6 +74,7 @@ void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
     out->free_pages = e->space.free_pages;
     out->page_size = e->space.page_size;
     out->vacuumed_pages = e->space.vacuumed_pages;
+    out->notifications_dropped = e->topics.dropped;
 }
 
 int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
@@ -65,9 +98,10 @@ int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
         queue_stats(q, &st->queues[n++]);
     }
     st->n_queues = n;
-    if (op->queue[0] != '\0' && n == 0)
-        return SMQ_E_QUEUE_NOT_EXIST;
-    return 0;
+    if (op->queue[0] != '\0')               /* one queue's figures: no topics */
+        return n == 0 ? SMQ_E_QUEUE_NOT_EXIST : 0;
+    /* A pass over every subscription: only /metrics asks for it. */
+    return st->with_topics ? topics_stats(&e->topics.model, st) : 0;
 }
 
 /* Deletes every message of the queues in one savepoint, so a purge of a

@@ -3,11 +3,15 @@
  * docs/protocol.md §13.2): a queue of this server written as
  * acs:mns:{region}:{account}:queues/{q}, or an http(s) URL; the
  * notification bodies in each NotifyContentFormat (§13.9) and the retry
- * schedules of each NotifyStrategy (§13.12).  Pure text work, no I/O.
- * The push headers notify.h also declares have no source yet.
+ * schedules of each NotifyStrategy (§13.12); an HTTP push's headers and
+ * string to sign (§13.10, §13.11; the signing itself is the push pool's).
+ * Pure text work, no I/O.
  */
 #include "smqd/notify.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "smqd/crypto.h"
@@ -436,4 +440,196 @@ int64_t notify_retry_interval_ms(enum smq_notify_strategy s, uint32_t retry_n, u
     if (retry_n <= DECAY_DOUBLINGS)
         return (int64_t)1000 << (retry_n - 1);
     return DECAY_CAP_MS;
+}
+
+/* ---- the push request (§13.10, §13.11) ---- */
+
+/* Writes v as exactly width decimal digits, zero-padded. */
+static void put_digits(char *p, unsigned v, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        p[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+/* Years 1970..9999 fit the four digits of the format. */
+#define HTTP_DATE_MAX_S INT64_C(253402300799)    /* 9999-12-31 23:59:59 */
+
+void notify_http_date(int64_t epoch_ms, char out[30])
+{
+    static const char wdays[] = "SunMonTueWedThuFriSat";
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    int64_t t = epoch_ms < 0 ? 0 : epoch_ms / 1000;
+    int64_t days, doe, yoe, doy, mp;
+    unsigned secs, month, year;
+
+    if (t > HTTP_DATE_MAX_S)
+        t = HTTP_DATE_MAX_S;
+    days = t / 86400;
+    secs = (unsigned)(t % 86400);
+    /* the civil date of a day count (the proleptic Gregorian calendar,
+     * eras of 400 years counted from 0000-03-01) */
+    doe = (days + 719468) % 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    month = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
+    year = (unsigned)(yoe + (days + 719468) / 146097 * 400 + (month <= 2));
+    memcpy(out, wdays + 3 * ((days + 4) % 7), 3);        /* 1970-01-01 was a Thursday */
+    memcpy(out + 3, ", ", 2);
+    put_digits(out + 5, (unsigned)(doy - (153 * mp + 2) / 5 + 1), 2);
+    out[7] = ' ';
+    memcpy(out + 8, months + 3 * (month - 1), 3);
+    out[11] = ' ';
+    put_digits(out + 12, year, 4);
+    out[16] = ' ';
+    put_digits(out + 17, secs / 3600, 2);
+    out[19] = ':';
+    put_digits(out + 20, secs / 60 % 60, 2);
+    out[22] = ':';
+    put_digits(out + 23, secs % 60, 2);
+    memcpy(out + 25, " GMT", 5);                          /* with the NUL */
+}
+
+/* Appends one header; a value that does not fit, or holds a control byte
+ * (a header could be split by it), is refused. */
+static int add_header(struct notify_header *h, size_t *n, const char *name, const char *value)
+{
+    size_t len = strlen(value);
+
+    if (*n >= NOTIFY_PUSH_HEADERS_MAX || len >= sizeof h->value)
+        return SMQ_E_INVALID_ARGUMENT;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] == 0x7f)
+            return SMQ_E_INVALID_ARGUMENT;
+    h[*n].name = name;
+    memcpy(h[*n].value, value, len + 1);
+    (*n)++;
+    return 0;
+}
+
+/* x-mns-message-tag: as it is when all printable ASCII; otherwise every
+ * byte but RFC 3986's unreserved ones as %XX, so any percent-decoder gets
+ * the UTF-8 back (§13.10).  out holds 3 * SMQ_TAG_MAX_BYTES + 1. */
+static int tag_header_value(const char *tag, char *out, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t len = strlen(tag), o = 0;
+    bool plain = true;
+
+    for (size_t i = 0; i < len; i++)
+        plain = plain && (unsigned char)tag[i] >= 0x20 && (unsigned char)tag[i] < 0x7f;
+    if (plain)
+        return snprintf(out, size, "%s", tag) < (int)size ? 0 : SMQ_E_INVALID_ARGUMENT;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)tag[i];
+
+        if (o + 4 > size)
+            return SMQ_E_INVALID_ARGUMENT;
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || c == '-' || c == '.' || c == '_' || c == '~') {
+            out[o++] = (char)c;
+            continue;
+        }
+        out[o++] = '%';
+        out[o++] = hex[c >> 4];
+        out[o++] = hex[c & 0xf];
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Every x-mns-* header of §13.10 the attempt carries, in the table's order. */
+static int add_mns_headers(const struct notify_push *p, struct notify_header *h, size_t *n)
+{
+    const struct notify_msg *m = p->msg;
+    char b64[sizeof h->value], num[24], tag[3 * SMQ_TAG_MAX_BYTES + 1];
+    size_t url_len = strlen(p->cert_url);
+    int rc;
+
+    if (url_len > (sizeof b64 - 1) / 4 * 3)
+        return SMQ_E_INVALID_ARGUMENT;
+    crypto_base64(p->cert_url, url_len, b64);
+    snprintf(num, sizeof num, "%" PRId64, m->publish_ms);
+    rc = add_header(h, n, "x-mns-version", "2015-06-06");
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-request-id", p->request_id);
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-signing-cert-url", b64);
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-topic-owner", or_empty(m->account_id));
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-topic-name", or_empty(m->topic));
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-subscriber", or_empty(m->account_id));
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-subscription-name", or_empty(m->sub));
+    if (rc == 0)
+        rc = add_header(h, n, "x-mns-publish-time", num);
+    if (rc == 0 && p->format == SMQ_NOTIFY_SIMPLIFIED)
+        rc = add_header(h, n, "x-mns-message-id", or_empty(m->msg_id));
+    if (rc == 0 && p->format == SMQ_NOTIFY_SIMPLIFIED && tagged(m))
+        rc = tag_header_value(m->tag, tag, sizeof tag);
+    if (rc == 0 && p->format == SMQ_NOTIFY_SIMPLIFIED && tagged(m))
+        rc = add_header(h, n, "x-mns-message-tag", tag);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const struct notify_header *const *)a)->name,
+                  (*(const struct notify_header *const *)b)->name);
+}
+
+/* §13.11: POST, Content-MD5, Content-Type, Date, the x-mns-* headers as
+ * name:value lines sorted by name, then the resource.  headers[0..2] are
+ * date, content-type and content-md5. */
+static void build_string_to_sign(const struct notify_header *h, size_t n, const char *target,
+                           struct smq_buf *out)
+{
+    const struct notify_header *mns[NOTIFY_PUSH_HEADERS_MAX];
+    size_t k = 0;
+
+    for (size_t i = 3; i < n; i++)
+        mns[k++] = &h[i];
+    qsort(mns, k, sizeof mns[0], by_name);
+    buf_reset(out);
+    buf_printf(out, "POST\n%s\n%s\n%s\n", h[2].value, h[1].value, h[0].value);
+    for (size_t i = 0; i < k; i++)
+        buf_printf(out, "%s:%s\n", mns[i]->name, mns[i]->value);
+    buf_puts(out, target);
+}
+
+int notify_push_headers(const struct notify_push *p, const void *body, size_t body_len,
+                        struct notify_header headers[NOTIFY_PUSH_HEADERS_MAX], size_t *n,
+                        struct smq_buf *string_to_sign)
+{
+    char md5_hex[2 * MNS_MD5_LEN + 1], md5_b64[48];
+    int rc;
+
+    *n = 0;
+    if (p == NULL || p->msg == NULL || p->ep == NULL || p->date == NULL || p->request_id == NULL
+        || p->cert_url == NULL || (body == NULL && body_len > 0)
+        || (p->format != SMQ_NOTIFY_XML && p->format != SMQ_NOTIFY_JSON
+            && p->format != SMQ_NOTIFY_SIMPLIFIED))
+        return SMQ_E_INVALID_ARGUMENT;
+    /* the MNS API's form: base64 of the lower-case hex digest (§2.1) */
+    if (crypto_md5_hex(body_len > 0 ? body : "", body_len, false, md5_hex) != 0)
+        return SMQ_E_NOMEM;
+    crypto_base64(md5_hex, strlen(md5_hex), md5_b64);
+    rc = add_header(headers, n, "date", p->date);
+    if (rc == 0)
+        rc = add_header(headers, n, "content-type", notify_content_type(p->format));
+    if (rc == 0)
+        rc = add_header(headers, n, "content-md5", md5_b64);
+    if (rc == 0)
+        rc = add_mns_headers(p, headers, n);
+    if (rc == 0) {
+        build_string_to_sign(headers, *n, p->ep->target, string_to_sign);
+        rc = buf_failed(string_to_sign) ? SMQ_E_NOMEM : 0;
+    }
+    if (rc != 0)
+        *n = 0;
+    return rc;
 }

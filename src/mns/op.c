@@ -60,6 +60,9 @@ static void release_stats(struct smq_op *op)
     free(op->stats.queues);
     op->stats.queues = NULL;
     op->stats.n_queues = 0;
+    free(op->stats.topics);
+    op->stats.topics = NULL;
+    op->stats.n_topics = 0;
 }
 
 static void release_tlist(struct smq_op *op)

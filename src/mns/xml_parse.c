@@ -2,8 +2,9 @@
  * xml_parse.c — owns the request bodies (xml.h): <Queue>, <Message>,
  * <Messages>, <ReceiptHandles>, and the topics' <Topic>, <Subscription> and
  * published <Message> (docs/protocol.md §13.4–§13.6) read from a loaded
- * document (xml_doc.h) into plain structs, with the syntax of every value checked (integers,
- * booleans, text only) and nothing else assumed (docs/protocol.md §4).
+ * document (xml_doc.h) into plain structs, with the syntax of every value
+ * checked (integers, booleans, text only) and nothing else assumed
+ * (docs/protocol.md §4).
  */
 #include "xml_doc.h"
 #include "xml_props.h"
@@ -579,6 +580,7 @@ static int parse_publish_child(const xmlNode *c, bool *tag_seen, struct xml_publ
         return 0;
     if (out->body_present)
         return duplicated("MessageBody", ei);
+    /* Read exactly as a SendMessage's body is (parse_body fills a send item). */
     memset(&body, 0, sizeof body);
     rc = parse_body(c, &body, ei);
     out->body = body.body;

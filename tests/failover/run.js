@@ -13,7 +13,8 @@
 // Cycle actions, rotated: kill9 | sigstop (past the lease, then SIGCONT) | cut (proxy frozen).
 // After every cycle: the ledger against the rows in PostgreSQL, at most one /ready 200 in every
 // 100 ms sample, an old active's receipt handle works on the new one, every topic and
-// subscription acknowledged before a fault (one per cycle) is served as made by the new active,
+// subscription acknowledged before a fault (one per cycle) is served as made by the new active
+// and the publish acknowledged to it reaches its subscribed queue,
 // takeover <= 15 s, and the
 // victim restarted with the same node_id and ports is standby (/ready 503) within 30 s.
 // The PostgreSQL failover (kill -9 of the primary, pg_ctl promote of the standby) runs last.
@@ -315,40 +316,67 @@ async function useHandle(st, h, active) {
 function checkRows(st) {
   const r = pgcheck.inspect(st.checkDsn);
   for (const t of r.torn) st.ledger.violation(st.cycle, 'torn-row', t);
-  const rows = r.rows.filter((x) => x.queue !== HANDLE_Q && x.queue !== PROBE_Q);
+  // The topic checks' queues (fo-q-N) are checked by checkTopics, not by the ledger.
+  const rows = r.rows.filter((x) => x.queue !== HANDLE_Q && x.queue !== PROBE_Q && !x.queue.startsWith('fo-q-'));
   return { n: st.ledger.checkDisk(st.cycle, rows), lease: r.lease };
 }
 
-// ---- topics: an acknowledged CreateTopic and Subscribe survive every takeover ----
+// ---- topics: an acknowledged CreateTopic, Subscribe and PublishMessage survive every takeover ----
 
-const SUB_BODY = '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">'
-  + '<Endpoint>acs:mns:cn-hangzhou:1:queues/fo-sink</Endpoint></Subscription>';
+const subBody = (queue) => '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">'
+  + `<Endpoint>acs:mns:cn-hangzhou:1:queues/${queue}</Endpoint><NotifyContentFormat>SIMPLIFIED</NotifyContentFormat></Subscription>`;
 
-// One topic with one subscription per cycle, made on the active node just before the fault;
-// only what was answered 201 goes into st.topics.
+// One topic per cycle with one subscription into a queue of its own, made on the active node
+// just before the fault, and one publish to it; only what was answered 201 is recorded (in
+// st.topics), and the publish's body must then reach the queue, before or after the takeover.
 async function makeTopic(st, active) {
   const name = `fo-topic-${st.cycle}`;
+  const queue = `fo-q-${st.cycle}`;
   const mns = mnsOf(active.endpoint);
   try {
+    await mns.createQueue(queue, {});
     await mns.createTopic(name, { LoggingEnabled: true });
-    await mns.put(`/topics/${name}/subscriptions/s`, 'Subscription', SUB_BODY);
-    st.topics.push(name);
+    await mns.put(`/topics/${name}/subscriptions/s`, 'Subscription', subBody(queue));
+    const t = { name, queue, body: null };
+    st.topics.push(t);
+    await mns.publishMessage(name, { MessageBody: `published in cycle ${st.cycle}` });
+    t.body = `published in cycle ${st.cycle}`;
   } catch (e) {
     st.ledger.anomaly(st.cycle, 'topic-create', `${name}: ${e.name}: ${e.message}`);
   }
 }
 
+// The acknowledged publish of t, received (and deleted) from its queue within ms.
+async function receivePublished(mns, t, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      const r = await mns.receiveMessage(t.queue, 1);
+      await mns.deleteMessage(t.queue, r.body.ReceiptHandle);
+      return r.body.MessageBody;
+    } catch (e) {
+      if (e.name !== 'MNSMessageNotExistError') throw e;
+    }
+  }
+  return null;
+}
+
 async function checkTopics(st, active) {
   const mns = mnsOf(active.endpoint);
-  for (const name of st.topics) {
+  for (const t of st.topics) {
     try {
-      const t = await mns.getTopicAttributes(name);
-      const s = await mns.get(`/topics/${name}/subscriptions/s`, 'Subscription');
-      if (t.body.LoggingEnabled !== 'True' || s.body.Endpoint !== 'acs:mns:cn-hangzhou:1:queues/fo-sink') {
-        st.ledger.violation(st.cycle, 'topic-changed', `${name}: ${JSON.stringify([t.body, s.body])}`);
+      const a = await mns.getTopicAttributes(t.name);
+      const s = await mns.get(`/topics/${t.name}/subscriptions/s`, 'Subscription');
+      if (a.body.LoggingEnabled !== 'True' || s.body.Endpoint !== `acs:mns:cn-hangzhou:1:queues/${t.queue}`) {
+        st.ledger.violation(st.cycle, 'topic-changed', `${t.name}: ${JSON.stringify([a.body, s.body])}`);
+      }
+      if (t.body !== null && !t.delivered) {
+        const got = await receivePublished(mns, t, 15000);
+        if (got !== t.body) st.ledger.violation(st.cycle, 'publish-lost', `${t.name}: got ${JSON.stringify(got)}`);
+        t.delivered = true;
       }
     } catch (e) {
-      st.ledger.violation(st.cycle, 'topic-lost', `${name} on ${active.id}: ${e.name}: ${e.message}`);
+      st.ledger.violation(st.cycle, 'topic-lost', `${t.name} on ${active.id}: ${e.name}: ${e.message}`);
     }
   }
 }
@@ -397,7 +425,9 @@ async function finish(st) {
   }
   const disk = checkRows(st);
   if (disk.n !== 0) st.ledger.violation(st.cycle, 'drain', `${disk.n} messages left after the drain`);
-  if (st.topics.length === 0) st.ledger.violation(st.cycle, 'topics', 'no CreateTopic was acknowledged: nothing was checked');
+  if (!st.topics.some((t) => t.delivered)) {
+    st.ledger.violation(st.cycle, 'topics', 'no PublishMessage was acknowledged and checked');
+  }
   st.ledger.checkFinal(st.cycle);
 }
 

@@ -1,9 +1,10 @@
 /*
  * fuzz_topic.c — libFuzzer target for the topics' request bodies of xml.h:
- * <Topic> (xml_parse_topic_attrs) and <Subscription> (xml_parse_sub_attrs),
- * docs/protocol.md §13.4.1, §13.6, §13.13.
+ * <Topic> (xml_parse_topic_attrs), <Subscription> (xml_parse_sub_attrs) and
+ * PublishMessage's <Message> (xml_parse_publish), docs/protocol.md §13.4.1,
+ * §13.5, §13.6, §13.13.
  *
- * The input is a request body; it goes through both parsers.  Checked, from
+ * The input is a request body; it goes through the three parsers.  Checked, from
  * the contracts in xml.h:
  *   - only 0, SMQ_E_MALFORMED_XML or SMQ_E_INVALID_ARGUMENT (SMQ_E_NOMEM
  *     under memory pressure), with ei filled; nothing left in *out after a
@@ -15,10 +16,13 @@
  *     words without blanks around them; FilterTag at most SMQ_TAG_MAX_BYTES
  *     bytes, the words at most XML_SUB_WORD_MAX; dlq_present whenever a
  *     policy field is; Enabled 0 or 1;
+ *   - a parsed publish: a body (NUL-terminated at body_len, without NULs)
+ *     exactly when MessageBody was given; MessageTag NUL-terminated inside
+ *     its array, at most SMQ_TAG_MAX_BYTES bytes;
  *   - round trip: the fields written back with xml_elem_str (the writer of
  *     every answer) into a <Subscription> re-parse to the same struct (an
  *     Endpoint too long to keep left out of the comparison), and the same
- *     for <Topic>.
+ *     for <Topic> and for a publish's body and tag (byte for byte).
  * Seeds are written by make_corpus.sh into corpus/fuzz_topic.
  */
 #include <stdbool.h>
@@ -142,11 +146,44 @@ static void check_topic_round_trip(const struct xml_topic_attrs *t)
     buf_free(&b);
 }
 
+static void check_publish(const struct xml_publish *p)
+{
+    FUZZ_CHECK(p->body_present == (p->body != NULL));
+    if (p->body != NULL)
+        FUZZ_CHECK(p->body[p->body_len] == '\0' && strlen(p->body) == p->body_len);
+    else
+        FUZZ_CHECK(p->body_len == 0);
+    FUZZ_CHECK(strnlen(p->tag, sizeof p->tag) <= SMQ_TAG_MAX_BYTES);
+}
+
+static void check_publish_round_trip(const struct xml_publish *p)
+{
+    struct xml_publish again;
+    struct smq_errinfo ei = {0, ""};
+    struct smq_buf b;
+
+    buf_init(&b);
+    xml_begin(&b, "Message");
+    if (p->body_present)
+        xml_elem_text(&b, "MessageBody", p->body, p->body_len);
+    if (p->tag[0] != '\0')
+        xml_elem_str(&b, "MessageTag", p->tag);
+    xml_close(&b, "Message");
+    FUZZ_CHECK(!buf_failed(&b));
+    FUZZ_CHECK(xml_parse_publish(b.data, b.len, &again, &ei) == 0);
+    FUZZ_CHECK(again.body_present == p->body_present && again.body_len == p->body_len);
+    FUZZ_CHECK(p->body_len == 0 || memcmp(again.body, p->body, p->body_len) == 0);
+    FUZZ_CHECK(strcmp(again.tag, p->tag) == 0);
+    xml_publish_free(&again);
+    buf_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *doc = (const char *)data;
     struct xml_topic_attrs t;
     struct xml_sub_attrs s;
+    struct xml_publish p;
     struct smq_errinfo ei = {0, ""};
     int rc;
 
@@ -167,6 +204,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         check_sub(&s);
         check_sub_round_trip(&s);
+    }
+
+    ei.err = 0;
+    rc = xml_parse_publish(doc, size, &p, &ei);
+    FUZZ_CHECK(result_ok(rc, &ei));
+    if (rc != 0) {
+        FUZZ_CHECK(all_zero(&p, sizeof p));
+    } else {
+        check_publish(&p);
+        check_publish_round_trip(&p);
+        xml_publish_free(&p);
     }
     xml_thread_cleanup();     /* each input reproduces alone */
     return 0;

@@ -79,7 +79,16 @@ SDLQF="<Subscription><Endpoint>http://h/</Endpoint><DlqEnabled>True</DlqEnabled>
 SDLQBOTH="<Subscription><DlqTargetQueue>d</DlqTargetQueue><DlqPolicy><DeadLetterTargetQueue>d</DeadLetterTargetQueue></DlqPolicy></Subscription>"
 SDLQOFF="<Subscription><DlqPolicy><Enabled>false</Enabled></DlqPolicy></Subscription>"
 SMAIL="<m:Subscription xmlns:m=\"http://mns.aliyuncs.com/doc/v1/\"><m:Endpoint>mail:directmail:a@b.c</m:Endpoint></m:Subscription>"
-for x in TPY TGO TRET SPY SGO_SUB SJAVA_SUB SSET SDLQN SDLQF SDLQBOTH SDLQOFF SMAIL; do
+# PublishMessage's <Message> (§13.5): each SDK's shape, the ignored parts, the tag's bounds.
+PPY="$DECL<Message $NS><MessageBody>hello world</MessageBody><MessageTag>important</MessageTag><MessageAttributes><DirectMail>{\"AccountName\":\"a@b.c\",\"Subject\":\"s\",\"AddressType\":0,\"IsHtml\":0,\"ReplyToAddress\":0}</DirectMail></MessageAttributes></Message>"
+PGO="<Message><MessageBody>hello from go</MessageBody><MessageTag></MessageTag><MessageAttributes><DirectSMS>{\"FreeSignName\":\"x\",\"TemplateCode\":\"t\",\"Type\":\"singleContent\",\"Receiver\":\"1\",\"SmsParams\":\"{}\"}</DirectSMS></MessageAttributes></Message>"
+PJAVA='<?xml version="1.0" encoding="UTF-8" standalone="no"?><Message xmlns="http://mns.aliyuncs.com/doc/v1"><MessageAttributes><DM>{}</DM><DYSMS>{}</DYSMS></MessageAttributes><MessageBody>SGVsbG8=</MessageBody><UserProperties><PropertyValue><Name>k</Name><Value>v</Value><Type>STRING</Type></PropertyValue></UserProperties><SystemProperties/><MessageGroupId>g1</MessageGroupId></Message>'
+PJNULL='<Message><MessageBody></MessageBody><MessageAttributes></MessageAttributes></Message>'
+PTAG16="<Message><MessageBody><![CDATA[a<b]]>&amp;&#13;&#x10FFFF; 测试</MessageBody><MessageTag>😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀</MessageTag></Message>"
+PTAG17='<Message><MessageBody>b</MessageBody><MessageTag>abcdefghijklmnopq</MessageTag></Message>'
+PBATCH='<Messages><Message><MessageBody>b</MessageBody></Message></Messages>'
+for x in TPY TGO TRET SPY SGO_SUB SJAVA_SUB SSET SDLQN SDLQF SDLQBOTH SDLQOFF SMAIL \
+         PPY PGO PJAVA PJNULL PTAG16 PTAG17 PBATCH; do
   seed "fuzz_topic/$(tr 'A-Z' 'a-z' <<<"$x").xml" "${!x}"
 done
 
@@ -188,7 +197,7 @@ request py_peek 1 GET "$M?peekonly=true" '' - "${PY[@]}"
 request py_list 2 GET /queues '' - "${PY[@]}" "x-mns-ret-number:1000"
 request curl_create 1 PUT /queues/orders '' - "${PY[@]}" "content-type:application/x-www-form-urlencoded"
 
-# Every topic action of §13.1, as the SDKs send it (PublishMessage is refused until it is served).
+# Every topic action of §13.1, as the SDKs send it.
 T=/topics/orders
 request py_create_topic 1 PUT $T "$TPY" - "${PYB[@]}"
 request go_create_topic 1 PUT $T "$TGO" - "${GO[@]}" "Content-Md5:$(md5_sdk "$TGO")"
@@ -205,6 +214,13 @@ request py_get_sub 1 GET $T/subscriptions/s1 '' - "${PY[@]}"
 request py_unsubscribe 1 DELETE $T/subscriptions/s%31 '' - "${PY[@]}"
 request go_list_subs 1 GET $T/subscriptions '' - "${GO[@]}" "x-mns-with-meta:true"
 request py_publish 1 POST $T/messages "$B2" - "${PYB[@]}"
+request py_publish_tag 1 POST $T/messages "$PPY" - "${PYB[@]}" "content-md5:$(md5_sdk "$PPY")"
+request go_publish 1 POST $T/messages "$PGO" - "${GO[@]}" "Content-Md5:$(md5_sdk "$PGO")"
+request java_publish 1 POST $T/messages "$PJAVA" - "${JAVA[@]}"
+request java_publish_null 1 POST $T/messages "$PJNULL" - "${JAVA[@]}"
+request publish_tag16 1 POST $T/messages "$PTAG16" - "${PYB[@]}"
+request publish_tag17 1 POST $T/messages "$PTAG17" - "${PYB[@]}"
+request publish_batch 1 POST $T/messages "$PBATCH" - "${PYB[@]}"
 
 # ---- dates (fuzz_sts also parses every field as an RFC 1123 date) ----
 i=0

@@ -447,8 +447,13 @@ t_unknown_routes() {
     # Topics are routed (protocol.md §13.1), but not every combination under /topics.
     mns_request GET /topics/t/messages
     assert_error "GET /topics/t/messages" 400 InvalidRequestURL
-    mns_request POST /topics/t/messages "<Message><MessageBody>x</MessageBody></Message>"
-    assert_error "PublishMessage until publishing is served" 501 NotImplemented
+    # PublishMessage is routed and its body judged before its topic is looked up (§12.1, §13.5).
+    mns_request POST /topics/t/messages "<Messages><Message><MessageBody>x</MessageBody></Message></Messages>"
+    assert_error "PublishMessage of a <Messages> batch" 400 MalformedXML
+    mns_request POST /topics/t/messages "<Message><MessageBody></MessageBody></Message>"
+    assert_error "PublishMessage with an empty body" 400 InvalidArgument
+    mns_request POST /topics/no-such-topic/messages "<Message><MessageBody>x</MessageBody></Message>"
+    assert_error "PublishMessage to a topic that does not exist" 404 TopicNotExist
 }
 
 t_plus_in_query() {

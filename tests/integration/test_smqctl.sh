@@ -118,12 +118,13 @@ t_topics() {
     done
     ctl topics
     assert_rc "topics: exit 0" 0
-    assert_match "topics has a header" '^NAME +SUBSCRIPTIONS +MAX_MSG_SIZE +LOGGING +CREATED' "$CTL_OUT"
-    assert_match "a row per topic with its subscription count" '^ctl-alerts +2 +65536 +false ' "$CTL_OUT"
-    assert_match "and its attributes" '^ctl-billing +0 +2048 +false ' "$CTL_OUT"
+    assert_match "topics has a header" '^NAME +SUBSCRIPTIONS +PENDING +MAX_MSG_SIZE +LOGGING +CREATED' "$CTL_OUT"
+    assert_match "a row per topic with its subscription count" '^ctl-alerts +2 +0 +65536 +false ' "$CTL_OUT"
+    assert_match "and its attributes" '^ctl-billing +0 +0 +2048 +false ' "$CTL_OUT"
     ctl topics ctl-alerts
     assert_rc "topics TOPIC: exit 0" 0
-    assert_match "a row per subscription" '^audit +urgent +BACKOFF_RETRY +XML +http://127\.0\.0\.1:9/audit$' "$CTL_OUT"
+    assert_match "subscriptions have a header" '^NAME +FILTER_TAG +STRATEGY +FORMAT +PENDING +RETRYING +ENDPOINT$' "$CTL_OUT"
+    assert_match "a row per subscription" '^audit +urgent +BACKOFF_RETRY +XML +0 +0 +http://127\.0\.0\.1:9/audit$' "$CTL_OUT"
     ctl --json topics
     assert_eq "topics --json is one document with every topic" 2 \
         "$(printf '%s' "$CTL_OUT" | node -e 'console.log(JSON.parse(require("fs").readFileSync(0,"utf8")).topics.length)')"
@@ -132,6 +133,8 @@ t_topics() {
     assert_match "with the server's error" 'TopicNotExist' "$CTL_ERR"
     assert_match "/metrics counts the topics" '^smqd_topics 2$' "$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")"
     assert_match "and the subscriptions" '^smqd_subscriptions 2$' "$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")"
+    assert_match "a row per topic in the topic families" '^smqd_topic_notifications_pending[{]topic="ctl-alerts"[}] 0$' \
+        "$(curl -s --max-time 5 "http://$SMQD_ADMIN/metrics")"
 }
 
 t_set() {

@@ -199,17 +199,99 @@ t_list_subscriptions() {
     assert_error "under a missing topic" 404 TopicNotExist
 }
 
-t_routes_and_publish() {
+t_routes() {
     mns_request POST /topics/orders
     assert_error "POST on a topic" 400 InvalidRequestURL
     mns_request GET /topics/orders/messages
     assert_error "GET on messages" 400 InvalidRequestURL
     mns_request PUT /topics/orders/subscriptions/s/extra "$(sub_body Endpoint "$QEP")"
     assert_error "a path deeper than a subscription" 400 InvalidRequestURL
-    mns_request POST /topics/orders/messages \
-        "<Message xmlns=\"$NS\"><MessageBody>hello</MessageBody></Message>"
-    assert_match "PublishMessage answers a clear error until publishing lands" '^[45][0-9][0-9]$' "$RESP_STATUS"
-    assert_match "... whose message says so" 'not available' "$RESP_BODY"
+}
+
+publish_body() {   # publish_body BODY [TAG]
+    local out="<?xml version=\"1.0\" encoding=\"UTF-8\"?><Message xmlns=\"$NS\"><MessageBody>$(xml_escape "$1")</MessageBody>"
+    [ $# -ge 2 ] && out+="<MessageTag>$2</MessageTag>"
+    printf '%s</Message>' "$out"
+}
+
+# receive_body QUEUE — the body of one message received from QUEUE (deleted), in RECEIVED.
+receive_body() {
+    local handle
+    RECEIVED=""
+    mns_request GET "/queues/$1/messages?waitseconds=2"
+    [ "$RESP_STATUS" = 200 ] || return 1
+    RECEIVED=$(xml_get MessageBody)
+    handle=$(xml_get ReceiptHandle)
+    mns_request DELETE "/queues/$1/messages?ReceiptHandle=$handle"
+}
+
+# PublishMessage (§13.5) and delivery into queue subscriptions in the three formats (§13.9),
+# with FilterTag (§13.8).
+t_publish() {
+    local body='a <b> & "c"' id md5 q
+    mns_request PUT /topics/pub
+    for q in p-xml p-json p-simple p-red; do mns_request PUT "/queues/$q"; done
+    mns_request PUT /topics/pub/subscriptions/x "$(sub_body Endpoint 'acs:mns:r:1:queues/p-xml')"
+    mns_request PUT /topics/pub/subscriptions/j "$(sub_body Endpoint 'acs:mns:r:1:queues/p-json' NotifyContentFormat JSON)"
+    mns_request PUT /topics/pub/subscriptions/s "$(sub_body Endpoint 'acs:mns:r:1:queues/p-simple' NotifyContentFormat SIMPLIFIED)"
+    mns_request PUT /topics/pub/subscriptions/r "$(sub_body Endpoint 'acs:mns:r:1:queues/p-red' NotifyContentFormat SIMPLIFIED FilterTag red)"
+    assert_status "four subscriptions" 201
+    mns_request POST /topics/pub/messages "$(publish_body "$body" red)"
+    assert_status "PublishMessage" 201
+    assert_children "the answer: MessageId and MessageBodyMD5" Message 'MessageId MessageBodyMD5'
+    id=$(xml_get MessageId)
+    md5=$(xml_get MessageBodyMD5)
+    assert_match "MessageId is 32 hex digits" '^[0-9A-F]{32}$' "$id"
+    assert_eq "MessageBodyMD5 of the body" "$(md5_upper "$body")" "$md5"
+    receive_body p-simple
+    assert_eq "SIMPLIFIED delivers the body itself" "$body" "$RECEIVED"
+    receive_body p-red
+    assert_eq "the FilterTag red subscription gets the red message" "$body" "$RECEIVED"
+    receive_body p-xml
+    assert_eq "XML: the notification's Message" "$body" "$(xml_get Message 1 "$RECEIVED")"
+    assert_eq "XML: its MessageId is the publish's" "$id" "$(xml_get MessageId 1 "$RECEIVED")"
+    assert_eq "XML: its MessageMD5" "$md5" "$(xml_get MessageMD5 1 "$RECEIVED")"
+    assert_eq "XML: its MessageTag" red "$(xml_get MessageTag 1 "$RECEIVED")"
+    assert_eq "XML: its SubscriptionName" x "$(xml_get SubscriptionName 1 "$RECEIVED")"
+    receive_body p-json
+    assert_eq "JSON: the notification's Message and MessageId" "$body|$id|j" \
+        "$(printf '%s' "$RECEIVED" | node -e 'const j=JSON.parse(require("fs").readFileSync(0,"utf8")); console.log(j.Message+"|"+j.MessageId+"|"+j.SubscriptionName)')"
+    mns_request POST /topics/pub/messages "$(publish_body untagged)"
+    assert_status "an untagged publish" 201
+    receive_body p-simple
+    assert_eq "reaches the unfiltered subscription" untagged "$RECEIVED"
+    mns_request GET "/queues/p-red/messages?waitseconds=1"
+    assert_error "and not the filtered one" 404 MessageNotExist
+    mns_request POST /topics/nope/messages "$(publish_body x)"
+    assert_error "publish to a missing topic" 404 TopicNotExist
+    mns_request POST /topics/small/messages "$(publish_body "$(printf 'b%.0s' $(seq 1025))")"
+    assert_error "a body over the topic's MaximumMessageSize" 400 InvalidArgument
+    mns_request POST /topics/pub/messages "<Message xmlns=\"$NS\"><MessageBody></MessageBody></Message>"
+    assert_error "an empty MessageBody" 400 InvalidArgument
+    mns_request POST /topics/pub/messages "<Messages xmlns=\"$NS\"><Message><MessageBody>x</MessageBody></Message></Messages>"
+    assert_error "no batch publish" 400 MalformedXML
+    mns_request GET /topics/pub
+    assert_xml "nothing is kept once delivered" MessageCount 0
+}
+
+# A publish acknowledged for a queue that does not exist yet survives kill -9 with its retry
+# schedule, and is delivered once the queue exists (BACKOFF_RETRY: 10–20 s later, §13.12).
+t_publish_retry_across_kill9() {
+    mns_request PUT /topics/late
+    mns_request PUT /topics/late/subscriptions/s \
+        "$(sub_body Endpoint 'acs:mns:r:1:queues/late-q' NotifyContentFormat SIMPLIFIED)"
+    mns_request POST /topics/late/messages "$(publish_body 'held for later')"
+    assert_status "publish before the queue exists" 201
+    mns_request GET /topics/late
+    assert_xml "the message is kept for its notification" MessageCount 1
+    smqd_restart_same_data kill9
+    mns_request GET /topics/late
+    assert_xml "still kept after kill -9" MessageCount 1
+    mns_request PUT /queues/late-q
+    wait_for "delivered once the queue exists, at the next retry" 25000 receive_body late-q
+    assert_eq "the body as published" 'held for later' "$RECEIVED"
+    mns_request GET /topics/late
+    assert_xml "and no longer kept" MessageCount 0
 }
 
 t_grants() {
@@ -299,7 +381,9 @@ if smqd_start; then
     run_test t_subscribe
     run_test t_get_set_subscription
     run_test t_list_subscriptions
-    run_test t_routes_and_publish
+    run_test t_routes
+    run_test t_publish
+    run_test t_publish_retry_across_kill9
     run_test t_delete_and_durability
     run_test t_grants
     run_test t_limits

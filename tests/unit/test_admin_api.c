@@ -420,6 +420,90 @@ static void test_admin_metrics_exposition(void **state)
     op_release(&op);
 }
 
+/* The per-topic families: exact text, a label escaped, every topic in
+ * each family in order; the engine-wide dropped counter. */
+static void test_admin_metrics_topics(void **state)
+{
+    struct smq_op op;
+    struct admin_metrics_input in = {0};
+    struct smq_buf b;
+    struct smq_topic_stats *t;
+
+    (void)state;
+    fake_stats(&op);
+    t = calloc(2, sizeof *t);
+    assert_non_null(t);
+    op.stats.topics = t;                 /* op_release frees it */
+    op.stats.n_topics = 2;
+    t[0] = (struct smq_topic_stats){.published = 5, .delivered = 7, .failed = 3, .dead = 1,
+                                    .pending = 4, .retrying = 2, .http_pending = 1,
+                                    .messages = 2};
+    snprintf(t[0].name, sizeof t[0].name, "a\"b");
+    snprintf(t[1].name, sizeof t[1].name, "orders");
+    t[1].published = 9;
+    op.stats.totals.notifications_dropped = 6;
+    in.version = "1";
+    in.stats = &op;
+    in.db_bytes = in.wal_bytes = -1;
+    buf_init(&b);
+    admin_metrics_render(&in, &b);
+    assert_false(buf_failed(&b));
+    assert_non_null(strstr(b.data,
+        "# HELP smqd_topic_notifications_dropped_total Notifications given up with no "
+        "dead-letter queue to take them, of every topic.\n"
+        "# TYPE smqd_topic_notifications_dropped_total counter\n"
+        "smqd_topic_notifications_dropped_total 6\n"));
+    assert_non_null(strstr(b.data,
+        "# HELP smqd_topic_messages_published_total Messages published to a topic.\n"
+        "# TYPE smqd_topic_messages_published_total counter\n"
+        "smqd_topic_messages_published_total{topic=\"a\\\"b\"} 5\n"
+        "smqd_topic_messages_published_total{topic=\"orders\"} 9\n"
+        "# HELP smqd_topic_notifications_delivered_total Notifications of a topic delivered, "
+        "over its subscriptions.\n"
+        "# TYPE smqd_topic_notifications_delivered_total counter\n"
+        "smqd_topic_notifications_delivered_total{topic=\"a\\\"b\"} 7\n"
+        "smqd_topic_notifications_delivered_total{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_notification_failures_total Delivery attempts of a topic's "
+        "notifications that failed (each retried or given up).\n"
+        "# TYPE smqd_topic_notification_failures_total counter\n"
+        "smqd_topic_notification_failures_total{topic=\"a\\\"b\"} 3\n"
+        "smqd_topic_notification_failures_total{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_notifications_given_up_total Notifications of a topic given up: "
+        "moved to their subscription's dead-letter queue, or dropped.\n"
+        "# TYPE smqd_topic_notifications_given_up_total counter\n"
+        "smqd_topic_notifications_given_up_total{topic=\"a\\\"b\"} 1\n"
+        "smqd_topic_notifications_given_up_total{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_notifications_pending Notifications of a topic not yet delivered "
+        "or given up.\n"
+        "# TYPE smqd_topic_notifications_pending gauge\n"
+        "smqd_topic_notifications_pending{topic=\"a\\\"b\"} 4\n"
+        "smqd_topic_notifications_pending{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_notifications_retrying Pending notifications of a topic with a "
+        "failed attempt, waiting for the next.\n"
+        "# TYPE smqd_topic_notifications_retrying gauge\n"
+        "smqd_topic_notifications_retrying{topic=\"a\\\"b\"} 2\n"
+        "smqd_topic_notifications_retrying{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_http_backlog Pending notifications of a topic's HTTP "
+        "subscriptions.\n"
+        "# TYPE smqd_topic_http_backlog gauge\n"
+        "smqd_topic_http_backlog{topic=\"a\\\"b\"} 1\n"
+        "smqd_topic_http_backlog{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_messages Published messages of a topic kept for their pending "
+        "notifications.\n"
+        "# TYPE smqd_topic_messages gauge\n"
+        "smqd_topic_messages{topic=\"a\\\"b\"} 2\n"
+        "smqd_topic_messages{topic=\"orders\"} 0\n"));
+    /* No topics: the families are still there, with no samples. */
+    buf_reset(&b);
+    op.stats.n_topics = 0;
+    admin_metrics_render(&in, &b);
+    assert_non_null(strstr(b.data, "# TYPE smqd_topic_notifications_retrying gauge\n"
+                                   "# HELP smqd_topic_http_backlog"));
+    assert_null(strstr(b.data, "{topic="));
+    buf_free(&b);
+    op_release(&op);
+}
+
 static void test_json_escaping(void **state)
 {
     struct smq_buf b;
@@ -462,6 +546,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_admin_api_render_subscriptions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin_api_topic_errors, setup, teardown),
         cmocka_unit_test(test_admin_metrics_exposition),
+        cmocka_unit_test(test_admin_metrics_topics),
         cmocka_unit_test(test_json_escaping),
         cmocka_unit_test(test_admin_api_every_job_has_a_row),
     };

@@ -2698,12 +2698,14 @@ static void test_api_publish_round_trip(void **state)
     render_free(&x);
 }
 
-/* The engine's refusals map as usual (§13.5, §13.7, §12.4). */
+/* The engine's refusals map as usual (§13.5, §13.7, §12.4: storage full is
+ * InternalError). */
 static void test_api_render_publish_errors(void **state)
 {
     static const struct { int err; int status; const char *code; } rows[] = {
         {SMQ_E_TOPIC_NOT_EXIST, 404, "TopicNotExist"},
         {SMQ_E_INVALID_ARGUMENT, 400, "InvalidArgument"},
+        {SMQ_E_STORAGE_FULL, 500, "InternalError"},
         {SMQ_E_INTERNAL, 500, "InternalError"},
     };
     struct render x;
@@ -2739,7 +2741,6 @@ static void test_api_topic_error_codes(void **state)
         {SMQ_E_SUBSCRIPTION_NAME_LENGTH, 400, "SubscriptionNameLengthError"},
         {SMQ_E_TOO_MANY_SUBSCRIPTIONS, 400, "SubscriptionNumExceededLimit"},
         {SMQ_E_ENDPOINT_INVALID, 400, "EndpointInvalid"},
-        {SMQ_E_NOT_IMPLEMENTED, 501, "NotImplemented"},
     };
 
     (void)state;

@@ -81,7 +81,8 @@ static void test_ctl_print_topic_table(void **state)
 {
     const char *doc = "{\"topics\":[{\"name\":\"alerts\",\"create_time\":1796014616,"
                       "\"attributes\":{\"MaximumMessageSize\":1024,\"LoggingEnabled\":true},"
-                      "\"subscriptions\":3},{\"name\":\"gone\\u001b[2J\",\"create_time\":\"x\","
+                      "\"subscriptions\":3,\"message_count\":12},"
+                      "{\"name\":\"gone\\u001b[2J\",\"create_time\":\"x\","
                       "\"attributes\":{\"MaximumMessageSize\":65536,"
                       "\"LoggingEnabled\":false}}]}";
     char *out = render(doc, ctl_print_topic_table);
@@ -89,10 +90,10 @@ static void test_ctl_print_topic_table(void **state)
     (void)state;
     assert_terminal_safe(out);
     assert_string_equal(out,
-        "NAME                             SUBSCRIPTIONS MAX_MSG_SIZE LOGGING  CREATED\n"
-        "alerts                                       3         1024    true  "
+        "NAME                             SUBSCRIPTIONS   PENDING MAX_MSG_SIZE LOGGING  CREATED\n"
+        "alerts                                       3        12         1024    true  "
         "2026-11-30T04:56:56Z\n"
-        "gone?[2J                                     -        65536   false  x\n");
+        "gone?[2J                                     -         -        65536   false  x\n");
     free(out);
 }
 
@@ -101,7 +102,8 @@ static void test_ctl_print_subscription_table(void **state)
     const char *doc = "{\"subscriptions\":[{\"name\":\"to-pager\",\"attributes\":"
                       "{\"Endpoint\":\"http://h:8/p\\u001b]0;x\",\"FilterTag\":\"\","
                       "\"NotifyStrategy\":\"BACKOFF_RETRY\",\"NotifyContentFormat\":\"XML\"}},"
-                      "{\"name\":\"q\",\"attributes\":{\"Endpoint\":"
+                      "{\"name\":\"q\",\"pending\":1234567890,\"retrying\":7,"
+                      "\"attributes\":{\"Endpoint\":"
                       "\"acs:mns:cn-hangzhou:1:queues/q\",\"FilterTag\":\"urgent\","
                       "\"NotifyStrategy\":\"EXPONENTIAL_DECAY_RETRY\","
                       "\"NotifyContentFormat\":\"SIMPLIFIED\"}}]}";
@@ -110,12 +112,12 @@ static void test_ctl_print_subscription_table(void **state)
     (void)state;
     assert_terminal_safe(out);
     assert_string_equal(out,
-        "NAME                             FILTER_TAG       STRATEGY                FORMAT      "
-        "ENDPOINT\n"
-        "to-pager                         -                BACKOFF_RETRY           XML         "
-        "http://h:8/p\\x1b]0;x\n"
-        "q                                urgent           EXPONENTIAL_DECAY_RETRY SIMPLIFIED  "
-        "acs:mns:cn-hangzhou:1:queues/q\n");
+        "NAME                             FILTER_TAG       STRATEGY                FORMAT       "
+        "PENDING RETRYING  ENDPOINT\n"
+        "to-pager                         -                BACKOFF_RETRY           XML        "
+        "        -        -  http://h:8/p\\x1b]0;x\n"
+        "q                                urgent           EXPONENTIAL_DECAY_RETRY SIMPLIFIED "
+        "1234567890        7  acs:mns:cn-hangzhou:1:queues/q\n");
     free(out);
 }
 

@@ -5,7 +5,9 @@
  * the retry schedule of a failed delivery on the fake clock, surviving a
  * restart; giving up into a dead-letter queue or dropping; deleting with
  * notifications pending; HTTP notifications kept for the push pool; and a
- * large fan-out spread over runs.  Runs on SQLite and, when one is
+ * large fan-out spread over runs; the per-topic statistics (SMQ_OP_STATS)
+ * and operation-log lines of a publish, a retry and a give-up.  Runs on
+ * SQLite and, when one is
  * available, on PostgreSQL (engine_fixture.h).
  */
 #include "engine_fixture.h"
@@ -13,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "smqd/crypto.h"
 #include "smqd/handle.h"
+#include "smqd/log.h"
 
 static int create_topic(struct fx *f, const char *name, int64_t max_size)
 {
@@ -435,6 +439,179 @@ static void test_large_fanout_spread_over_runs(void **state)
     assert_int_equal(get_topic(f, "t").message_count, 0);
 }
 
+/* ---- operations: statistics and the operation log ---- */
+
+/* The per-topic row of an SMQ_OP_STATS for "" (every topic, by name). */
+static struct smq_topic_stats topic_stats(struct fx *f, const char *topic, uint64_t *dropped)
+{
+    struct smq_op op;
+    struct smq_topic_stats st = {0};
+    bool found = false;
+
+    fx_prep_op(f, &op, SMQ_OP_STATS, "");
+    op.stats.with_topics = true;
+    assert_int_equal(fx_run_one(f, &op), 0);
+    for (size_t i = 0; i < op.stats.n_topics; i++) {
+        if (i > 0)
+            assert_true(strcmp(op.stats.topics[i - 1].name, op.stats.topics[i].name) < 0);
+        if (strcmp(op.stats.topics[i].name, topic) == 0) {
+            st = op.stats.topics[i];
+            found = true;
+        }
+    }
+    assert_true(found);
+    assert_int_equal(op.stats.n_topics, op.stats.totals.topics);
+    *dropped = op.stats.totals.notifications_dropped;
+    op_release(&op);
+    return st;
+}
+
+#define ASSERT_TOPIC_STATS(st, pub, deliv, fail, dead_, pend, retr, http, msgs) \
+    do { \
+        assert_int_equal((st).published, pub); \
+        assert_int_equal((st).delivered, deliv); \
+        assert_int_equal((st).failed, fail); \
+        assert_int_equal((st).dead, dead_); \
+        assert_int_equal((st).pending, pend); \
+        assert_int_equal((st).retrying, retr); \
+        assert_int_equal((st).http_pending, http); \
+        assert_int_equal((st).messages, msgs); \
+    } while (0)
+
+/* How many lines of the log file at path hold every one of parts. */
+static int count_lines(const char *path, const char *const *parts, size_t n_parts)
+{
+    char line[2048];
+    int n = 0;
+    FILE *fp = fopen(path, "r");
+
+    assert_non_null(fp);
+    while (fgets(line, sizeof line, fp) != NULL) {
+        size_t i = 0;
+        while (i < n_parts && strstr(line, parts[i]) != NULL)
+            i++;
+        n += i == n_parts;
+    }
+    fclose(fp);
+    return n;
+}
+
+/* A topic with LoggingEnabled and four subscriptions: one delivered at once,
+ * one whose queue is missing given up into its DLQ, one dropped, one HTTP
+ * left pending.  The stats after the publish, a retry and the give-ups, and
+ * one OPLOG line per publish and per outcome. */
+static void test_topic_stats_and_oplog(void **state)
+{
+    struct fx *f = *state;
+    struct smq_topic_stats st;
+    struct smq_op op;
+    uint64_t dropped = 99;
+    char log_path[64];
+
+    snprintf(log_path, sizeof log_path, "/tmp/smqd-test-fanout-oplog-%d.log", (int)getpid());
+    unlink(log_path);
+    assert_int_equal(log_open(log_path), 0);
+    fx_create_queue_vis(f, "q", 30);
+    fx_create_queue_vis(f, "dead", 30);
+    assert_int_equal(create_topic(f, "quiet", 0), 0);
+    fx_prep_op(f, &op, SMQ_OP_CREATE_TOPIC, "t");
+    op.topic.values.logging = 1;
+    op.topic.present = SMQ_TATTR_LOGGING;
+    assert_int_equal(fx_run_one(f, &op), 0);
+    assert_int_equal(subscribe(f, "t", "ok", "acs:mns:r:1:queues/q", SMQ_NOTIFY_SIMPLIFIED, ""),
+                     0);
+    assert_int_equal(subscribe_as(f, "t", "d", "acs:mns:r:1:queues/missing", SMQ_NOTIFY_XML,
+                                  SMQ_NOTIFY_BACKOFF_RETRY, "", "dead"), 0);
+    assert_int_equal(subscribe(f, "t", "x", "acs:mns:r:1:queues/missing", SMQ_NOTIFY_XML, ""),
+                     0);
+    assert_int_equal(subscribe(f, "t", "h", "http://127.0.0.1:9/hook", SMQ_NOTIFY_JSON, ""), 0);
+    st = topic_stats(f, "quiet", &dropped);
+    ASSERT_TOPIC_STATS(st, 0, 0, 0, 0, 0, 0, 0, 0);
+    assert_int_equal(dropped, 0);
+    /* Not asked for (the admin API's queue listing): no pass over the subscriptions. */
+    fx_prep_op(f, &op, SMQ_OP_STATS, "");
+    assert_int_equal(fx_run_one(f, &op), 0);
+    assert_int_equal(op.stats.n_topics, 0);
+    assert_null(op.stats.topics);
+    assert_int_equal(op.stats.totals.topics, 2);
+    op_release(&op);
+
+    /* The publish: ok delivered; d and x failed once; h waits. */
+    publish(f, "t", "news", "", NULL);
+    st = topic_stats(f, "t", &dropped);
+    ASSERT_TOPIC_STATS(st, 1, 1, 2, 0, 3, 2, 1, 1);
+    /* A retry (BACKOFF_RETRY: 10–20 s later) fails again. */
+    fx_tick(f, 20001);
+    st = topic_stats(f, "t", &dropped);
+    ASSERT_TOPIC_STATS(st, 1, 1, 4, 0, 3, 2, 1, 1);
+    assert_int_equal(dropped, 0);
+    /* The fourth attempt is the last: d into its DLQ, x dropped. */
+    fx_tick(f, 20001);
+    fx_tick(f, 20001);
+    st = topic_stats(f, "t", &dropped);
+    ASSERT_TOPIC_STATS(st, 1, 1, 8, 2, 1, 0, 1, 1);
+    assert_int_equal(dropped, 1);
+    st = topic_stats(f, "quiet", &dropped);
+    ASSERT_TOPIC_STATS(st, 0, 0, 0, 0, 0, 0, 0, 0);
+    publish(f, "quiet", "hush", "", NULL);      /* LoggingEnabled off: no line */
+    log_close();
+    {
+        const char *pub[] = {"OPLOG topic=t event=publish ", " notifications=4 "};
+        const char *deliver[] = {"OPLOG topic=t subscription=ok event=deliver ", " attempts=1 to=q "};
+        const char *retry[] = {"OPLOG topic=t subscription=", " event=retry "};
+        const char *dl[] = {"OPLOG topic=t subscription=d event=dead_letter ",
+                            " attempts=4 to=dead request_id=-"};
+        const char *drop[] = {"OPLOG topic=t subscription=x event=drop ", " attempts=4 "};
+        const char *quiet[] = {"topic=quiet"};
+        assert_int_equal(count_lines(log_path, pub, 2), 1);
+        assert_int_equal(count_lines(log_path, deliver, 2), 1);
+        assert_int_equal(count_lines(log_path, retry, 2), 6);    /* attempts 1..3 of d and x */
+        assert_int_equal(count_lines(log_path, dl, 2), 1);
+        assert_int_equal(count_lines(log_path, drop, 2), 1);
+        assert_int_equal(count_lines(log_path, quiet, 1), 0);
+    }
+    unlink(log_path);
+}
+
+/* A restart in the middle of a wide fan-out delivers each notification
+ * exactly once: what was delivered before is not made again, what was not
+ * is made after; a send to another queue in between finishes in its run. */
+static void test_reopen_mid_fanout_delivers_each_once(void **state)
+{
+    struct fx *f = *state;
+    struct smq_queue_info qi;
+    char name[32];
+    uint64_t before;
+
+    f->max_subs_per_topic = 1000;
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    fx_create_queue_vis(f, "sink", 30);
+    fx_create_queue_vis(f, "other", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "s%04d", i);
+        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
+                                   ""), 0);
+    }
+    publish(f, "t", "wide", "", NULL);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    before = qi.n_active;
+    assert_true(before > 0 && before < 1000);
+    fx_send_text(f, "other", "unrelated", 0, 8);     /* finishes in its own run */
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_true(qi.n_active < 1000);                 /* that run delivered a bounded share */
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    for (int i = 0; i < 8; i++)
+        fx_tick(f, 0);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 1000);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+    if (!f->pg) {
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM notif"), 0);
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 1001);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +625,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_commit_publishes_nothing, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_large_fanout_spread_over_runs, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_mid_fanout_delivers_each_once, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_topic_stats_and_oplog, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

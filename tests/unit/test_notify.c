@@ -3,8 +3,10 @@
  * subscription may name (docs/protocol.md §13.2) and every refusal, its
  * boundaries, what is stored (trimmed) and the message each refusal gives;
  * the exact bytes of each notification body (§13.9), the content types,
- * and both retry schedules in full (§13.12).
+ * both retry schedules in full (§13.12), and an HTTP push's Date, headers
+ * and string to sign (§13.10, §13.11).
  */
+#define _DEFAULT_SOURCE   /* gmtime_r() under -std=c11 as well */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,10 +14,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "smqd/buf.h"
+#include "smqd/crypto.h"
 #include "smqd/errors.h"
 #include "smqd/notify.h"
 #include "smqd/qname.h"
@@ -538,6 +542,226 @@ static void test_retry_exponential(void **state)
     assert_int_equal(notify_retry_interval_ms(s, UINT32_MAX, 0), -1);
 }
 
+/* ---- the push request (§13.10, §13.11) ------------------------------------- */
+
+static void date_is(int64_t ms, const char *want)
+{
+    char out[30];
+
+    memset(out, 'x', sizeof out);
+    notify_http_date(ms, out);
+    assert_string_equal(out, want);
+}
+
+static void test_http_date(void **state)
+{
+    char out[30], want[64];
+
+    (void)state;
+    date_is(0, "Thu, 01 Jan 1970 00:00:00 GMT");
+    date_is(1999, "Thu, 01 Jan 1970 00:00:01 GMT");
+    date_is(1704164645000, "Tue, 02 Jan 2024 03:04:05 GMT");       /* §13.11's example */
+    date_is(1709208000000, "Thu, 29 Feb 2024 12:00:00 GMT");
+    date_is(946684799999, "Fri, 31 Dec 1999 23:59:59 GMT");
+    date_is(951868800000, "Wed, 01 Mar 2000 00:00:00 GMT");
+    date_is(4107542400000, "Mon, 01 Mar 2100 00:00:00 GMT");       /* 2100 has no 29 Feb */
+    /* clamped, never more than 29 characters */
+    date_is(-1, "Thu, 01 Jan 1970 00:00:00 GMT");
+    date_is(INT64_MIN, "Thu, 01 Jan 1970 00:00:00 GMT");
+    date_is(253402300799000, "Fri, 31 Dec 9999 23:59:59 GMT");
+    date_is(INT64_MAX, "Fri, 31 Dec 9999 23:59:59 GMT");
+    /* the C library agrees over the whole range (cmocka runs in the C locale) */
+    for (int64_t t = 0; t <= 253402300799; t += 86400 * 37 + 3607) {
+        time_t tt = (time_t)t;
+        struct tm tm;
+
+        assert_non_null(gmtime_r(&tt, &tm));
+        strftime(want, sizeof want, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        notify_http_date(t * 1000, out);
+        assert_string_equal(out, want);
+    }
+}
+
+static struct notify_endpoint push_ep;
+
+static struct notify_push push_of(const struct notify_msg *m, enum smq_notify_format f,
+                                  const char *endpoint)
+{
+    struct notify_push p = {
+        .msg = m, .format = f, .ep = &push_ep, .date = "Tue, 02 Jan 2024 03:04:05 GMT",
+        .request_id = "5F2A1C9B04D70000000000A3",
+        .cert_url = "http://127.0.0.1:8080/smqd/signing-cert.pem",
+    };
+    char t[SMQ_ENDPOINT_MAX + 1];
+
+    assert_int_equal(notify_endpoint_parse(endpoint, strlen(endpoint), &push_ep, t), 0);
+    return p;
+}
+
+static void header_is(const struct notify_header *h, const char *name, const char *value)
+{
+    assert_string_equal(h->name, name);
+    assert_string_equal(h->value, value);
+}
+
+static void test_push_simplified(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_SIMPLIFIED, "http://10.0.0.5:8000/hook");
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n = 99;
+
+    (void)state;
+    buf_init(&sts);
+    buf_puts(&sts, "stale");
+    assert_int_equal(notify_push_headers(&p, "hello world", 11, h, &n, &sts), 0);
+    assert_int_equal(n, 13);
+    header_is(&h[0], "date", "Tue, 02 Jan 2024 03:04:05 GMT");
+    header_is(&h[1], "content-type", "text/plain;charset=utf-8");
+    header_is(&h[2], "content-md5", "NWViNjNiYmJlMDFlZWVkMDkzY2IyMmJiOGY1YWNkYzM=");
+    header_is(&h[3], "x-mns-version", "2015-06-06");
+    header_is(&h[4], "x-mns-request-id", "5F2A1C9B04D70000000000A3");
+    header_is(&h[5], "x-mns-signing-cert-url",
+              "aHR0cDovLzEyNy4wLjAuMTo4MDgwL3NtcWQvc2lnbmluZy1jZXJ0LnBlbQ==");
+    header_is(&h[6], "x-mns-topic-owner", "1000000000000000");
+    header_is(&h[7], "x-mns-topic-name", "t");
+    header_is(&h[8], "x-mns-subscriber", "1000000000000000");
+    header_is(&h[9], "x-mns-subscription-name", "s");
+    header_is(&h[10], "x-mns-publish-time", "1704164645000");
+    header_is(&h[11], "x-mns-message-id", "0909FF0D9C3A630C0000000000000007");
+    header_is(&h[12], "x-mns-message-tag", "important");
+    /* §13.11's example, unwrapped */
+    assert_string_equal(sts.data,
+        "POST\nNWViNjNiYmJlMDFlZWVkMDkzY2IyMmJiOGY1YWNkYzM=\ntext/plain;charset=utf-8\n"
+        "Tue, 02 Jan 2024 03:04:05 GMT\n"
+        "x-mns-message-id:0909FF0D9C3A630C0000000000000007\nx-mns-message-tag:important\n"
+        "x-mns-publish-time:1704164645000\nx-mns-request-id:5F2A1C9B04D70000000000A3\n"
+        "x-mns-signing-cert-url:aHR0cDovLzEyNy4wLjAuMTo4MDgwL3NtcWQvc2lnbmluZy1jZXJ0LnBlbQ==\n"
+        "x-mns-subscriber:1000000000000000\nx-mns-subscription-name:s\nx-mns-topic-name:t\n"
+        "x-mns-topic-owner:1000000000000000\nx-mns-version:2015-06-06\n/hook");
+    /* untagged: no x-mns-message-tag */
+    m.tag = "";
+    assert_int_equal(notify_push_headers(&p, "hello world", 11, h, &n, &sts), 0);
+    assert_int_equal(n, 12);
+    header_is(&h[11], "x-mns-message-id", "0909FF0D9C3A630C0000000000000007");
+    assert_null(strstr(sts.data, "x-mns-message-tag"));
+    buf_free(&sts);
+}
+
+static void test_push_xml_json(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "important");
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_XML, "https://push.example/n?a=1&b=%20");
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf body, sts;
+    char md5[33], b64[48];
+    size_t n;
+
+    (void)state;
+    buf_init(&body);
+    buf_init(&sts);
+    assert_int_equal(notify_render(SMQ_NOTIFY_XML, &m, &body), 0);
+    assert_int_equal(notify_push_headers(&p, body.data, body.len, h, &n, &sts), 0);
+    /* no message id or tag outside SIMPLIFIED */
+    assert_int_equal(n, 11);
+    header_is(&h[1], "content-type", "text/xml;charset=utf-8");
+    assert_int_equal(crypto_md5_hex(body.data, body.len, false, md5), 0);
+    crypto_base64(md5, 32, b64);
+    header_is(&h[2], "content-md5", b64);
+    assert_int_equal(strlen(b64), 44);
+    assert_null(strstr(sts.data, "x-mns-message-"));
+    assert_non_null(strstr(sts.data, "\nx-mns-version:2015-06-06\n/n?a=1&b=%20"));
+    assert_true(strncmp(sts.data, "POST\n", 5) == 0);
+    p.format = SMQ_NOTIFY_JSON;
+    assert_int_equal(notify_push_headers(&p, "", 0, h, &n, &sts), 0);
+    header_is(&h[1], "content-type", "application/json;charset=utf-8");
+    /* MD5 of nothing */
+    header_is(&h[2], "content-md5", "ZDQxZDhjZDk4ZjAwYjIwNGU5ODAwOTk4ZWNmODQyN2U=");
+    /* an endpoint with no path gets /notifications */
+    p = push_of(&m, SMQ_NOTIFY_JSON, "http://push.example:8080");
+    assert_int_equal(notify_push_headers(&p, "", 0, h, &n, &sts), 0);
+    assert_non_null(strstr(sts.data, "x-mns-version:2015-06-06\n/notifications"));
+    buf_free(&body);
+    buf_free(&sts);
+}
+
+static void test_push_tag_encoding(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, "\xe6\xa0\x87\xe7\xad\xbe a%~._-Z9");
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_SIMPLIFIED, "http://h/");
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n;
+
+    (void)state;
+    buf_init(&sts);
+    assert_int_equal(notify_push_headers(&p, "x", 1, h, &n, &sts), 0);
+    header_is(&h[12], "x-mns-message-tag", "%E6%A0%87%E7%AD%BE%20a%25~._-Z9");
+    assert_non_null(strstr(sts.data, "\nx-mns-message-tag:%E6%A0%87%E7%AD%BE%20a%25~._-Z9\n"));
+    /* printable ASCII as it is, '%' and blanks included */
+    m.tag = "50% off";
+    assert_int_equal(notify_push_headers(&p, "x", 1, h, &n, &sts), 0);
+    header_is(&h[12], "x-mns-message-tag", "50% off");
+    /* a control byte is not printable either */
+    m.tag = "a\tb";
+    assert_int_equal(notify_push_headers(&p, "x", 1, h, &n, &sts), 0);
+    header_is(&h[12], "x-mns-message-tag", "a%09b");
+    assert_true(strlen(sts.data) > 0 && sts.data[strlen(sts.data) - 1] == '/');
+    buf_free(&sts);
+}
+
+static void push_refused(const struct notify_push *p, const void *body, size_t len)
+{
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n = 5;
+
+    buf_init(&sts);
+    assert_int_equal(notify_push_headers(p, body, len, h, &n, &sts), SMQ_E_INVALID_ARGUMENT);
+    assert_int_equal(n, 0);
+    buf_free(&sts);
+}
+
+static void test_push_invalid(void **state)
+{
+    struct notify_msg m = sample("hello world", 11, NULL);
+    struct notify_push p = push_of(&m, SMQ_NOTIFY_XML, "http://h/n"), q;
+    char long_url[600];
+
+    (void)state;
+    push_refused(NULL, "x", 1);
+    push_refused(&p, NULL, 1);
+    q = p, q.format = (enum smq_notify_format)3;
+    push_refused(&q, "x", 1);
+    q = p, q.cert_url = NULL;
+    push_refused(&q, "x", 1);
+    q = p, q.date = NULL;
+    push_refused(&q, "x", 1);
+    q = p, q.request_id = "abc\r\nx-evil: 1";              /* no header splitting */
+    push_refused(&q, "x", 1);
+    q = p, q.ep = NULL;
+    push_refused(&q, "x", 1);
+    q = p, q.msg = NULL;
+    push_refused(&q, "x", 1);
+    /* base64 of 447 bytes fills 596 of the 600; 448 do not fit */
+    memset(long_url, 'u', sizeof long_url);
+    long_url[448] = '\0';
+    q = p, q.cert_url = long_url;
+    push_refused(&q, "x", 1);
+    long_url[447] = '\0';
+    {
+        struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+        struct smq_buf sts;
+        size_t n;
+
+        buf_init(&sts);
+        assert_int_equal(notify_push_headers(&q, "x", 1, h, &n, &sts), 0);
+        assert_int_equal(strlen(h[5].value), 596);
+        buf_free(&sts);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -560,6 +784,11 @@ int main(void)
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_retry_backoff),
         cmocka_unit_test(test_retry_exponential),
+        cmocka_unit_test(test_http_date),
+        cmocka_unit_test(test_push_simplified),
+        cmocka_unit_test(test_push_xml_json),
+        cmocka_unit_test(test_push_tag_encoding),
+        cmocka_unit_test(test_push_invalid),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,9 @@
  * kept only for queues with logging on, written at flush only when the
  * run committed (except expiries, written either way), in order, with the
  * MessageId, dequeue count and request id; a move written for each side
- * that logs with to= / from=; a purge with its count; the per-run cap and
+ * that logs with to= / from=; a purge with its count; a topic's publish and
+ * notification outcomes (deliver, retry, dead_letter, drop) only for topics
+ * with logging on, dropped with a lost run; the per-run cap and
  * the count of dropped lines.  The log goes to a temporary file
  * (log_open) that each test reads back.
  */
@@ -24,6 +26,7 @@
 #include "smqd/handle.h"
 #include "smqd/log.h"
 #include "smqd/mns.h"
+#include "topic.h"
 
 #define CAP 65536                    /* events one run holds (oplog.c) */
 #define ID(seqhex) "0102030405060708" seqhex
@@ -307,6 +310,89 @@ static void test_oplog_move_one_side_logging(void **state)
     queue_free(quiet2);
 }
 
+/* ---- topics --------------------------------------------------------------- */
+
+/* A topic with one subscription and one notification of message 0x2B: the
+ * oplog reads only their names, the topic's LoggingEnabled and the seq. */
+struct topic_case {
+    struct smq_topic t;
+    struct smq_sub s;
+    struct topic_msg msg;
+    struct topic_notif n;
+};
+
+static void topic_case_init(struct topic_case *c, const char *topic, const char *sub,
+                            int logging)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->t.name, sizeof c->t.name, "%s", topic);
+    mns_default_topic_attrs(&c->t.attrs);
+    c->t.attrs.logging = logging;
+    snprintf(c->s.name, sizeof c->s.name, "%s", sub);
+    c->s.topic = &c->t;
+    c->msg.topic = &c->t;
+    c->msg.seq = 0x2B;
+    c->n.sub = &c->s;
+    c->n.msg = &c->msg;
+}
+
+static void test_oplog_topic_events(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG topic=news event=publish message_id=" ID("000000000000002B")
+        " notifications=3 request_id=PUB1",
+        "OPLOG topic=news subscription=to-loud event=deliver message_id=" ID("000000000000002B")
+        " attempts=1 to=loud request_id=-",
+        "OPLOG topic=news subscription=to-loud event=retry message_id=" ID("000000000000002B")
+        " attempts=2 request_id=-",
+        "OPLOG topic=news subscription=to-loud event=dead_letter message_id="
+        ID("000000000000002B") " attempts=3 to=loud-dlq request_id=-",
+        "OPLOG topic=news subscription=to-loud event=drop message_id=" ID("000000000000002B")
+        " attempts=4 request_id=-",
+        "OPLOG topic=news event=publish message_id=" ID("000000000000002C")
+        " notifications=0 request_id=-",
+    };
+    struct topic_case loud, quiet;
+
+    topic_case_init(&loud, "news", "to-loud", 1);
+    topic_case_init(&quiet, "hush", "to-loud", 0);
+    oplog_publish(&f->log, &loud.t, 0x2B, 3, "PUB1");
+    oplog_publish(&f->log, &quiet.t, 0x2B, 3, "PUB2");
+    /* The queue logs or not: the topic decides for its own lines. */
+    oplog_notify(&f->log, OPLOG_NOTIFY_DELIVER, &loud.n, 1, f->loud);
+    oplog_notify(&f->log, OPLOG_NOTIFY_DELIVER, &quiet.n, 1, f->loud);
+    oplog_notify(&f->log, OPLOG_NOTIFY_RETRY, &loud.n, 2, NULL);
+    oplog_notify(&f->log, OPLOG_NOTIFY_DEAD_LETTER, &loud.n, 3, f->dlq);
+    oplog_notify(&f->log, OPLOG_NOTIFY_DROP, &loud.n, 4, NULL);
+    oplog_notify(&f->log, OPLOG_NOTIFY_DROP, &quiet.n, 4, NULL);
+    oplog_publish(&f->log, &loud.t, 0x2C, 0, NULL);
+    assert_int_equal(f->log.n, 6);
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 6);
+}
+
+/* A lost run shows none of the topic's lines: they did not happen. */
+static void test_oplog_topic_lost_run(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const want[] = {
+        "OPLOG topic=news event=publish message_id=" ID("000000000000002B")
+        " notifications=1 request_id=P2",
+    };
+    struct topic_case c;
+
+    topic_case_init(&c, "news", "s", 1);
+    oplog_publish(&f->log, &c.t, 0x2B, 1, "P1");
+    oplog_notify(&f->log, OPLOG_NOTIFY_DELIVER, &c.n, 1, f->loud);
+    oplog_notify(&f->log, OPLOG_NOTIFY_DROP, &c.n, 1, NULL);
+    oplog_flush(&f->log, false);
+    assert_int_equal(f->log.n, 0);
+    oplog_publish(&f->log, &c.t, 0x2B, 1, "P2");
+    oplog_flush(&f->log, true);
+    assert_log(f, want, 1);
+}
+
 /* ---- purge ---------------------------------------------------------------- */
 
 static void test_oplog_purge_carries_count(void **state)
@@ -430,6 +516,8 @@ int main(void)
         T(test_oplog_move_logs_both_sides),
         T(test_oplog_move_one_side_logging),
         T(test_oplog_purge_carries_count),
+        T(test_oplog_topic_events),
+        T(test_oplog_topic_lost_run),
         T(test_oplog_cap_counts_dropped),
         T(test_oplog_cap_dropped_reported_when_lost),
         T(test_oplog_purge_dropped_at_cap_keeps_earlier_count),

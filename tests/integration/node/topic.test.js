@@ -1,14 +1,15 @@
 'use strict';
-// topic.test.js — topic management through the official Node SDK (@alicloud/mns 1.2.0)
-// against a real smqd (docs/protocol.md §13.4): createTopic (201/204 with Location, 409),
-// getTopicAttributes, setTopicAttributes, listTopic with paging, and how errors surface.
+// topic.test.js — topics through the official Node SDK (@alicloud/mns 1.2.0) against a real
+// smqd (docs/protocol.md §13.4, §13.5): createTopic (201/204 with Location, 409),
+// getTopicAttributes, setTopicAttributes, listTopic with paging, publishMessage delivered into a
+// subscribed queue, and how errors surface.
 // The SDK's deleteTopic and subscription calls are empty stubs (they send nothing), so
 // deletion and subscriptions go through the SDK's own signed request method, as a Node
 // user would have to; test_topics.sh covers them with curl as well.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { startServer, client, mnsError } = require('./harness');
+const { startServer, client, mnsError, md5Upper } = require('./harness');
 
 const TOPIC_KEYS = ['CreateTime', 'LastModifyTime', 'LoggingEnabled', 'MaximumMessageSize',
   'MessageCount', 'MessageRetentionPeriod', 'TopicName'];
@@ -96,4 +97,19 @@ test('topics survive a kill -9', async () => {
   mns = client(server);
   const r = await mns.getTopicAttributes('node-durable');
   assert.equal(r.body.LoggingEnabled, 'True');
+});
+
+test('publishMessage: 201 with MessageId, delivered into a subscribed queue', async () => {
+  await mns.createTopic('node-pub');
+  await mns.createQueue('node-pub-q');
+  const body = '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">'
+    + '<Endpoint>acs:mns:cn-hangzhou:1:queues/node-pub-q</Endpoint><NotifyContentFormat>SIMPLIFIED</NotifyContentFormat></Subscription>';
+  await mns.put('/topics/node-pub/subscriptions/s', 'Subscription', body);
+  const r = await mns.publishMessage('node-pub', { MessageBody: 'hello from node', MessageTag: 'n' });
+  assert.equal(r.code, 201);
+  assert.match(r.body.MessageId, /^[0-9A-F]{32}$/);
+  assert.equal(r.body.MessageBodyMD5, md5Upper('hello from node'));
+  const got = await mns.receiveMessage('node-pub-q', 5);
+  assert.equal(got.body.MessageBody, 'hello from node');
+  await assert.rejects(mns.publishMessage('node-nope', { MessageBody: 'x' }), mnsError('TopicNotExist'));
 });
