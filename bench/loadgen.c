@@ -245,6 +245,7 @@ static void error_code(const char *b, const char *e, char *out, size_t cap)
     copy_alnum(v, vl, out, cap);
 }
 
+/* Copies the text of the first element name of a body (letters and digits only). */
 static void elem_text(const char *b, const char *e, const char *name, char *out, size_t cap)
 {
     const char *v = NULL;
@@ -1122,7 +1123,7 @@ static int create_topic(void)
     static const char qbody[] = "<?xml version=\"1.0\" encoding=\"utf-8\"?>"
                                 "<Queue xmlns=\"http://mns.aliyuncs.com/doc/v1/\">"
                                 "<VisibilityTimeout>30</VisibilityTimeout></Queue>";
-    char res[400], body[600], code[48];
+    char res[400], body[600], code[48] = "-";
     int status = 0;
     snprintf(res, sizeof res, "/topics/%s", g.o.topic);
     status = sync_request("PUT", res, NULL, 0, NULL, code, sizeof code);
