@@ -49,6 +49,7 @@ struct engine_topics {
     char account_id[65];             /* TopicOwner and Subscriber in notifications */
     uint64_t rnd;                    /* BACKOFF_RETRY's random intervals */
     uint64_t dropped;                /* notifications given up with nowhere to go */
+    size_t in_txn;                   /* deliveries in the open transaction (fanout.c) */
     struct smq_buf body;             /* the last published body read for a notification */
     uint64_t body_seq;               /* whose it is; 0 = none */
 };

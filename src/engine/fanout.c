@@ -15,7 +15,9 @@
 #include "smqd/log.h"
 #include "smqd/notify.h"
 
-#define FANOUT_RUN_BUDGET 256    /* deliveries per engine run, in all */
+/* Deliveries per transaction, in all: a send waits for the flush of the
+ * transaction it is in, so a wide fan-out must not make that flush long. */
+#define FANOUT_TXN_BUDGET 128
 #define FANOUT_SUB_BUDGET 16     /* of which one subscription's, before the next one's turn */
 #define GIVE_UP_RETRY_MS 10000   /* a give-up that could not be written is tried again */
 #define FULL_RECHECK_MS 1000     /* while the disk is full, deliveries wait (§12.4) */
@@ -256,20 +258,33 @@ static size_t run_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
     return done;
 }
 
+/* Deliveries the open transaction may still take. */
+static size_t txn_budget(const struct smq_engine *e)
+{
+    size_t used = e->txn.open ? e->topics.in_txn : 0;
+
+    return used < FANOUT_TXN_BUDGET ? FANOUT_TXN_BUDGET - used : 0;
+}
+
 void fanout_run(struct smq_engine *e)
 {
     struct topic_model *m = &e->topics.model;
-    size_t budget = FANOUT_RUN_BUDGET;
+    size_t budget;
     struct smq_sub *s;
 
     /* While the disk is full nothing is delivered, and no attempt is used up. */
     if (e->space.full || txn_writes_stopped(&e->txn))
         return;
+    if (!e->txn.open)
+        e->topics.in_txn = 0;
+    budget = txn_budget(e);
     while (budget > 0 && !e->txn.lost && (s = topic_take_runnable(m)) != NULL) {
         size_t done = run_sub(e, s, budget < FANOUT_SUB_BUDGET ? budget : FANOUT_SUB_BUDGET);
         /* A subscription that delivered nothing still costs a turn, so that
          * the loop ends. */
-        budget -= done > 0 ? done : 1;
+        done = done > 0 ? done : 1;
+        budget -= done < budget ? done : budget;
+        e->topics.in_txn += done;
     }
 }
 
@@ -312,5 +327,7 @@ uint64_t fanout_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
         return wheel;
     if (e->space.full)
         return wheel < FULL_RECHECK_MS ? wheel : FULL_RECHECK_MS;
-    return 0;
+    /* The open transaction's share is used up: the commit after the flush
+     * in progress wakes the engine (engine_next_timeout_ms). */
+    return txn_budget(e) > 0 ? 0 : wheel;
 }
