@@ -96,6 +96,8 @@ static bool read_request(int fd, char *buf, size_t cap, size_t *have, size_t *he
     size_t body = 0;
 
     for (;;) {
+        if (*have > 0 && buf[0] == 0x16)
+            return false;                    /* a TLS ClientHello: not spoken here */
         buf[*have] = '\0';
         end = strstr(buf, "\r\n\r\n");
         if (end != NULL) {
@@ -469,6 +471,15 @@ static void test_connection_failures(void **state)
     close(fd);
     assert_int_equal(r.outcome, SMQ_PUSH_CONNECT_ERROR);
     assert_int_equal(r.http_status, 0);
+    /* https to a server that speaks plain HTTP: the handshake fails */
+    j = make_job(&f, f.srv.port, "/ok");
+    snprintf(j->endpoint, sizeof j->endpoint, "https://127.0.0.1:%d/ok", f.srv.port);
+    assert_int_equal(push_submit(f.pool, j), 0);
+    r = wait_result(&f.rs, 2);
+    assert_int_equal(r.outcome, SMQ_PUSH_CONNECT_ERROR);
+    pthread_mutex_lock(&f.srv.lock);
+    assert_int_equal(f.srv.ok_hits, 0);
+    pthread_mutex_unlock(&f.srv.lock);
     fx_stop(&f);
 }
 
@@ -588,7 +599,7 @@ static void test_connection_reuse(void **state)
     struct fx f;
 
     (void)state;
-    fx_start(&f, 4, 5000);
+    fx_start(&f, 1, 5000);                           /* each done frees the one slot */
     for (int i = 0; i < 8; i++)
         assert_int_equal(push_path(&f, "/ok").outcome, SMQ_PUSH_OK);
     pthread_mutex_lock(&f.srv.lock);
