@@ -84,6 +84,9 @@ struct smq_config {
     int access_key_burst;         /* that bucket's size; 0 = access_key_qps */
     /* [topics] */
     char topics_account_id[65];   /* TopicOwner and Subscriber in answers; default 1000000000000000 */
+    /* Where push endpoints fetch the signing certificate (notify.h NOTIFY_CERT_URL_MAX
+     * bytes at most); "" = the MNS listener's own (docs/protocol.md §13.11). */
+    char topics_certificate_url[451];
     /* [log] */
     enum smq_log_level log_level; /* default info */
     char log_file[4096];          /* "-" = stderr (config_load stores "" as "-") */

@@ -46,6 +46,23 @@ struct smq_errinfo;
 int notify_endpoint_parse_err(const char *text, size_t len, struct notify_endpoint *out,
                               char trimmed[SMQ_ENDPOINT_MAX + 1], struct smq_errinfo *ei);
 
+/* ---- the signing certificate's URL (§13.11) ---- */
+
+/* Where smqd serves the certificate on its MNS listener. */
+#define NOTIFY_CERT_PATH "/smqd/signing-cert.pem"
+/* x-mns-signing-cert-url carries the URL in base64 within the 600-byte cap
+ * of a push header's value (struct notify_header): 450 bytes at most. */
+#define NOTIFY_CERT_URL_MAX 450
+
+/* The certificate URL pushes name: configured ("" = none), else
+ * scheme://host:port/smqd/signing-cert.pem of the MNS listener (host as
+ * configured, an IPv6 one in brackets).  0; or SMQ_E_INVALID_ARGUMENT with
+ * ei's message saying why: a configured value that is not an http(s) URL
+ * of at most NOTIFY_CERT_URL_MAX bytes, or a wildcard listen address
+ * (0.0.0.0, ::) that no endpoint could fetch from. */
+int notify_cert_url(const char *configured, const char *scheme, const char *host, unsigned port,
+                    char out[NOTIFY_CERT_URL_MAX + 1], struct smq_errinfo *ei);
+
 /* ---- the notification (§13.9) ---- */
 
 /* One published message as a notification to one subscription carries it. */

@@ -51,6 +51,7 @@ static void print_field(const struct smq_config *cfg, const struct setting *s, F
     }
     case OPT_NODE_ID:
     case OPT_PROXIES:
+    case OPT_URL:
         fprintf(out, "%s =%s%s\n", s->key, field[0] ? " " : "", field);
         return;
     default:

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "smqd/netaddr.h"
+#include "smqd/notify.h"
 #include "smqd/strnum.h"
 
 static const char *const sync_names[] = {"full", "normal", NULL};
@@ -30,6 +31,8 @@ _Static_assert(sizeof(enum smq_sync_mode) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum smq_store_backend) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum smq_log_level) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum smq_url_scheme) == sizeof(int), "enum size");
+_Static_assert(sizeof(((struct smq_config *)0)->topics_certificate_url) == NOTIFY_CERT_URL_MAX + 1,
+               "the certificate URL's field holds NOTIFY_CERT_URL_MAX bytes");
 
 #define FIELD(f) offsetof(struct smq_config, f)
 #define NODE_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -103,6 +106,9 @@ const struct setting config_settings[] = {
     {"topics", "account_id", OPT_NODE_ID, "1000000000000000", 1, FIELD_LEN(topics_account_id),
      NULL, FIELD(topics_account_id),
      "TopicOwner and Subscriber in topic answers and notifications (smqd has one account)"},
+    {"topics", "certificate_url", OPT_URL, "", 0, NOTIFY_CERT_URL_MAX, NULL,
+     FIELD(topics_certificate_url),
+     "where push endpoints fetch the signing certificate; empty = this listener's own"},
     {"log", "level", OPT_ENUM, "info", 0, 0, level_names, FIELD(log_level),
      "lowest level written"},
     {"log", "file", OPT_PATH, "-", 0, FIELD_LEN(log_file), NULL, FIELD(log_file),
@@ -388,6 +394,17 @@ const char *config_table_parse(struct smq_config *cfg, const struct setting *s, 
         return NULL;
     case OPT_PROXIES:
         return parse_proxies(v, s, cfg);
+    case OPT_URL:
+        if (v[0] != '\0') {
+            char url[NOTIFY_CERT_URL_MAX + 1];
+            struct smq_errinfo ei = {0};
+            if (strlen(v) > (size_t)s->max)
+                return "too long";
+            if (notify_cert_url(v, "", "", 0, url, &ei) != 0)
+                return "not an http:// or https:// URL";
+        }
+        memcpy(field, v, strlen(v) + 1);
+        return NULL;
     case OPT_NODE_ID:
         why = strlen(v) > (size_t)s->max ? "too long"
               : strspn(v, NODE_ID_CHARS) != strlen(v) ? "a character other than A-Z a-z 0-9 _ . -"
@@ -443,6 +460,10 @@ void config_table_describe(const struct setting *s, char *buf, size_t size)
         return;
     case OPT_NODE_ID:
         snprintf(buf, size, "up to %lld characters of A-Z a-z 0-9 _ . -", s->max);
+        return;
+    case OPT_URL:
+        snprintf(buf, size, "an http:// or https:// URL of up to %lld bytes, or empty for none",
+                 s->max);
         return;
     case OPT_PROXIES:
         snprintf(buf, size, "up to %d IPv4/IPv6 addresses or ADDR/BITS ranges, separated by "

@@ -31,7 +31,8 @@ enum opt_type {
     OPT_TOKEN,      /* [admin] token, read_token: a secret kept in a char array; empty = none */
     OPT_DSN,        /* a libpq conninfo string in a char array; printed with its password masked */
     OPT_NODE_ID,    /* a name of 1..max characters of A-Z a-z 0-9 _ . - in a char array */
-    OPT_PROXIES     /* [server] trusted_proxies: text into a char array, ranges into trusted_proxies */
+    OPT_PROXIES,    /* [server] trusted_proxies: text into a char array, ranges into trusted_proxies */
+    OPT_URL         /* an http(s) URL of at most max bytes in a char array; empty = none */
 };
 
 struct setting {

@@ -34,6 +34,7 @@
 #include "smqd/log.h"
 #include "smqd/metrics.h"
 #include "smqd/mns_listener.h"
+#include "smqd/notify.h"
 #include "smqd/ratelimit.h"
 #include "smqd/store.h"
 #include "smqd/tls.h"
@@ -523,6 +524,18 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     return SMQD_EXIT_OK;
 }
 
+/* The signing certificate's URL is settled at start: a wildcard listen
+ * address without [topics] certificate_url gives pushes none to name. */
+static void check_cert_url(const struct smq_config *cfg, unsigned port)
+{
+    char url[NOTIFY_CERT_URL_MAX + 1];
+    struct smq_errinfo ei = {0};
+
+    if (notify_cert_url(cfg->topics_certificate_url, url_scheme(cfg), cfg->listen_host, port, url,
+                        &ei) != 0)
+        SMQ_WARN("topics: %s", ei.msg);
+}
+
 /* Scripts wait for "listening on" to learn the MNS address, on either
  * backend; a node on PostgreSQL is a standby until it holds the lease. */
 static void announce_ready(const struct smq_config *cfg, const struct daemon_parts *p)
@@ -540,6 +553,7 @@ static void announce_ready(const struct smq_config *cfg, const struct daemon_par
     SMQ_INFO("smqd %s listening on %s://%s%s%s:%u (%s)", SMQD_VERSION,
              p->tls.mns != NULL ? "https" : "http", v6 ? "[" : "", cfg->listen_host,
              v6 ? "]" : "", port, storage);
+    check_cert_url(cfg, port);
     admin_set_state(p->admin, p->cluster != NULL ? ADMIN_STANDBY : ADMIN_READY);
     notify_systemd("READY=1\nSTATUS=%s on port %u",
                    p->cluster != NULL ? "standby or active" : "serving", port);

@@ -266,6 +266,53 @@ int notify_endpoint_parse(const char *text, size_t len, struct notify_endpoint *
     return notify_endpoint_parse_err(text, len, out, trimmed, NULL);
 }
 
+/* ---- the signing certificate's URL (§13.11) ---- */
+
+static int bad_cert_url(struct smq_errinfo *ei, const char *why)
+{
+    return errors_set(ei, SMQ_E_INVALID_ARGUMENT, "%s", why);
+}
+
+static bool is_wildcard_host(const char *host)
+{
+    return host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0
+           || strcmp(host, "[::]") == 0 || strcmp(host, "::0") == 0;
+}
+
+int notify_cert_url(const char *configured, const char *scheme, const char *host, unsigned port,
+                    char out[NOTIFY_CERT_URL_MAX + 1], struct smq_errinfo *ei)
+{
+    struct notify_endpoint ep;
+    char trimmed[SMQ_ENDPOINT_MAX + 1];
+    bool v6 = strchr(host, ':') != NULL && host[0] != '[';
+    int n;
+
+    out[0] = '\0';
+    if (configured[0] != '\0') {
+        if (strlen(configured) > NOTIFY_CERT_URL_MAX)
+            return bad_cert_url(ei, "[topics] certificate_url is longer than 450 bytes: its "
+                                    "base64 would not fit a push header.");
+        if (notify_endpoint_parse(configured, strlen(configured), &ep, trimmed) != 0
+            || ep.kind != NOTIFY_EP_HTTP || strcmp(trimmed, configured) != 0)
+            return bad_cert_url(ei, "[topics] certificate_url is not an http:// or https:// "
+                                    "URL (host, optional port and path; no blanks).");
+        memcpy(out, configured, strlen(configured) + 1);
+        return 0;
+    }
+    if (is_wildcard_host(host))
+        return bad_cert_url(ei, "the MNS listener listens on a wildcard address, which no push "
+                                "endpoint can fetch the signing certificate from: set [topics] "
+                                "certificate_url.");
+    n = snprintf(out, NOTIFY_CERT_URL_MAX + 1, "%s://%s%s%s:%u%s", scheme, v6 ? "[" : "", host,
+                 v6 ? "]" : "", port, NOTIFY_CERT_PATH);
+    if (n < 0 || n > NOTIFY_CERT_URL_MAX) {
+        out[0] = '\0';
+        return bad_cert_url(ei, "the default certificate URL is too long: set [topics] "
+                                "certificate_url.");
+    }
+    return 0;
+}
+
 /* ---- the notification (§13.9) ---- */
 
 /* The XML document's namespace keeps its trailing slash (§13.9), unlike

@@ -210,7 +210,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 33);   /* every row but the three key rows and the [admin] tokens */
+    assert_int_equal(checked, 34);   /* every row but the three key rows and the [admin] tokens */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -292,6 +292,12 @@ static void test_config_bad_integers(void **state)
         {"[limits]\nmax_body_bytes = 65535\n", 2,
          "[limits] max_body_bytes = \"65535\": out of range (allowed: 65536..16777216)"},
         {"[limits]\nmax_body_bytes = 16777217\n", 2, "(allowed: 65536..16777216)"},
+        {"[limits]\nmax_topics = 0\n", 2, "(allowed: 1..1000000)"},
+        {"[limits]\nmax_subscriptions_per_topic = 100001\n", 2, "(allowed: 1..100000)"},
+        {"[topics]\naccount_id = a b\n", 2, "[topics] account_id"},
+        {"[topics]\ncertificate_url = ftp://h/c.pem\n", 2,
+         "[topics] certificate_url = \"ftp://h/c.pem\": not an http:// or https:// URL"},
+        {"[topics]\ncertificate_url = mq.example.com/c.pem\n", 2, "not an http:// or https:// URL"},
     };
 
     run_bad_cases(*state, cases, sizeof(cases) / sizeof(cases[0]));
@@ -865,7 +871,7 @@ static void test_config_queue_sections(void **state)
 {
     struct fixture *f = *state;
     FILE *out;
-    char printed[4096];
+    char printed[8192];
     size_t n;
 
     expect_ok(f, AUTH_OK "[queue.orders]\ndlq_target = orders-dlq\ndlq_max_receive_count = 5\n"
