@@ -349,6 +349,19 @@ const char *config_table_check_secret(const char *secret)
     return NULL;
 }
 
+/* An http(s) URL as the certificate URL's rules have it (notify.h); "" = none. */
+static const char *parse_url(const char *v, long long max)
+{
+    char url[NOTIFY_CERT_URL_MAX + 1];
+    struct smq_errinfo ei = {0};
+
+    if (v[0] == '\0')
+        return NULL;
+    if (strlen(v) > (size_t)max)
+        return "too long";
+    return notify_cert_url(v, "", "", 0, url, &ei) == 0 ? NULL : "not an http:// or https:// URL";
+}
+
 const char *config_table_parse(struct smq_config *cfg, const struct setting *s, const char *v)
 {
     char *field = (char *)cfg + s->offset;
@@ -395,16 +408,10 @@ const char *config_table_parse(struct smq_config *cfg, const struct setting *s, 
     case OPT_PROXIES:
         return parse_proxies(v, s, cfg);
     case OPT_URL:
-        if (v[0] != '\0') {
-            char url[NOTIFY_CERT_URL_MAX + 1];
-            struct smq_errinfo ei = {0};
-            if (strlen(v) > (size_t)s->max)
-                return "too long";
-            if (notify_cert_url(v, "", "", 0, url, &ei) != 0)
-                return "not an http:// or https:// URL";
-        }
-        memcpy(field, v, strlen(v) + 1);
-        return NULL;
+        why = parse_url(v, s->max);
+        if (why == NULL)
+            memcpy(field, v, strlen(v) + 1);
+        return why;
     case OPT_NODE_ID:
         why = strlen(v) > (size_t)s->max ? "too long"
               : strspn(v, NODE_ID_CHARS) != strlen(v) ? "a character other than A-Z a-z 0-9 _ . -"
