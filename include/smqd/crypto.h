@@ -42,29 +42,42 @@ bool crypto_equal(const void *a, const void *b, size_t len);
 /* Standard base64 with padding; out needs 4*ceil(len/3)+1 bytes.  Returns length. */
 size_t crypto_base64(const void *data, size_t len, char *out);
 
-/* ---- the push signer: an RSA private key ---- */
+/* ---- the push signer: an RSA private key (docs/protocol.md §13.11) ---- */
 
 struct crypto_signer;
 
-/* Reads a PEM RSA private key (at least 2048 bits).  0, or SMQ_E_INTERNAL
- * with a reason in err. */
+/* Reads an unencrypted PEM RSA private key (PKCS#8 or PKCS#1) of at least
+ * 2048 bits; refuses any other key type (EC, RSA-PSS...), a shorter key, an
+ * encrypted key and anything that is not PEM.  0 and *out, or
+ * SMQ_E_INTERNAL (*out NULL) with a reason in err. */
 int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
                        size_t err_size);
-/* Makes a 2048-bit RSA key and a self-signed X.509 certificate for it
- * (subject CN = cn, ten years), and writes both as PEM: the key mode 0600,
- * each file written whole under a temporary name and renamed.  0, or
- * SMQ_E_INTERNAL with a reason in err. */
+/* Makes a 2048-bit RSA key and a self-signed X.509 v3 certificate for it
+ * (subject and issuer CN = cn, valid from now for ten years, signed with
+ * SHA-256), and writes both as PEM: the certificate mode 0644 and then the
+ * key mode 0600 (PKCS#8), each written whole under a temporary name, synced
+ * and renamed over what was there, so no half-written file is ever seen and
+ * a key on disk always has its certificate.  0, or SMQ_E_INTERNAL with a
+ * reason in err. */
 int crypto_signer_generate(const char *key_path, const char *cert_path, const char *cn,
                            char *err, size_t err_size);
-/* Whether the PEM certificate at cert_path holds k's public key.  0, or
- * SMQ_E_INTERNAL with a reason in err (unreadable, or another key). */
+/* Whether the PEM certificate at cert_path holds k's public key and is
+ * valid now.  0, or SMQ_E_INTERNAL with a reason in err (unreadable, not a
+ * certificate, another key, not valid yet, or expired). */
 int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_path, char *err,
                              size_t err_size);
-/* base64(RSASSA-PKCS1-v1_5(SHA-1(data))) with padding, NUL-terminated,
- * into out (out_size >= 4 * ceil(key bytes / 3) + 1; 700 holds 4096 bits).
- * 0, or SMQ_E_INTERNAL.  Any thread. */
+/* The signature of §13.11: base64(RSASSA-PKCS1-v1_5(SHA-1(data))) with
+ * padding and no prefix, NUL-terminated, into out.  out_size must be at
+ * least 4 * ceil(key bytes / 3) + 1 (345 for 2048 bits; 700 holds 4096).
+ * 0, or SMQ_E_INTERNAL (out_size too small, or OpenSSL failed; out then
+ * holds "" when out_size > 0).
+ * Threads: meant for the push thread alone.  Each call signs with a context
+ * of its own and writes nothing in k, but the contract is one caller at a
+ * time, with nothing else using or freeing k meanwhile; load and free
+ * happen before the push thread starts and after it stops. */
 int crypto_signer_sign(const struct crypto_signer *k, const void *data, size_t len, char *out,
                        size_t out_size);
+/* NULL is a no-op. */
 void crypto_signer_free(struct crypto_signer *k);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * crypto.c — owns every call into OpenSSL (libcrypto): HMAC-SHA1,
- * HMAC-SHA256, MD5, random bytes, constant-time compare and base64.
+ * HMAC-SHA256, MD5, random bytes, constant-time compare, base64, and the
+ * push signer (RSA key, self-signed certificate, RSA-SHA1 signatures of
+ * docs/protocol.md §13.11).
  */
 #include "smqd/crypto.h"
 #include "smqd/errors.h"
@@ -9,13 +11,23 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/err.h>
 #include <openssl/params.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /*
  * Every request is signed with one of a handful of secrets, so each thread
@@ -217,4 +229,341 @@ bool crypto_equal(const void *a, const void *b, size_t len)
 size_t crypto_base64(const void *data, size_t len, char *out)
 {
     return (size_t)EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+}
+
+/* ---- the push signer (docs/protocol.md §13.11) ---- */
+
+#define SIGNER_MIN_BITS 2048
+#define SIGNER_GEN_BITS 2048
+#define SIGNER_CERT_DAYS 3650
+
+struct crypto_signer {
+    EVP_PKEY *pkey;              /* an RSA key of at least SIGNER_MIN_BITS */
+    size_t sig_len;              /* bytes of one signature: the modulus size */
+};
+
+/* Writes "what: reason" into err, the reason being OpenSSL's latest error
+ * when there is one, and empties OpenSSL's error queue so that a later
+ * failure does not report this one.  Returns SMQ_E_INTERNAL. */
+static int signer_fail(char *err, size_t err_size, const char *fmt, ...)
+{
+    char what[512], reason[256] = "";
+    unsigned long e = ERR_peek_last_error();
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (e != 0)
+        ERR_error_string_n(e, reason, sizeof reason);
+    ERR_clear_error();
+    if (err != NULL && err_size > 0)
+        snprintf(err, err_size, "%s%s%s", what, reason[0] != '\0' ? ": " : "", reason);
+    return SMQ_E_INTERNAL;
+}
+
+/* The PEM readers' passphrase callback: an encrypted key is refused rather
+ * than prompted for on a terminal (smqd runs unattended). */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return -1;
+}
+
+int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
+                       size_t err_size)
+{
+    struct crypto_signer *k = NULL;
+    EVP_PKEY *pkey = NULL;
+    FILE *f;
+    int bits, rc = SMQ_E_INTERNAL;
+
+    *out = NULL;
+    ERR_clear_error();
+    f = fopen(key_path, "r");
+    if (f == NULL) {
+        snprintf(err, err_size, "signing key %s: %s", key_path, strerror(errno));
+        return SMQ_E_INTERNAL;
+    }
+    pkey = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
+    fclose(f);
+    if (pkey == NULL) {
+        rc = signer_fail(err, err_size, "signing key %s: not an unencrypted PEM private key",
+                         key_path);
+        goto out;
+    }
+    /* §13.11 signs with RSASSA-PKCS1-v1_5: only a plain RSA key can
+     * (an RSA-PSS key is restricted to PSS padding). */
+    if (!EVP_PKEY_is_a(pkey, "RSA")) {
+        const char *type = EVP_PKEY_get0_type_name(pkey);
+
+        rc = signer_fail(err, err_size, "signing key %s: key type %s, not RSA (§13.11)", key_path,
+                         type != NULL ? type : "unknown");
+        goto out;
+    }
+    bits = EVP_PKEY_get_bits(pkey);
+    if (bits < SIGNER_MIN_BITS) {
+        rc = signer_fail(err, err_size, "signing key %s: RSA of %d bits, at least %d required",
+                         key_path, bits, SIGNER_MIN_BITS);
+        goto out;
+    }
+    k = calloc(1, sizeof *k);
+    if (k == NULL || EVP_PKEY_get_size(pkey) <= 0) {
+        rc = signer_fail(err, err_size, "signing key %s: out of memory", key_path);
+        goto out;
+    }
+    k->sig_len = (size_t)EVP_PKEY_get_size(pkey);
+    k->pkey = pkey;
+    pkey = NULL;
+    *out = k;
+    k = NULL;
+    rc = 0;
+out:
+    free(k);
+    EVP_PKEY_free(pkey);
+    return rc;
+}
+
+void crypto_signer_free(struct crypto_signer *k)
+{
+    if (k == NULL)
+        return;
+    EVP_PKEY_free(k->pkey);   /* clears the private key's numbers */
+    free(k);
+}
+
+int crypto_signer_sign(const struct crypto_signer *k, const void *data, size_t len, char *out,
+                       size_t out_size)
+{
+    EVP_MD_CTX *ctx = NULL;
+    unsigned char *sig = NULL;
+    size_t sig_len = k->sig_len;
+    int rc = SMQ_E_INTERNAL;
+
+    if (out_size > 0)
+        out[0] = '\0';
+    if (out_size < 4 * ((k->sig_len + 2) / 3) + 1 || k->sig_len > INT_MAX)
+        return SMQ_E_INTERNAL;
+    sig = malloc(k->sig_len);
+    ctx = EVP_MD_CTX_new();
+    /* RSA's default padding is PKCS#1 v1.5, what §13.11 names.  A context
+     * of its own per call: nothing in k is written. */
+    if (sig == NULL || ctx == NULL
+        || EVP_DigestSignInit_ex(ctx, NULL, "SHA1", NULL, NULL, k->pkey, NULL) != 1
+        || EVP_DigestSign(ctx, sig, &sig_len, data, len) != 1 || sig_len != k->sig_len) {
+        ERR_clear_error();
+        goto out;
+    }
+    crypto_base64(sig, sig_len, out);
+    rc = 0;
+out:
+    EVP_MD_CTX_free(ctx);
+    free(sig);
+    return rc;
+}
+
+int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_path, char *err,
+                             size_t err_size)
+{
+    X509 *cert = NULL;
+    EVP_PKEY *pub;
+    FILE *f;
+    int rc = SMQ_E_INTERNAL;
+
+    ERR_clear_error();
+    f = fopen(cert_path, "r");
+    if (f == NULL) {
+        snprintf(err, err_size, "signing certificate %s: %s", cert_path, strerror(errno));
+        return SMQ_E_INTERNAL;
+    }
+    cert = PEM_read_X509(f, NULL, no_passphrase, NULL);
+    fclose(f);
+    if (cert == NULL) {
+        rc = signer_fail(err, err_size, "signing certificate %s: not a PEM X.509 certificate",
+                         cert_path);
+        goto out;
+    }
+    pub = X509_get0_pubkey(cert);
+    if (pub == NULL || EVP_PKEY_eq(pub, k->pkey) != 1) {
+        rc = signer_fail(err, err_size,
+                         "signing certificate %s: does not hold the signing key's public key",
+                         cert_path);
+        goto out;
+    }
+    /* A verifier refuses a certificate outside its validity, so every
+     * push signed under it would be rejected (§13.11). */
+    if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0) {
+        rc = signer_fail(err, err_size, "signing certificate %s: not valid yet", cert_path);
+        goto out;
+    }
+    if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
+        rc = signer_fail(err, err_size, "signing certificate %s: expired", cert_path);
+        goto out;
+    }
+    rc = 0;
+out:
+    X509_free(cert);
+    return rc;
+}
+
+/* Adds one X.509v3 extension given in OpenSSL's configuration syntax. */
+static int cert_add_ext(X509 *cert, int nid, const char *value)
+{
+    X509V3_CTX ctx;
+    X509_EXTENSION *ext;
+    int ok;
+
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, cert, cert, NULL, NULL, 0);
+    ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+    if (ext == NULL)
+        return 0;
+    ok = X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+    return ok;
+}
+
+/* A self-signed certificate for pkey: subject and issuer CN = cn, a random
+ * positive 127-bit serial, valid from now for SIGNER_CERT_DAYS, signed
+ * with SHA-256 (the certificate's own signature; pushes use SHA-1).
+ * NULL when OpenSSL fails. */
+static X509 *cert_make(EVP_PKEY *pkey, const char *cn)
+{
+    X509 *cert = X509_new();
+    X509_NAME *name = NULL;
+    BIGNUM *serial = BN_new();
+    int ok;
+
+    ok = cert != NULL && serial != NULL && X509_set_version(cert, X509_VERSION_3)
+         && BN_rand(serial, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY)
+         && BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(cert)) != NULL
+         && X509_gmtime_adj(X509_getm_notBefore(cert), 0) != NULL
+         && X509_time_adj_ex(X509_getm_notAfter(cert), SIGNER_CERT_DAYS, 0, NULL) != NULL
+         && X509_set_pubkey(cert, pkey)
+         && (name = X509_get_subject_name(cert)) != NULL
+         && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
+                                       -1, 0)
+         && X509_set_issuer_name(cert, name)
+         && cert_add_ext(cert, NID_basic_constraints, "critical,CA:FALSE")
+         && cert_add_ext(cert, NID_key_usage, "critical,digitalSignature")
+         && cert_add_ext(cert, NID_subject_key_identifier, "hash")
+         && X509_sign(cert, pkey, EVP_sha256()) > 0;
+    BN_free(serial);
+    if (!ok) {
+        X509_free(cert);
+        return NULL;
+    }
+    return cert;
+}
+
+/* Syncs the directory holding path, so that a rename into it survives a
+ * power loss.  Best effort: the file itself is whole either way. */
+static void sync_parent_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    int dfd;
+
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+}
+
+/* Writes a PEM file whole or not at all: into a temporary file beside path
+ * (mode `mode` before a byte is written), synced, then renamed over path,
+ * and the directory synced so that the rename survives a power loss.
+ * Exactly one of pkey (a private key, PKCS#8) and cert is given. */
+static int pem_write_atomic(const char *path, mode_t mode, EVP_PKEY *pkey, X509 *cert,
+                            char *err, size_t err_size)
+{
+    char tmp[4096];
+    FILE *f = NULL;
+    int fd = -1, rc = SMQ_E_INTERNAL;
+    bool wrote;
+
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= sizeof tmp) {
+        snprintf(err, err_size, "%s: path too long", path);
+        return SMQ_E_INTERNAL;
+    }
+    fd = mkstemp(tmp);   /* made 0600: the key is never readable by others */
+    if (fd < 0) {
+        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
+        return SMQ_E_INTERNAL;
+    }
+    if (fchmod(fd, mode) != 0 || (f = fdopen(fd, "w")) == NULL) {
+        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    fd = -1;   /* f owns it */
+    wrote = pkey != NULL ? PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL) == 1
+                         : PEM_write_X509(f, cert) == 1;
+    if (!wrote) {
+        signer_fail(err, err_size, "%s: cannot write PEM", tmp);
+        goto out;
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0) {
+        snprintf(err, err_size, "rename %s to %s: %s", tmp, path, strerror(errno));
+        goto out;
+    }
+    tmp[0] = '\0';   /* nothing left to remove */
+    sync_parent_dir(path);
+    rc = 0;
+out:
+    if (f != NULL)
+        fclose(f);
+    if (fd >= 0)
+        close(fd);
+    if (tmp[0] != '\0')
+        unlink(tmp);
+    return rc;
+}
+
+int crypto_signer_generate(const char *key_path, const char *cert_path, const char *cn,
+                           char *err, size_t err_size)
+{
+    EVP_PKEY *pkey = NULL;
+    X509 *cert = NULL;
+    int rc = SMQ_E_INTERNAL;
+
+    ERR_clear_error();
+    pkey = EVP_RSA_gen(SIGNER_GEN_BITS);
+    if (pkey == NULL) {
+        rc = signer_fail(err, err_size, "cannot generate an RSA key");
+        goto out;
+    }
+    cert = cert_make(pkey, cn);
+    if (cert == NULL) {
+        rc = signer_fail(err, err_size, "cannot make a certificate for CN %s", cn);
+        goto out;
+    }
+    /* The certificate first and the key last: a key file on disk then
+     * always has its certificate beside it, so a start that finds the key
+     * need not generate, and one interrupted before the key is written
+     * simply generates again. */
+    rc = pem_write_atomic(cert_path, 0644, NULL, cert, err, err_size);
+    if (rc == 0)
+        rc = pem_write_atomic(key_path, 0600, pkey, NULL, err, err_size);
+out:
+    X509_free(cert);
+    EVP_PKEY_free(pkey);
+    return rc;
 }

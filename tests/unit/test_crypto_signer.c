@@ -1,0 +1,402 @@
+/*
+ * test_crypto_signer.c — the push signer of crypto.h (docs/protocol.md
+ * §13.11): the signature over §13.11's example string under a committed
+ * test key, generate -> load -> check_cert in a scratch directory, and the
+ * keys, certificates and buffers it must refuse.  The fixture keys and
+ * certificates are committed here as PEM text (as test_tls.c does) and
+ * written into the scratch directory by setup.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scratch_dir.h"
+#include "smqd/crypto.h"
+#include "smqd/errors.h"
+
+/* The fixtures were made once with OpenSSL 3.0's command line:
+ *   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem
+ *   openssl req -new -x509 -key key.pem -subj /CN=smqd-test -days 36500 -sha256 -out cert.pem
+ *   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec.pem
+ *   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out k1024.pem
+ * and CERT_EXPIRED (KEY's public key, valid 2020-01-01 to 2021-01-01) with
+ * Python's cryptography package, since `openssl req` cannot backdate. */
+static const char KEY[] =
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDiKrN4NgiGJJPX\n"
+    "3clejnzon9JUEzOKzqrxqFlTrlfv/1nzQToy8/htFqAoLADcOXvRFLPPK93QFzsX\n"
+    "oAdmksONCxRENzvnCuHXK3u/RGMIqZYDRxgUX+fpvCwrgjZbq2H8LT6qdbOox9Ww\n"
+    "2hPbOXi3Df7JvOGIQqBfu4Uh6ZKXUFu59/LbDxbEs/8C58tpWe+GgCv65ER3yn5t\n"
+    "L1+cbCe/NBvjxaqauBLSRTaBpf61/Wi8rJcmS4J63y61XDcZULDNxWZzkSfclORT\n"
+    "HfXQk+k9LJBQZ9BYb5BolvYNrlR6Nj5Wuzv/GTUr3EpmAgtCdVtaSLoEd359lo4n\n"
+    "RXgkAjezAgMBAAECggEAGhhb3W/mleEHNJire6nXHFlsbDT29STEBolVHS74Myx0\n"
+    "VXkzh4jXeMbBM0FjLAXElSrdVaG1wHpzCqvKjs7k7z4rAsqYsnTH+rVSsY6Tb/7D\n"
+    "3JxJrqLONbgiJIxWofG+ptkVlOzAY6YDBZpz62R7MCvWN7KqbGK7nFrHkVJ2OS0I\n"
+    "kFArr/uT6yfJpvwdDAAjsZ5Ag/YV6Z0HtwNY+js4gfzl31ID/2QJUALfrVpuaYlV\n"
+    "sBEue/xKdWunDgkrA1BZRdWB2XLbW/1+NgspqxVlBtV7o4PQb6UCkvI4o7asHuyB\n"
+    "KNBPa1ZGhN0xugq3FTi4VPQRcbvj6NfjNvQZV9SnoQKBgQDzxyUcfYJ6TJib8/oF\n"
+    "r7jc87GLKoZzUwmSB5NwTsl9mEOsCRo6ZSOhzkdyJn0zMrNnHMcHUuhbVKadytqh\n"
+    "Hg5U+pc446uTUeOuRXg8Jodypn7LCl4S2dFY/qyYB/ni7XJCiQuvZ/50HiGrQTJr\n"
+    "aEuCMcXxypJv80bd7mU0F0NIIwKBgQDtgYUeHDYjPllb/YYkJ2/nJU+LGw2BhuDn\n"
+    "vvvvvxC/Te0oYQKPGAX3nCyiAhgz44k6gomgfO3ozzuEl5OYVcONTazUL7xuLY/s\n"
+    "xeJ+TuLrYWhc+k/MkS2S1b09yISzznITB0p+2IXMECR0cda1CUj0G0hYpZlBnScd\n"
+    "6uuEqKMDMQKBgFzY75CPWR+9hq53WTXLPMyi4G9Rzg2khdOhoQ04ZNO6J6Qhf2TY\n"
+    "Wp7pExst/6d9Wwkd08w9TpRihGc6+NQ+v1SscOZRCGs+2Enq2aWHQzVupoIsu7HQ\n"
+    "VkTgEtqAxzMgHtGqotG2+Ro+07IHTe3Mtl2rGWpDLk0HSmmCv/b8GTsjAoGAOKLG\n"
+    "J6P6lPTtQi52qnBtEuWmzjkpQ1Xyk9DLKySYzcW7ZAGeJplH8v/e9NMjClycAMPY\n"
+    "JdkksnuYacnrfEwXUb7QE9k+Sde7lm6p0Aznt9GGnYVjOhj0kSs+8Vi7rFTyhu8a\n"
+    "KJ1haoP+7XWoCYupReyrl9gFb8wV4+B9QSkllkECgYEA0rt+rlq138zSrxZ2bs6G\n"
+    "WKVRI2mU8oOs1M3RKU6vAqJubL+Nca/pphm/LeLclLrpFlN3bfzxGa2G16hI8X0k\n"
+    "dfiNOLKicOU0hhlDnBoHFhwsf5ONQGxV0LpifbzFNHai9Tpa8KUm/RZLj0Pc6P6O\n"
+    "qGQKvtjhlwmWMzL6y3C8W2I=\n"
+    "-----END PRIVATE KEY-----\n";
+static const char CERT[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIDCzCCAfOgAwIBAgIUIi3OwzgHjh+Z+cS1foggzUWD8UAwDQYJKoZIhvcNAQEL\n"
+    "BQAwFDESMBAGA1UEAwwJc21xZC10ZXN0MCAXDTI2MTIwNzE5MDAyOFoYDzIxMjYx\n"
+    "MTEzMTkwMDI4WjAUMRIwEAYDVQQDDAlzbXFkLXRlc3QwggEiMA0GCSqGSIb3DQEB\n"
+    "AQUAA4IBDwAwggEKAoIBAQDiKrN4NgiGJJPX3clejnzon9JUEzOKzqrxqFlTrlfv\n"
+    "/1nzQToy8/htFqAoLADcOXvRFLPPK93QFzsXoAdmksONCxRENzvnCuHXK3u/RGMI\n"
+    "qZYDRxgUX+fpvCwrgjZbq2H8LT6qdbOox9Ww2hPbOXi3Df7JvOGIQqBfu4Uh6ZKX\n"
+    "UFu59/LbDxbEs/8C58tpWe+GgCv65ER3yn5tL1+cbCe/NBvjxaqauBLSRTaBpf61\n"
+    "/Wi8rJcmS4J63y61XDcZULDNxWZzkSfclORTHfXQk+k9LJBQZ9BYb5BolvYNrlR6\n"
+    "Nj5Wuzv/GTUr3EpmAgtCdVtaSLoEd359lo4nRXgkAjezAgMBAAGjUzBRMB0GA1Ud\n"
+    "DgQWBBSTybuaP4XXYVHk/k0gMqPbGAp2SzAfBgNVHSMEGDAWgBSTybuaP4XXYVHk\n"
+    "/k0gMqPbGAp2SzAPBgNVHRMBAf8EBTADAQH/MA0GCSqGSIb3DQEBCwUAA4IBAQCl\n"
+    "CcR2LIb1U/tKM3PPxnIxG4ixhVP2dsmNSY5L1Vm/703PMz7WpO+kvm2fv0A6O1D7\n"
+    "25Ygozqm65INPrIakj5TnhMpEiKUe3iiuBR28BmlCYpu4J7hyLIlybsGky0jPX9g\n"
+    "sp8EgEfcJb86zs34lwS2sY7HSdhjHBzcTvy9jJC1WJfZhj0AgUWNBXTw+uqYveI4\n"
+    "9K+OLnQzErRQYNAKJhrbTRd4RpLw0AC8eVg3FhyHJ8NgYe38MBMFFxiz47i/8Rvz\n"
+    "gL+SNjFpsvPH7SZ9bJOwIXDvT7VQAefcQTFpfqTC1fNhfiv7g77sQy/UEG1plcRM\n"
+    "H7GbChSBoNNGgASB0W2h\n"
+    "-----END CERTIFICATE-----\n";
+static const char CERT_EXPIRED[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIICxDCCAaygAwIBAgIUQlGlkQf6yFv/W7Rrgez71wKfKMAwDQYJKoZIhvcNAQEL\n"
+    "BQAwHDEaMBgGA1UEAwwRc21xZC10ZXN0IGV4cGlyZWQwHhcNMjAwMTAxMDAwMDAw\n"
+    "WhcNMjEwMTAxMDAwMDAwWjAcMRowGAYDVQQDDBFzbXFkLXRlc3QgZXhwaXJlZDCC\n"
+    "ASIwDQYJKoZIhvcNAQEBBQADggEPADCCAQoCggEBAOIqs3g2CIYkk9fdyV6OfOif\n"
+    "0lQTM4rOqvGoWVOuV+//WfNBOjLz+G0WoCgsANw5e9EUs88r3dAXOxegB2aSw40L\n"
+    "FEQ3O+cK4dcre79EYwiplgNHGBRf5+m8LCuCNlurYfwtPqp1s6jH1bDaE9s5eLcN\n"
+    "/sm84YhCoF+7hSHpkpdQW7n38tsPFsSz/wLny2lZ74aAK/rkRHfKfm0vX5xsJ780\n"
+    "G+PFqpq4EtJFNoGl/rX9aLyslyZLgnrfLrVcNxlQsM3FZnORJ9yU5FMd9dCT6T0s\n"
+    "kFBn0FhvkGiW9g2uVHo2Pla7O/8ZNSvcSmYCC0J1W1pIugR3fn2WjidFeCQCN7MC\n"
+    "AwEAATANBgkqhkiG9w0BAQsFAAOCAQEAJgGgmelNK9mf9oh3SckqiPfBvlQakQL/\n"
+    "fEOwt3OPSNq0BhnHjuADZ9BaHWeduDgN5Q5t/k8ZdZNeBnFZwhb4muJle1Z1DtsL\n"
+    "nMw59gkl8/7sfMqzbqgtco03IH3fIcO/FIbsrJdy4gsxUQaoodV2x/SOQzxrH1ex\n"
+    "hy1HAL14mHwql6vqQhNlwYkaAVsrF96V4NXg51qIksZtytCvmzn5SVCy8aoo5TMg\n"
+    "XxiKZvsGjIm8ZjoDPr4Bca8eA1YKUtnyqHxzB4jOoRLMq2AQuTMJxZO+RDQzw003\n"
+    "TDpbMgVdFDOdbpwnirb7DydyRCRyqkDyBTAbFnu4vrGLzDvO+Qj3Dg==\n"
+    "-----END CERTIFICATE-----\n";
+static const char KEY_EC[] =
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgnM0DS2H2OJZG8ISb\n"
+    "xaJTx01nwINDx7md7qcWawzx/XGhRANCAAT1xA99/kOJ1g4lClUlBm1VnUKQwXNX\n"
+    "sGjFk/eV/fIcgbf+fgrO7LwBTEFo3xdBCXR/0wb0bLEM6uRjlenbmRZm\n"
+    "-----END PRIVATE KEY-----\n";
+static const char KEY_1024[] =
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIICdgIBADANBgkqhkiG9w0BAQEFAASCAmAwggJcAgEAAoGBAOLAoAV+nQjkUvz0\n"
+    "WxCt8KKvwJxjwg+1q2TQxgh60GScqD/1O1ek1ag1qtZ4Tjrw7rbDbGiFGkNVc4mc\n"
+    "WkJOP2rKwtcrawo3wOrbLvXQOZ3hMOGSlsFGASAil2X9umg6kLq/YZZActygBvYV\n"
+    "pIdBG06lrVHWL+bq4AV+nPEFbKpBAgMBAAECgYBCwIwbMfvOq1CW8OSCE4Kckfq0\n"
+    "z1VIxKVxJ1i1FFqW09tgALR4h6jyPOJPAtmc1mKf4QXf+xcRLW223BViIaDfJElk\n"
+    "PAyvTVL/ataVBqMtBT07inRq0tspoM4cORdGCVUbmrGAOK+95JLMuYEUU4xVz3IX\n"
+    "dpH3hlLZln9cKxZJNQJBAP2Jz8f2tOYOZQCgDzk6X5YFSXCPs0fGANtTa+sCmHC2\n"
+    "6tS++u9nO5itB0vwCVsHfkvsoHDu8wb74ygC+F3AQ1cCQQDk9DwxiYu8RT4HzkMm\n"
+    "4lJCEHmodPwyFiy4ag8FtS7GDdCAxfF/JIObZfa+zOwhONs4iqLRO0x/RFKeqpoU\n"
+    "l9gnAkBwp4trjnNSxZKbdINPKmDOiArZuQAwJAq9aZPKGJ0jeCNf5HwbZANXE4rq\n"
+    "cv21NN8pXTrs8z+JGuMUJD23anaBAkEAmbNMZYUNBcsGJX9WnVf6GNeulGRUmdtB\n"
+    "ElxA0XgcemDzxD8eLFh68Wu2BcjUDEl7Aa4wN34zkIxxWor0/TYiqQJAEIqW4QXs\n"
+    "HondW7cscX82aX2/qrmYS4cqZjiJZoWqONP3K7jr3WsfGgDiLRdSc44tGOj5RWsa\n"
+    "uZfBlQJ++lPOSQ==\n"
+    "-----END PRIVATE KEY-----\n";
+
+/* §13.11's example string to sign (the SIMPLIFIED push of `hello world`),
+ * without the wrapping the document adds for reading. */
+static const char EXAMPLE[] =
+    "POST\n"
+    "NWViNjNiYmJlMDFlZWVkMDkzY2IyMmJiOGY1YWNkYzM=\n"
+    "text/plain;charset=utf-8\n"
+    "Tue, 02 Jan 2024 03:04:05 GMT\n"
+    "x-mns-message-id:0909FF0D9C3A630C0000000000000007\n"
+    "x-mns-message-tag:important\n"
+    "x-mns-publish-time:1704164645000\n"
+    "x-mns-request-id:5F2A1C9B04D70000000000A3\n"
+    "x-mns-signing-cert-url:aHR0cDovLzEyNy4wLjAuMTo4MDgwL3NtcWQvc2lnbmluZy1jZXJ0LnBlbQ==\n"
+    "x-mns-subscriber:1000000000000000\n"
+    "x-mns-subscription-name:s\n"
+    "x-mns-topic-name:t\n"
+    "x-mns-topic-owner:1000000000000000\n"
+    "x-mns-version:2015-06-06\n"
+    "/hook";
+
+/* EXAMPLE signed with KEY by OpenSSL's command line, independently of smqd
+ * (PKCS#1 v1.5 is deterministic, so the value is fixed):
+ *   printf '%s' "$EXAMPLE" > sts.txt
+ *   openssl dgst -sha1 -sign key.pem sts.txt | base64 -w0 */
+static const char EXAMPLE_SIG[] =
+    "IACubi2XBFttvXcs/+t+rkieAz/M2ycIFCrzSn76hcyILEJhCDa6RcfqVHxuCJGrq6XbEjtiEd7G3nAzk/hVUeBu"
+    "BxVzm49XLVSJCcgZbMJvjmaTNaj71o5bIylyc7VZnZxrSakcsRkll1aZWeyxmfYXDIITxer21jHOSY7enUznKnz2"
+    "ymMvdjhiNpeYGhGw+IKnkH33SBV9aV7qSwddw3xAJBlRT3aYi4BSejBw1iNik03TE0PVVtaGS+9T1+FIuHOLH+LZ"
+    "1RXdAYbEnGbd39p2v364TDpmxl0bWcJNjqShDo9OWmRirlZ4qiB21Cxk4Hk9VAmwZ5Rb/81lp5XJ9g==";
+
+struct fx {
+    char dir[64];
+    char key[128], cert[128], cert_expired[128], key_ec[128], key_1024[128];
+    char truncated[128], garbage[128], gen_key[128], gen_cert[128];
+};
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static int setup(void **state)
+{
+    static struct fx f;
+
+    memset(&f, 0, sizeof f);
+    snprintf(f.dir, sizeof f.dir, "/tmp/smqd-test-signer-XXXXXX");
+    if (mkdtemp(f.dir) == NULL)
+        return -1;
+#define PATH(field, name) snprintf(f.field, sizeof f.field, "%s/" name, f.dir)
+    PATH(key, "key.pem");
+    PATH(cert, "cert.pem");
+    PATH(cert_expired, "expired.pem");
+    PATH(key_ec, "ec.pem");
+    PATH(key_1024, "k1024.pem");
+    PATH(truncated, "truncated.pem");
+    PATH(garbage, "garbage.pem");
+    PATH(gen_key, "gen.key");
+    PATH(gen_cert, "gen.pem");
+#undef PATH
+    write_file(f.key, KEY, strlen(KEY));
+    write_file(f.cert, CERT, strlen(CERT));
+    write_file(f.cert_expired, CERT_EXPIRED, strlen(CERT_EXPIRED));
+    write_file(f.key_ec, KEY_EC, strlen(KEY_EC));
+    write_file(f.key_1024, KEY_1024, strlen(KEY_1024));
+    write_file(f.truncated, KEY, strlen(KEY) / 2);   /* cut in the middle of the base64 */
+    {
+        static const char junk[] = "-----BEGIN PRIVATE KEY-----\nnot base64 at all!\n"
+                                   "-----END PRIVATE KEY-----\n";
+        write_file(f.garbage, junk, strlen(junk));
+    }
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    scratch_dir_remove(f->dir);
+    return 0;
+}
+
+static struct crypto_signer *load_ok(const char *path)
+{
+    struct crypto_signer *k = NULL;
+    char err[512] = "";
+
+    assert_int_equal(crypto_signer_load(path, &k, err, sizeof err), 0);
+    assert_non_null(k);
+    return k;
+}
+
+/* A load that must fail: no signer, and err says why, naming the file. */
+static void load_refused(const char *path, const char *reason)
+{
+    struct crypto_signer *k = (struct crypto_signer *)&k;   /* not NULL: load must clear it */
+    char err[512] = "";
+
+    assert_int_equal(crypto_signer_load(path, &k, err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(k);
+    assert_non_null(strstr(err, path));
+    if (reason != NULL && strstr(err, reason) == NULL)
+        fail_msg("err \"%s\" lacks \"%s\"", err, reason);
+}
+
+static void test_example_signature(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = load_ok(f->key);
+    char out[700], err[512] = "";
+
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, sizeof out), 0);
+    assert_string_equal(out, EXAMPLE_SIG);
+    assert_int_equal(strlen(out), 344);   /* 256 bytes in base64 */
+    /* Signing is repeatable on the same signer (no state left behind). */
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, sizeof out), 0);
+    assert_string_equal(out, EXAMPLE_SIG);
+    /* Another string, another signature. */
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE) - 1, out, sizeof out), 0);
+    assert_string_not_equal(out, EXAMPLE_SIG);
+    assert_int_equal(crypto_signer_check_cert(k, f->cert, err, sizeof err), 0);
+    crypto_signer_free(k);
+}
+
+static void test_out_too_small(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = load_ok(f->key);
+    char out[345];
+
+    memset(out, 'x', sizeof out);
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, 344), SMQ_E_INTERNAL);
+    assert_int_equal(out[0], '\0');
+    assert_int_equal(out[1], 'x');    /* nothing written past the answer "" */
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, 0), SMQ_E_INTERNAL);
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, sizeof out), 0);
+    assert_string_equal(out, EXAMPLE_SIG);
+    crypto_signer_free(k);
+}
+
+/* The directory holds exactly n entries besides . and .. (no temporary
+ * file left behind by generate). */
+static void assert_entries(const char *dir, int n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int count = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            count++;
+    closedir(d);
+    assert_int_equal(count, n);
+}
+
+static void test_generate_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k;
+    struct stat st;
+    char err[512] = "", out[700];
+
+    assert_int_equal(crypto_signer_generate(f->gen_key, f->gen_cert, "smqd test", err, sizeof err),
+                     0);
+    assert_int_equal(stat(f->gen_key, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(stat(f->gen_cert, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    assert_entries(f->dir, 9);   /* setup's seven files and the two generated */
+    k = load_ok(f->gen_key);
+    assert_int_equal(crypto_signer_check_cert(k, f->gen_cert, err, sizeof err), 0);
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, sizeof out), 0);
+    assert_int_equal(strlen(out), 344);   /* a 2048-bit key */
+    assert_string_not_equal(out, EXAMPLE_SIG);
+    crypto_signer_free(k);
+
+    /* A second generate replaces both files whole: a new key, still 0600,
+     * and the old certificate no longer matches it. */
+    k = load_ok(f->gen_key);
+    assert_int_equal(crypto_signer_generate(f->gen_key, f->gen_cert, "smqd test", err, sizeof err),
+                     0);
+    assert_int_equal(stat(f->gen_key, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(crypto_signer_check_cert(k, f->gen_cert, err, sizeof err), SMQ_E_INTERNAL);
+    crypto_signer_free(k);
+    assert_entries(f->dir, 9);
+}
+
+static void test_generate_unwritable(void **state)
+{
+    struct fx *f = *state;
+    char key[160], cert[160], err[512] = "";
+
+    snprintf(key, sizeof key, "%s/missing/gen.key", f->dir);
+    snprintf(cert, sizeof cert, "%s/missing/gen.pem", f->dir);
+    assert_int_equal(crypto_signer_generate(key, cert, "smqd test", err, sizeof err),
+                     SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "missing"));
+    assert_entries(f->dir, 7);
+}
+
+static void test_mismatched_cert(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = load_ok(f->key), *g;
+    char err[512] = "";
+
+    assert_int_equal(crypto_signer_generate(f->gen_key, f->gen_cert, "smqd test", err, sizeof err),
+                     0);
+    /* The committed key against the generated certificate... */
+    assert_int_equal(crypto_signer_check_cert(k, f->gen_cert, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "public key"));
+    assert_non_null(strstr(err, f->gen_cert));
+    /* ...and the generated key against the committed certificate. */
+    g = load_ok(f->gen_key);
+    err[0] = '\0';
+    assert_int_equal(crypto_signer_check_cert(g, f->cert, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "public key"));
+    crypto_signer_free(g);
+    crypto_signer_free(k);
+}
+
+static void test_bad_certs(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = load_ok(f->key);
+    char err[512] = "", missing[160];
+
+    /* The right key, but expired since 2021. */
+    assert_int_equal(crypto_signer_check_cert(k, f->cert_expired, err, sizeof err),
+                     SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "expired"));
+    /* A private key is not a certificate. */
+    err[0] = '\0';
+    assert_int_equal(crypto_signer_check_cert(k, f->key, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, f->key));
+    err[0] = '\0';
+    assert_int_equal(crypto_signer_check_cert(k, f->garbage, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, f->garbage));
+    snprintf(missing, sizeof missing, "%s/none.pem", f->dir);
+    err[0] = '\0';
+    assert_int_equal(crypto_signer_check_cert(k, missing, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, missing));
+    crypto_signer_free(k);
+}
+
+static void test_bad_keys(void **state)
+{
+    struct fx *f = *state;
+    char missing[160];
+
+    load_refused(f->key_ec, "not RSA");
+    load_refused(f->key_1024, "1024 bits");
+    load_refused(f->truncated, NULL);
+    load_refused(f->garbage, NULL);
+    load_refused(f->cert, NULL);   /* a certificate is not a private key */
+    snprintf(missing, sizeof missing, "%s/none.key", f->dir);
+    load_refused(missing, "No such file");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_example_signature, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_too_small, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_generate_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_generate_unwritable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mismatched_cert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_certs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_keys, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
