@@ -408,8 +408,7 @@ const char *config_table_parse(struct smq_config *cfg, const struct setting *s, 
     case OPT_PROXIES:
         return parse_proxies(v, s, cfg);
     case OPT_URL:
-        why = parse_url(v, s->max);
-        if (why == NULL)
+        if ((why = parse_url(v, s->max)) == NULL)
             memcpy(field, v, strlen(v) + 1);
         return why;
     case OPT_NODE_ID:
