@@ -245,6 +245,7 @@ struct crypto_signer {
 /* Writes "what: reason" into err, the reason being OpenSSL's latest error
  * when there is one, and empties OpenSSL's error queue so that a later
  * failure does not report this one.  Returns SMQ_E_INTERNAL. */
+__attribute__((format(printf, 3, 4)))
 static int signer_fail(char *err, size_t err_size, const char *fmt, ...)
 {
     char what[512], reason[256] = "";
