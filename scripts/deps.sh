@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh — installs the Debian 12 packages smqd needs, only those missing.
-#   scripts/deps.sh build   compiler, CMake and the libraries (libcurl for smqctl,
-#                           libsystemd for sd_notify, scdoc for the man pages)
+#   scripts/deps.sh build   compiler, CMake and the libraries (libcurl for smqctl and
+#                           the push pool, libsystemd for sd_notify, scdoc for the man pages)
 #   scripts/deps.sh deb     build's plus what scripts/build-deb.sh needs (debhelper, lintian)
 #   scripts/deps.sh test    the above plus cmocka, curl, Node.js/npm, valgrind, PostgreSQL 15,
 #                           pg_auto_failover and HAProxy

@@ -105,7 +105,7 @@ tsan() {
   local pg_dir=$root/build-tsan/pg-tsan rc=0
   local threaded=(test_syncer test_engine_sync test_metrics test_ratelimit test_log test_reaper
                   test_xml test_httpd test_worker test_crypto test_engine_thread test_keeper_pg
-                  test_store_pg_flow)
+                  test_store_pg_flow test_push)
   cmake -S "$root" -B build-tsan -DSMQD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug -DSMQD_BENCH=OFF \
     -DCMAKE_C_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
   cmake --build build-tsan -j"$jobs" --target "${threaded[@]}"

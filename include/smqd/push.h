@@ -41,7 +41,10 @@ struct push_opts {
     int concurrency;                         /* attempts in flight at most, 1..1024 */
     int64_t timeout_ms;                      /* per attempt: connect to response headers */
     const char *ca_file;                     /* NULL = the system's CAs */
-    const struct crypto_signer *signer;      /* borrowed; outlives the pool */
+    /* Borrowed; outlives the pool.  NULL sends no Authorization header.
+     * For now push_start refuses a non-NULL one: the signature (§13.11,
+     * crypto_signer_sign) is not implemented yet. */
+    const struct crypto_signer *signer;
     const char *cert_url;                    /* copied */
     const char *account_id;                  /* copied */
     const struct smq_clock *clock;           /* Date headers and latencies */

@@ -1,0 +1,462 @@
+/*
+ * push.c — the HTTP push pool (docs/protocol.md §13.10, §13.11): one thread
+ * running a libcurl multi handle, so that every attempt shares its
+ * connection cache (keep-alive per endpoint host and port).  push_submit
+ * queues a job under the lock and wakes the thread with curl_multi_wakeup;
+ * the thread turns each job into an easy handle, and when a transfer ends
+ * hands its outcome to opts->done and frees the job.  It never retries:
+ * the schedule (§13.12) is the engine's.
+ */
+#include "smqd/push.h"
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smqd/errors.h"
+#include "smqd/notify.h"
+#include "smqd/worker.h"
+
+/* §13.10: a response body is read and discarded, at most 64 KiB. */
+#define PUSH_BODY_CAP (64 * 1024)
+/* Connections kept open to one host and port; more attempts to it wait for
+ * one of these (their wait counts in their timeout). */
+#define PUSH_HOST_CONNECTIONS 32
+
+/* One attempt in flight: its job, its easy handle and what it received. */
+struct attempt {
+    struct push_job *job;
+    CURL *easy;
+    struct curl_slist *headers;
+    uint64_t start_ms;
+    size_t body_read;
+    bool headers_done;                       /* a final (non-1xx) status and its headers */
+    struct attempt *prev, *next;
+};
+
+struct push_pool {
+    struct push_opts opts;                   /* the strings below are the pool's copies */
+    char *cert_url, *account_id, *ca_file;
+    struct worker w;                         /* w.lock guards queue_* and w.stopping */
+    struct push_job *queue_head, *queue_tail;
+    size_t in_flight;                        /* atomic; raised under w.lock (the cap) */
+    CURLM *multi;                            /* the thread's, after push_start */
+    struct attempt *attempts;                /* the thread's: in the multi handle */
+    char id_prefix[13];                      /* x-mns-request-id: prefix, then a counter */
+    uint64_t id_counter;
+};
+
+void push_job_free(struct push_job *job)
+{
+    if (job == NULL)
+        return;
+    buf_free(&job->body);
+    free(job);
+}
+
+size_t push_in_flight(const struct push_pool *p)
+{
+    return __atomic_load_n(&p->in_flight, __ATOMIC_ACQUIRE);
+}
+
+/* ---- one attempt's outcome ---- */
+
+static void finish_job(struct push_pool *p, struct push_job *job, enum smq_push_outcome outcome,
+                       int status, uint64_t start_ms)
+{
+    uint64_t now = clock_mono_ms(p->opts.clock);
+    struct smq_op_push r = {
+        .sub_id = job->sub_id, .seq = job->seq, .attempt = job->attempt,
+        .outcome = outcome, .http_status = status,
+        .latency_us = now > start_ms ? (now - start_ms) * 1000 : 0,
+    };
+
+    push_job_free(job);
+    /* Lowered before done: whoever done wakes may submit again at once. */
+    __atomic_fetch_sub(&p->in_flight, 1, __ATOMIC_ACQ_REL);
+    p->opts.done(p->opts.done_arg, &r);
+}
+
+static enum smq_push_outcome outcome_of_status(long status)
+{
+    if (status >= 200 && status < 300)
+        return SMQ_PUSH_OK;
+    return status == 403 ? SMQ_PUSH_REJECTED : SMQ_PUSH_HTTP_ERROR;
+}
+
+/* A status whose headers all arrived counts even when the transfer then
+ * failed: the body cap cut it, or the body was slow or cut short (§13.10). */
+static void attempt_ended(struct push_pool *p, struct attempt *a, CURLcode rc)
+{
+    long status = 0;
+    enum smq_push_outcome outcome;
+
+    curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (a->headers_done && status >= 200)
+        outcome = outcome_of_status(status);
+    else if (rc == CURLE_OPERATION_TIMEDOUT)
+        outcome = SMQ_PUSH_TIMEOUT;
+    else if (rc == CURLE_OK)
+        outcome = outcome_of_status(status);
+    else
+        outcome = SMQ_PUSH_CONNECT_ERROR;
+    finish_job(p, a->job, outcome, a->headers_done ? (int)status : 0, a->start_ms);
+}
+
+static void attempt_free(struct push_pool *p, struct attempt *a)
+{
+    if (a->prev != NULL)
+        a->prev->next = a->next;
+    else if (p->attempts == a)
+        p->attempts = a->next;
+    if (a->next != NULL)
+        a->next->prev = a->prev;
+    if (a->easy != NULL) {
+        curl_multi_remove_handle(p->multi, a->easy);
+        curl_easy_cleanup(a->easy);
+    }
+    curl_slist_free_all(a->headers);
+    free(a);
+}
+
+/* ---- libcurl callbacks ---- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+    struct attempt *a = arg;
+
+    (void)data;
+    a->body_read += size * n;
+    /* returning less than given ends the transfer and closes its connection */
+    return a->body_read > PUSH_BODY_CAP ? 0 : size * n;
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *arg)
+{
+    struct attempt *a = arg;
+    long status = 0;
+
+    /* the blank line ending a header block; a 1xx block is followed by another */
+    if (size * n <= 2 && (line[0] == '\r' || line[0] == '\n')) {
+        curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200)
+            a->headers_done = true;
+    }
+    return size * n;
+}
+
+/* ---- building an attempt ---- */
+
+static void next_request_id(struct push_pool *p, char out[25])
+{
+    snprintf(out, 25, "%s%012" PRIX64, p->id_prefix, (uint64_t)(p->id_counter++ & 0xFFFFFFFFFFFFull));
+}
+
+/* The §13.10 headers (notify_push_headers) as a curl list, and the ones
+ * curl would add of its own accord taken out.  The Authorization header
+ * of §13.11 needs opts->signer, which push_start refuses for now. */
+static int build_headers(struct push_pool *p, const struct push_job *job,
+                         const struct notify_endpoint *ep, struct curl_slist **out)
+{
+    struct notify_msg msg = {
+        .account_id = p->account_id, .topic = job->topic, .sub = job->sub,
+        .msg_id = job->msg_id, .tag = job->tag, .publish_ms = job->publish_ms,
+    };
+    char date[30], request_id[25], line[700];
+    struct notify_push np = {
+        .msg = &msg, .format = job->format, .ep = ep, .date = date,
+        .request_id = request_id, .cert_url = p->cert_url,
+    };
+    struct notify_header h[NOTIFY_PUSH_HEADERS_MAX];
+    struct smq_buf sts;
+    size_t n = 0;
+    int rc;
+
+    notify_http_date(clock_epoch_ms(p->opts.clock), date);
+    next_request_id(p, request_id);
+    buf_init(&sts);
+    rc = notify_push_headers(&np, job->body.data, job->body.len, h, &n, &sts);
+    /* "Expect:" and "Accept:" with no value: curl sends neither */
+    for (size_t i = 0; rc == 0 && i < n + 2; i++) {
+        if (i < n)
+            snprintf(line, sizeof line, "%s: %s", h[i].name, h[i].value);
+        else
+            snprintf(line, sizeof line, "%s", i == n ? "Expect:" : "Accept:");
+        struct curl_slist *l = curl_slist_append(*out, line);
+        if (l == NULL)
+            rc = SMQ_E_NOMEM;
+        else
+            *out = l;
+    }
+    buf_free(&sts);
+    return rc;
+}
+
+static void set_transfer(struct push_pool *p, struct attempt *a, const char *url)
+{
+    CURL *e = a->easy;
+
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);            /* the target exactly as written */
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);        /* a 3xx is a failure */
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)p->opts.timeout_ms);
+    /* libcurl has no response-header timeout: the whole transfer gets the
+     * push timeout, and a status whose headers came in time still counts
+     * when the body read is what runs out (attempt_ended). */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)p->opts.timeout_ms);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (p->ca_file != NULL)
+        curl_easy_setopt(e, CURLOPT_CAINFO, p->ca_file);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "smqd/" SMQD_VERSION);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, a->headers);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, a->job->body.len > 0 ? a->job->body.data : "");
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)a->job->body.len);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, a);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, a);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, a);
+}
+
+/* Starts job's attempt; a job that cannot even be started (an endpoint
+ * that does not parse, no memory) ends at once as a CONNECT_ERROR. */
+static void attempt_start(struct push_pool *p, struct push_job *job)
+{
+    struct notify_endpoint ep;
+    char trimmed[SMQ_ENDPOINT_MAX + 1], url[SMQ_ENDPOINT_MAX + 310];
+    struct attempt *a = calloc(1, sizeof *a);
+    int rc = a == NULL ? SMQ_E_NOMEM : 0;
+
+    if (rc == 0) {
+        a->job = job;
+        a->start_ms = clock_mono_ms(p->opts.clock);
+        rc = notify_endpoint_parse(job->endpoint, strlen(job->endpoint), &ep, trimmed);
+    }
+    if (rc == 0 && ep.kind != NOTIFY_EP_HTTP)
+        rc = SMQ_E_ENDPOINT_INVALID;
+    if (rc == 0)
+        rc = build_headers(p, job, &ep, &a->headers);
+    if (rc == 0 && (a->easy = curl_easy_init()) == NULL)
+        rc = SMQ_E_NOMEM;
+    if (rc == 0) {
+        snprintf(url, sizeof url, "%s://%s%s", ep.https ? "https" : "http", ep.authority,
+                 ep.target);
+        set_transfer(p, a, url);
+        rc = curl_multi_add_handle(p->multi, a->easy) == CURLM_OK ? 0 : SMQ_E_NOMEM;
+    }
+    if (rc == 0) {
+        a->next = p->attempts;
+        if (p->attempts != NULL)
+            p->attempts->prev = a;
+        p->attempts = a;
+        return;
+    }
+    finish_job(p, job, SMQ_PUSH_CONNECT_ERROR, 0, a != NULL ? a->start_ms
+                                                            : clock_mono_ms(p->opts.clock));
+    if (a != NULL) {
+        curl_easy_cleanup(a->easy);
+        curl_slist_free_all(a->headers);
+        free(a);
+    }
+}
+
+/* ---- the thread ---- */
+
+/* Takes the queued jobs; false when the pool is stopping. */
+static bool take_queue(struct push_pool *p, struct push_job **jobs)
+{
+    bool stopping;
+
+    pthread_mutex_lock(&p->w.lock);
+    stopping = p->w.stopping;
+    *jobs = p->queue_head;
+    p->queue_head = p->queue_tail = NULL;
+    pthread_mutex_unlock(&p->w.lock);
+    return !stopping;
+}
+
+static void reap_done(struct push_pool *p)
+{
+    CURLMsg *m;
+    int left;
+
+    while ((m = curl_multi_info_read(p->multi, &left)) != NULL) {
+        char *priv = NULL;
+        struct attempt *a;
+
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+        a = (struct attempt *)priv;
+        attempt_ended(p, a, m->data.result);
+        attempt_free(p, a);
+    }
+}
+
+/* Ends every attempt and queued job with CANCELLED (the pool is stopping). */
+static void cancel_all(struct push_pool *p, struct push_job *jobs)
+{
+    while (p->attempts != NULL) {
+        struct attempt *a = p->attempts;
+
+        finish_job(p, a->job, SMQ_PUSH_CANCELLED, 0, a->start_ms);
+        attempt_free(p, a);
+    }
+    while (jobs != NULL) {
+        struct push_job *next = jobs->next;
+
+        finish_job(p, jobs, SMQ_PUSH_CANCELLED, 0, clock_mono_ms(p->opts.clock));
+        jobs = next;
+    }
+}
+
+static void *push_main(void *arg)
+{
+    struct push_pool *p = arg;
+    struct push_job *jobs;
+    int running;
+
+    while (take_queue(p, &jobs)) {
+        while (jobs != NULL) {
+            struct push_job *next = jobs->next;
+
+            attempt_start(p, jobs);
+            jobs = next;
+        }
+        curl_multi_perform(p->multi, &running);
+        reap_done(p);
+        /* curl_multi_wakeup (push_submit, push_stop) ends the wait early */
+        curl_multi_poll(p->multi, NULL, 0, 1000, NULL);
+    }
+    cancel_all(p, jobs);
+    return NULL;
+}
+
+/* ---- the pool ---- */
+
+static void pool_free(struct push_pool *p)
+{
+    if (p->multi != NULL)
+        curl_multi_cleanup(p->multi);
+    worker_destroy(&p->w);
+    free(p->cert_url);
+    free(p->account_id);
+    free(p->ca_file);
+    free(p);
+    curl_global_cleanup();
+}
+
+static int pool_setup(struct push_pool *p, const struct push_opts *opts, char *err,
+                      size_t err_size)
+{
+    unsigned char rnd[6];
+
+    p->opts = *opts;
+    p->cert_url = strdup(opts->cert_url != NULL ? opts->cert_url : "");
+    p->account_id = strdup(opts->account_id != NULL ? opts->account_id : "");
+    p->ca_file = opts->ca_file != NULL ? strdup(opts->ca_file) : NULL;
+    if (p->cert_url == NULL || p->account_id == NULL || (opts->ca_file != NULL && !p->ca_file)) {
+        snprintf(err, err_size, "push pool: out of memory");
+        return SMQ_E_INTERNAL;
+    }
+    if (crypto_random(rnd, sizeof rnd) != 0) {
+        snprintf(err, err_size, "push pool: no random bytes for request ids");
+        return SMQ_E_INTERNAL;
+    }
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(p->id_prefix + 2 * i, 3, "%02X", rnd[i]);
+    p->multi = curl_multi_init();
+    if (p->multi == NULL) {
+        snprintf(err, err_size, "push pool: curl_multi_init failed");
+        return SMQ_E_INTERNAL;
+    }
+    curl_multi_setopt(p->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)opts->concurrency);
+    curl_multi_setopt(p->multi, CURLMOPT_MAXCONNECTS, (long)opts->concurrency);
+    curl_multi_setopt(p->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                      (long)(opts->concurrency < PUSH_HOST_CONNECTIONS ? opts->concurrency
+                                                                     : PUSH_HOST_CONNECTIONS));
+    return 0;
+}
+
+int push_start(const struct push_opts *opts, struct push_pool **out, char *err, size_t err_size)
+{
+    struct push_pool *p;
+    int rc;
+
+    *out = NULL;
+    if (opts == NULL || opts->concurrency < 1 || opts->concurrency > 1024
+        || opts->timeout_ms < 1 || opts->clock == NULL || opts->done == NULL) {
+        snprintf(err, err_size, "push pool: bad options");
+        return SMQ_E_INTERNAL;
+    }
+    /* TODO(§13.11): sign with crypto_signer_sign once it is implemented
+     * (branch push-signer); until then a pool given a key refuses to start
+     * rather than send unsigned pushes the operator asked to sign. */
+    if (opts->signer != NULL) {
+        snprintf(err, err_size, "push pool: push signatures are not implemented yet");
+        return SMQ_E_INTERNAL;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, err_size, "push pool: curl_global_init failed");
+        return SMQ_E_INTERNAL;
+    }
+    p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        curl_global_cleanup();
+        snprintf(err, err_size, "push pool: out of memory");
+        return SMQ_E_INTERNAL;
+    }
+    worker_init(&p->w);
+    rc = pool_setup(p, opts, err, err_size);
+    if (rc == 0 && worker_start(&p->w, "smqd-push", push_main, p) != 0) {
+        snprintf(err, err_size, "push pool: cannot start its thread");
+        rc = SMQ_E_INTERNAL;
+    }
+    if (rc != 0) {
+        pool_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int push_submit(struct push_pool *p, struct push_job *job)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&p->w.lock);
+    if (p->w.stopping || __atomic_load_n(&p->in_flight, __ATOMIC_ACQUIRE)
+                             >= (size_t)p->opts.concurrency) {
+        rc = SMQ_E_SERVICE_UNAVAILABLE;
+    } else {
+        __atomic_fetch_add(&p->in_flight, 1, __ATOMIC_ACQ_REL);
+        job->next = NULL;
+        if (p->queue_tail != NULL)
+            p->queue_tail->next = job;
+        else
+            p->queue_head = job;
+        p->queue_tail = job;
+    }
+    pthread_mutex_unlock(&p->w.lock);
+    if (rc == 0)
+        curl_multi_wakeup(p->multi);
+    return rc;
+}
+
+void push_stop(struct push_pool *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->w.lock);
+    p->w.stopping = true;
+    pthread_mutex_unlock(&p->w.lock);
+    curl_multi_wakeup(p->multi);
+    worker_stop(&p->w);
+    pool_free(p);
+}
