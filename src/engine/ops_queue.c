@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "listing.h"
 #include "msgs.h"
-#include "smqd/grant.h"
 
 static void queue_rec(const struct smq_queue *q, struct store_queue_rec *r)
 {
@@ -161,37 +161,39 @@ int ops_queue_delete(struct smq_engine *e, struct smq_op *op)
     return 0;
 }
 
-static bool has_prefix(const char *name, const char *prefix)
+static const char *queue_name_at(const void *set, size_t i)
 {
-    return strncmp(name, prefix, strlen(prefix)) == 0;
+    return ((const struct queue_registry *)set)->items[i]->name;
+}
+
+static size_t queue_lower_bound(const void *set, const char *name)
+{
+    return queue_registry_lower_bound(set, name);
+}
+
+struct queue_page {
+    const struct queue_registry *r;
+    struct smq_op_list *l;
+};
+
+static void take_queue(void *arg, size_t i)
+{
+    struct queue_page *pg = arg;
+
+    queue_info(pg->r->items[i], &pg->l->queues[pg->l->n_queues++]);
 }
 
 int ops_queue_list(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_op_list *l = &op->list;
-    const char *from = strcmp(l->marker, l->prefix) > 0 ? l->marker : l->prefix;
-    size_t i = queue_registry_lower_bound(&e->queues, from);
-    size_t limit = (size_t)l->ret_number;
+    struct listing_set set = {&e->queues, e->queues.n, queue_name_at, queue_lower_bound};
+    struct listing_page page = {l->prefix, l->marker, (size_t)l->ret_number, l->visible,
+                                l->next_marker, sizeof l->next_marker};
+    struct queue_page pg = {&e->queues, l};
 
-    l->queues = calloc(limit, sizeof *l->queues);
+    l->queues = calloc(page.limit > 0 ? page.limit : 1, sizeof *l->queues);
     if (l->queues == NULL)
         return SMQ_E_NOMEM;
-    while (i < e->queues.n && has_prefix(e->queues.items[i]->name, l->prefix)) {
-        const char *name = e->queues.items[i]->name, *next;
-        /* A hidden name: skip to where the next grant's names begin, so
-         * that a key's list costs its own queues and patterns, not every
-         * queue in the range. */
-        if (!grant_allows(l->visible, name, GRANT_LIST)) {
-            if ((next = grant_next_start(l->visible, GRANT_LIST, name)) == NULL)
-                break;
-            i = queue_registry_lower_bound(&e->queues, next);
-            continue;
-        }
-        if (l->n_queues == limit) {
-            snprintf(l->next_marker, sizeof l->next_marker, "%s", name);
-            break;
-        }
-        queue_info(e->queues.items[i++], &l->queues[l->n_queues++]);
-    }
+    listing_walk(&set, &page, take_queue, &pg);
     return 0;
 }

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "listing.h"
 #include "msgs.h"
-#include "smqd/grant.h"
 #include "smqd/notify.h"
 
 /* ---- topics ---- */
@@ -141,35 +141,40 @@ int ops_topic_delete(struct smq_engine *e, struct smq_op *op)
     return rc;
 }
 
-static bool has_prefix(const char *name, const char *prefix)
+static const char *topic_name_at(const void *set, size_t i)
 {
-    return strncmp(name, prefix, strlen(prefix)) == 0;
+    return ((const struct topic_model *)set)->topics[i]->name;
+}
+
+static size_t topic_lower_bound_of(const void *set, const char *name)
+{
+    return topic_lower_bound(set, name);
+}
+
+struct topic_page {
+    const struct topic_model *m;
+    struct smq_op_tlist *l;
+};
+
+static void take_topic(void *arg, size_t i)
+{
+    struct topic_page *pg = arg;
+
+    topic_info(pg->m->topics[i], &pg->l->topics[pg->l->n_topics++]);
 }
 
 int ops_topic_list(struct smq_engine *e, struct smq_op *op)
 {
-    const struct topic_model *m = &e->topics.model;
     struct smq_op_tlist *l = &op->tlist;
-    const char *from = strcmp(l->marker, l->prefix) > 0 ? l->marker : l->prefix;
-    size_t i = topic_lower_bound(m, from), limit = (size_t)l->ret_number;
+    struct listing_set set = {&e->topics.model, e->topics.model.n_topics, topic_name_at,
+                              topic_lower_bound_of};
+    struct listing_page page = {l->prefix, l->marker, (size_t)l->ret_number, l->visible,
+                                l->next_marker, sizeof l->next_marker};
+    struct topic_page pg = {&e->topics.model, l};
 
-    if ((l->topics = calloc(limit > 0 ? limit : 1, sizeof *l->topics)) == NULL)
+    if ((l->topics = calloc(page.limit > 0 ? page.limit : 1, sizeof *l->topics)) == NULL)
         return SMQ_E_NOMEM;
-    while (i < m->n_topics && has_prefix(m->topics[i]->name, l->prefix)) {
-        const char *name = m->topics[i]->name, *next;
-        /* As ListQueue (§13.14): skip to where the key's next grant begins. */
-        if (l->visible != NULL && !grant_allows(l->visible, name, GRANT_LIST)) {
-            if ((next = grant_next_start(l->visible, GRANT_LIST, name)) == NULL)
-                break;
-            i = topic_lower_bound(m, next);
-            continue;
-        }
-        if (l->n_topics == limit) {
-            snprintf(l->next_marker, sizeof l->next_marker, "%s", name);
-            break;
-        }
-        topic_info(m->topics[i++], &l->topics[l->n_topics++]);
-    }
+    listing_walk(&set, &page, take_topic, &pg);
     return 0;
 }
 
@@ -352,21 +357,40 @@ int ops_sub_unsubscribe(struct smq_engine *e, struct smq_op *op, struct smq_topi
     return rc;
 }
 
+static const char *sub_name_at(const void *set, size_t i)
+{
+    return ((const struct smq_topic *)set)->subs[i]->name;
+}
+
+static size_t sub_lower_bound_of(const void *set, const char *name)
+{
+    return topic_sub_lower_bound(set, name);
+}
+
+struct sub_page {
+    const struct smq_topic *t;
+    struct smq_op_slist *l;
+};
+
+static void take_sub(void *arg, size_t i)
+{
+    struct sub_page *pg = arg;
+
+    topic_sub_info(pg->t->subs[i], &pg->l->subs[pg->l->n_subs++]);
+}
+
 int ops_sub_list(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct smq_op_slist *l = &op->slist;
-    const char *from = strcmp(l->marker, l->prefix) > 0 ? l->marker : l->prefix;
-    size_t i = topic_sub_lower_bound(t, from), limit = (size_t)l->ret_number;
+    struct listing_set set = {t, t->n_subs, sub_name_at, sub_lower_bound_of};
+    /* Subscriptions are listed under the topic's own grant (§13.14). */
+    struct listing_page page = {l->prefix, l->marker, (size_t)l->ret_number, NULL,
+                                l->next_marker, sizeof l->next_marker};
+    struct sub_page pg = {t, l};
 
     (void)e;
-    if ((l->subs = calloc(limit > 0 ? limit : 1, sizeof *l->subs)) == NULL)
+    if ((l->subs = calloc(page.limit > 0 ? page.limit : 1, sizeof *l->subs)) == NULL)
         return SMQ_E_NOMEM;
-    for (; i < t->n_subs && has_prefix(t->subs[i]->name, l->prefix); i++) {
-        if (l->n_subs == limit) {
-            snprintf(l->next_marker, sizeof l->next_marker, "%s", t->subs[i]->name);
-            break;
-        }
-        topic_sub_info(t->subs[i], &l->subs[l->n_subs++]);
-    }
+    listing_walk(&set, &page, take_sub, &pg);
     return 0;
 }
