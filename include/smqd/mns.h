@@ -178,6 +178,9 @@ void mns_default_topic_attrs(struct smq_topic_attrs *a);
 /* The wire names: "BACKOFF_RETRY", "XML", ... */
 const char *mns_notify_strategy_name(enum smq_notify_strategy s);
 const char *mns_notify_format_name(enum smq_notify_format f);
+/* A stored value as the enum; anything unknown is the default. */
+enum smq_notify_strategy mns_notify_strategy_of(int v);
+enum smq_notify_format mns_notify_format_of(int v);
 
 /* A body's MD5 as computed at send (MessageBodyMD5); rows stored before
  * smqd kept it have none. */

@@ -131,25 +131,11 @@ struct fanout_load_ctx {
     int rc;
 };
 
-static struct smq_topic *topic_by_id(const struct fanout_load_ctx *c, int64_t id)
-{
-    size_t lo = 0, hi = c->n_topics;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->by_id[mid]->id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->n_topics && c->by_id[lo]->id == id ? c->by_id[lo] : NULL;
-}
-
 static int load_tmsg(void *arg, const struct store_tmsg_rec *r)
 {
     struct fanout_load_ctx *c = arg;
     struct smq_engine *e = c->e;
-    struct smq_topic *t = topic_by_id(c, r->topic_id);
+    struct smq_topic *t = topic_in_id_order(c->by_id, c->n_topics, r->topic_id);
     struct topic_msg *msg;
 
     if (r->seq >= e->ids.next_seq)
@@ -186,8 +172,7 @@ static int load_notif(void *arg, const struct store_notif_rec *r)
     n->msg = msg;
     n->attempts = r->attempts;
     n->due_ms = r->due_ms;
-    n->strategy = r->strategy == SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY
-                      ? SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY : SMQ_NOTIFY_BACKOFF_RETRY;
+    n->strategy = (uint8_t)mns_notify_strategy_of(r->strategy);
     topic_notif_link(&f->model, n, c->e->now_ms, &f->wheel, c->e->tb.epoch_minus_mono_ms);
     return 0;
 }

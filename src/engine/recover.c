@@ -111,30 +111,13 @@ static int load_topic(void *arg, const struct store_topic_rec *r)
     return 0;
 }
 
-static struct smq_topic *loaded_topic(const struct topic_load_ctx *ctx, int64_t id)
-{
-    size_t lo = 0, hi = ctx->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ctx->by_id[mid]->id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ctx->n && ctx->by_id[lo]->id == id ? ctx->by_id[lo] : NULL;
-}
-
 static void sub_attrs_of(const struct store_sub_rec *r, struct smq_sub_attrs *a)
 {
     memset(a, 0, sizeof *a);
     snprintf(a->endpoint, sizeof a->endpoint, "%s", r->endpoint);
     snprintf(a->filter_tag, sizeof a->filter_tag, "%s", r->filter_tag);
-    a->strategy = r->strategy == SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY
-                      ? SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY : SMQ_NOTIFY_BACKOFF_RETRY;
-    a->format = r->format == SMQ_NOTIFY_JSON         ? SMQ_NOTIFY_JSON
-                : r->format == SMQ_NOTIFY_SIMPLIFIED ? SMQ_NOTIFY_SIMPLIFIED
-                                                     : SMQ_NOTIFY_XML;
+    a->strategy = mns_notify_strategy_of(r->strategy);
+    a->format = mns_notify_format_of(r->format);
     a->dlq.enabled = r->dlq_enabled;
     snprintf(a->dlq.target, sizeof a->dlq.target, "%s", r->dlq_target);
 }
@@ -143,7 +126,7 @@ static int load_sub(void *arg, const struct store_sub_rec *r)
 {
     struct topic_load_ctx *ctx = arg;
     struct smq_engine *e = ctx->e;
-    struct smq_topic *t = loaded_topic(ctx, r->topic_id);
+    struct smq_topic *t = topic_in_id_order(ctx->by_id, ctx->n, r->topic_id);
     struct smq_sub_attrs attrs;
     struct smq_sub *s;
 

@@ -169,6 +169,20 @@ void topic_destroy(struct topic_model *m, struct smq_topic *t, struct twheel *w)
     free(t);
 }
 
+struct smq_topic *topic_in_id_order(struct smq_topic *const *by_id, size_t n, int64_t id)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (by_id[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && by_id[lo]->id == id ? by_id[lo] : NULL;
+}
+
 void topic_info(const struct smq_topic *t, struct smq_topic_info *out)
 {
     memset(out, 0, sizeof *out);

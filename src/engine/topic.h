@@ -131,6 +131,9 @@ void topic_insert(struct topic_model *m, struct smq_topic *t);
  * and notifications (their timers cancelled on w). */
 void topic_destroy(struct topic_model *m, struct smq_topic *t, struct twheel *w);
 void topic_info(const struct smq_topic *t, struct smq_topic_info *out);
+/* The topic of id in by_id[0..n), sorted by id (recovery builds one as the
+ * rows load), or NULL. */
+struct smq_topic *topic_in_id_order(struct smq_topic *const *by_id, size_t n, int64_t id);
 
 /* ---- subscriptions ---- */
 

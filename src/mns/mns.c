@@ -147,3 +147,16 @@ const char *mns_notify_format_name(enum smq_notify_format f)
         return "XML";
     }
 }
+
+enum smq_notify_strategy mns_notify_strategy_of(int v)
+{
+    return v == SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY ? SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY
+                                                    : SMQ_NOTIFY_BACKOFF_RETRY;
+}
+
+enum smq_notify_format mns_notify_format_of(int v)
+{
+    return v == SMQ_NOTIFY_JSON         ? SMQ_NOTIFY_JSON
+           : v == SMQ_NOTIFY_SIMPLIFIED ? SMQ_NOTIFY_SIMPLIFIED
+                                        : SMQ_NOTIFY_XML;
+}

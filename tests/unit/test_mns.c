@@ -378,10 +378,27 @@ static void test_mns_attrs_equal_target_as_string(void **state)
     assert_true(mns_attrs_equal(&a, &b));
 }
 
+/* Stored strategy and format values come back as their enum; anything
+ * else (a row written by a newer version) is the default. */
+static void test_mns_notify_enums_of_stored(void **state)
+{
+    (void)state;
+    assert_int_equal(mns_notify_strategy_of(SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY),
+                     SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY);
+    assert_int_equal(mns_notify_strategy_of(SMQ_NOTIFY_BACKOFF_RETRY), SMQ_NOTIFY_BACKOFF_RETRY);
+    assert_int_equal(mns_notify_strategy_of(7), SMQ_NOTIFY_BACKOFF_RETRY);
+    assert_int_equal(mns_notify_strategy_of(-1), SMQ_NOTIFY_BACKOFF_RETRY);
+    assert_int_equal(mns_notify_format_of(SMQ_NOTIFY_JSON), SMQ_NOTIFY_JSON);
+    assert_int_equal(mns_notify_format_of(SMQ_NOTIFY_SIMPLIFIED), SMQ_NOTIFY_SIMPLIFIED);
+    assert_int_equal(mns_notify_format_of(SMQ_NOTIFY_XML), SMQ_NOTIFY_XML);
+    assert_int_equal(mns_notify_format_of(3), SMQ_NOTIFY_XML);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mns_action_names),
+        cmocka_unit_test(test_mns_notify_enums_of_stored),
         cmocka_unit_test(test_mns_action_names_distinct),
         cmocka_unit_test(test_mns_action_name_unknown_and_out_of_range),
         cmocka_unit_test(test_mns_action_classes),
