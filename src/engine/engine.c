@@ -166,6 +166,7 @@ static void finish_run(struct smq_engine *e, bool force)
     if (txn_defer_commit(&e->txn, force))
         return;
     txn_commit(&e->txn);
+    fanout_txn_ended(e);
     lost = e->txn.lost;
     lost_rc = e->txn.lost_rc;
     oplog_flush(&e->oplog, !lost);

@@ -242,7 +242,7 @@ static void deliver_to_queue(struct smq_engine *e, struct topic_notif *n)
 }
 
 /* Delivers up to budget of s's READY notifications; returns how many.  An
- * HTTP subscription's wait for the push pool (issue 39) and are left. */
+ * HTTP subscription's notifications wait for the push pool (issue 39). */
 static size_t run_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
 {
     size_t done = 0;
@@ -261,9 +261,12 @@ static size_t run_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
 /* Deliveries the open transaction may still take. */
 static size_t txn_budget(const struct smq_engine *e)
 {
-    size_t used = e->txn.open ? e->topics.in_txn : 0;
+    return e->topics.in_txn < FANOUT_TXN_BUDGET ? FANOUT_TXN_BUDGET - e->topics.in_txn : 0;
+}
 
-    return used < FANOUT_TXN_BUDGET ? FANOUT_TXN_BUDGET - used : 0;
+void fanout_txn_ended(struct smq_engine *e)
+{
+    e->topics.in_txn = 0;
 }
 
 void fanout_run(struct smq_engine *e)
@@ -275,16 +278,13 @@ void fanout_run(struct smq_engine *e)
     /* While the disk is full nothing is delivered, and no attempt is used up. */
     if (e->space.full || txn_writes_stopped(&e->txn))
         return;
-    if (!e->txn.open)
-        e->topics.in_txn = 0;
     budget = txn_budget(e);
     while (budget > 0 && !e->txn.lost && (s = topic_take_runnable(m)) != NULL) {
         size_t done = run_sub(e, s, budget < FANOUT_SUB_BUDGET ? budget : FANOUT_SUB_BUDGET);
+        e->topics.in_txn += done;
         /* A subscription that delivered nothing still costs a turn, so that
          * the loop ends. */
-        done = done > 0 ? done : 1;
-        budget -= done < budget ? done : budget;
-        e->topics.in_txn += done;
+        budget -= done > 0 ? done : 1;
     }
 }
 

@@ -34,6 +34,9 @@ void fanout_advance(struct smq_engine *e, uint64_t now_mono);
 /* Delivers READY notifications into their queues, a bounded number per
  * call, round-robin over the subscriptions. */
 void fanout_run(struct smq_engine *e);
+/* The run's transaction committed or was lost: the next one takes a fresh
+ * share of deliveries. */
+void fanout_txn_ended(struct smq_engine *e);
 /* Milliseconds until fanout_run has work (0 = now; UINT64_MAX = none). */
 uint64_t fanout_timeout_ms(const struct smq_engine *e, uint64_t now_mono);
 

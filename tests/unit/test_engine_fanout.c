@@ -235,7 +235,6 @@ static void test_publish_size_limit_and_ids(void **state)
     op.publish.body = big;
     op.publish.body_len = 1025;
     assert_int_equal(fx_run_one(f, &op), SMQ_E_INVALID_ARGUMENT);
-    op.publish.body_len = 1024;
     fx_prep_op(f, &op, SMQ_OP_PUBLISH, "t");
     op.publish.body = big;
     op.publish.body_len = 1024;
@@ -429,8 +428,10 @@ static void test_large_fanout_spread_over_runs(void **state)
     publish(f, "t", "wide", "", &n);
     assert_int_equal(n, 600);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
-    assert_true(qi.n_active < 600);              /* not all in the publish's run */
-    assert_true(qi.n_active > 0);
+    /* Not all in the publish's run: fanout.c's 128 per transaction (the
+     * fixture commits every run; this GetQueueAttributes ran before its
+     * own run's deliveries). */
+    assert_int_equal(qi.n_active, 128);
     assert_int_equal(engine_next_timeout_ms(f->e), 0);
     for (int i = 0; i < 4; i++)
         fx_tick(f, 0);
