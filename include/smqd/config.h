@@ -87,6 +87,13 @@ struct smq_config {
     /* Where push endpoints fetch the signing certificate (notify.h NOTIFY_CERT_URL_MAX
      * bytes at most); "" = the MNS listener's own (docs/protocol.md §13.11). */
     char topics_certificate_url[451];
+    /* The push signing key (RSA, PEM) and its certificate; both "" = the pair
+     * smqd makes at first start and keeps with its data (§13.11). */
+    char topics_signing_key_file[4096];
+    char topics_signing_cert_file[4096];
+    int topics_push_concurrency;  /* push attempts in flight at most; default 64 */
+    int topics_push_timeout_ms;   /* per attempt, connect to response headers; default 5000 */
+    char topics_push_ca_file[4096];   /* "" = the system's CAs, for https:// endpoints */
     /* [log] */
     enum smq_log_level log_level; /* default info */
     char log_file[4096];          /* "-" = stderr (config_load stores "" as "-") */

@@ -586,23 +586,26 @@ static int check_backend(struct load *ld)
 }
 
 /* A certificate without its key (or the reverse) is a half-made change. */
-static int check_tls_pair(struct load *ld, const char *section, const char *cert,
-                          const char *key)
+static int check_pair(struct load *ld, const char *section, const char *cert_key,
+                      const char *cert, const char *key_key, const char *key)
 {
     if ((cert[0] == '\0') == (key[0] == '\0'))
         return 0;
     return fail(ld, -1, "[%s] %s is set but %s is not: give both (PEM files) or neither",
-                section, cert[0] ? "tls_cert_file" : "tls_key_file",
-                cert[0] ? "tls_key_file" : "tls_cert_file");
+                section, cert[0] ? cert_key : key_key, cert[0] ? key_key : cert_key);
 }
 
 static int check_tls(struct load *ld)
 {
     const struct smq_config *c = ld->cfg;
 
-    if (check_tls_pair(ld, "server", c->tls_cert_file, c->tls_key_file) != 0)
+    if (check_pair(ld, "server", "tls_cert_file", c->tls_cert_file, "tls_key_file",
+                   c->tls_key_file) != 0
+        || check_pair(ld, "admin", "tls_cert_file", c->admin_tls_cert_file, "tls_key_file",
+                      c->admin_tls_key_file) != 0)
         return SMQ_E_INVALID_ARGUMENT;
-    return check_tls_pair(ld, "admin", c->admin_tls_cert_file, c->admin_tls_key_file);
+    return check_pair(ld, "topics", "signing_cert_file", c->topics_signing_cert_file,
+                      "signing_key_file", c->topics_signing_key_file);
 }
 
 /* Turns inih's result and our first error into one message. */

@@ -111,6 +111,11 @@ static void test_config_defaults(void **state)
     assert_int_equal(c->max_topics, 1000);
     assert_int_equal(c->max_subscriptions_per_topic, 1000);
     assert_string_equal(c->topics_account_id, "1000000000000000");
+    assert_string_equal(c->topics_signing_key_file, "");
+    assert_string_equal(c->topics_signing_cert_file, "");
+    assert_int_equal(c->topics_push_concurrency, 64);
+    assert_int_equal(c->topics_push_timeout_ms, 5000);
+    assert_string_equal(c->topics_push_ca_file, "");
     assert_int_equal(c->max_body_bytes, 1048576);
     assert_int_equal(c->log_level, SMQ_LOG_INFO);
     assert_string_equal(c->log_file, "-");
@@ -210,7 +215,7 @@ static void test_config_sample_spells_every_default(void **state)
             fail_msg("conf/smqd.conf lacks the default line \"%s\"", line);
         checked++;
     }
-    assert_int_equal(checked, 34);   /* every row but the three key rows and the [admin] tokens */
+    assert_int_equal(checked, 39);   /* every row but the three key rows and the [admin] tokens */
     /* The sample documents the key.<ID> form, commented out. */
     assert_non_null(strstr(sample_text, "\n# key."));
     free(sample_text);
@@ -298,6 +303,9 @@ static void test_config_bad_integers(void **state)
         {"[topics]\ncertificate_url = ftp://h/c.pem\n", 2,
          "[topics] certificate_url = \"ftp://h/c.pem\": not an http:// or https:// URL"},
         {"[topics]\ncertificate_url = mq.example.com/c.pem\n", 2, "not an http:// or https:// URL"},
+        {"[topics]\npush_concurrency = 0\n", 2, "(allowed: 1..1024)"},
+        {"[topics]\npush_concurrency = 1025\n", 2, "(allowed: 1..1024)"},
+        {"[topics]\npush_timeout_ms = 99\n", 2, "(allowed: 100..60000)"},
     };
 
     run_bad_cases(*state, cases, sizeof(cases) / sizeof(cases[0]));
@@ -664,6 +672,17 @@ static void test_config_admin_read_token(void **state)
     /* Alone it would leave the listener open to requests with no token at all. */
     expect_error(f, AUTH_OK "[admin]\nread_token = read-0nly-t0ken\n", 5,
                  "[admin] read_token is set but token is not");
+    /* The push signing pair, like the TLS pairs: both or neither. */
+    expect_ok(f, AUTH_OK "[topics]\nsigning_key_file = /k.pem\nsigning_cert_file = /c.pem\n");
+    assert_int_equal(load_text(f, AUTH_OK "[topics]\nsigning_key_file = /k.pem\n"),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->err, "[topics] signing_key_file is set but signing_cert_file is not"));
+    assert_int_equal(load_text(f, AUTH_OK "[topics]\nsigning_cert_file = /c.pem\n"),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->err, "[topics] signing_cert_file is set but signing_key_file is not"));
+    assert_int_equal(load_text(f, AUTH_OK "[server]\ntls_cert_file = /c.pem\n"),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(f->err, "[server] tls_cert_file is set but tls_key_file is not"));
     assert_null(strstr(f->err, "read-0nly"));
     /* Equal to token it would have every power; the error names the
      * read_token line and repeats neither value. */
