@@ -289,7 +289,8 @@ enum smq_push_outcome {
     SMQ_PUSH_HTTP_ERROR,         /* any other status */
     SMQ_PUSH_TIMEOUT,            /* no response headers within the push timeout */
     SMQ_PUSH_CONNECT_ERROR,      /* DNS, connect, TLS (verification included), closed early */
-    SMQ_PUSH_CANCELLED           /* not attempted: the pool was stopping */
+    SMQ_PUSH_CANCELLED,          /* not attempted: the pool was stopping */
+    SMQ_PUSH_SIGN_ERROR          /* not sent: its signature (§13.11) could not be made */
 };
 
 struct smq_op_push {                         /* PUSH_RESULT */

@@ -41,9 +41,12 @@ struct push_opts {
     int concurrency;                         /* attempts in flight at most, 1..1024 */
     int64_t timeout_ms;                      /* per attempt: connect to response headers */
     const char *ca_file;                     /* NULL = the system's CAs */
-    /* Borrowed; outlives the pool.  NULL sends no Authorization header.
-     * For now push_start refuses a non-NULL one: the signature (§13.11,
-     * crypto_signer_sign) is not implemented yet. */
+    /* Borrowed: outlives the pool, and only the pool's thread uses it
+     * while the pool runs (crypto_signer_sign's contract).  Each attempt
+     * sends authorization: the signature of §13.11 over its string to
+     * sign; an attempt whose signature cannot be made is not sent and ends
+     * as SMQ_PUSH_SIGN_ERROR.  push_start signs once to refuse a key that
+     * cannot sign.  NULL sends no authorization header at all. */
     const struct crypto_signer *signer;
     const char *cert_url;                    /* copied */
     const char *account_id;                  /* copied */

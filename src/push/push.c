@@ -4,7 +4,8 @@
  * connection cache (keep-alive per endpoint host and port).  push_submit
  * queues a job under the lock and wakes the thread with curl_multi_wakeup;
  * the thread turns each job into an easy handle, and when a transfer ends
- * hands its outcome to opts->done and frees the job.  It never retries:
+ * hands its outcome to opts->done and frees the job.  With a signer each
+ * attempt carries §13.11's authorization header.  It never retries:
  * the schedule (§13.12) is the engine's.
  */
 #include "smqd/push.h"
@@ -24,6 +25,10 @@
 /* Connections kept open to one host and port; more attempts to it wait for
  * one of these (their wait counts in their timeout). */
 #define PUSH_HOST_CONNECTIONS 32
+/* Room for the base64 signature (§13.11) of an RSA key of up to 16384
+ * bits: 4 * ceil(bytes / 3) + 1, as crypto_signer_sign asks.  push_start's
+ * trial signature refuses a key whose signature would not fit. */
+#define PUSH_SIG_MAX (4 * ((16384 / 8 + 2) / 3) + 1)
 
 /* One attempt in flight: its job, its easy handle and what it received. */
 struct attempt {
@@ -154,11 +159,39 @@ static void next_request_id(struct push_pool *p, char out[25])
     snprintf(out, 25, "%s%012" PRIX64, p->id_prefix, (uint64_t)(p->id_counter++ & 0xFFFFFFFFFFFFull));
 }
 
-/* The §13.10 headers (notify_push_headers) as a curl list, and the ones
- * curl would add of its own accord taken out.  The Authorization header
- * of §13.11 needs opts->signer, which push_start refuses for now. */
+static int append_header(struct curl_slist **list, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(*list, line);
+
+    if (l == NULL)
+        return SMQ_E_NOMEM;
+    *list = l;
+    return 0;
+}
+
+/* §13.11's authorization header: the signature of sts, the string to sign
+ * notify_push_headers built from the very values sent (the same Date, the
+ * same target).  A signing failure is SMQ_E_INTERNAL: the attempt is not
+ * sent unsigned. */
+static int append_authorization(const struct push_pool *p, const struct smq_buf *sts,
+                                struct curl_slist **out)
+{
+    static const char name[] = "authorization: ";
+    char line[sizeof name + PUSH_SIG_MAX];
+
+    memcpy(line, name, sizeof name - 1);
+    if (crypto_signer_sign(p->opts.signer, sts->data != NULL ? sts->data : "", sts->len,
+                           line + sizeof name - 1, sizeof line - (sizeof name - 1)) != 0)
+        return SMQ_E_INTERNAL;
+    return append_header(out, line);
+}
+
+/* The §13.10 headers (notify_push_headers) as a curl list, the ones curl
+ * would add of its own accord taken out, and with a signer §13.11's
+ * authorization; *sign_failed tells a signing failure from the others. */
 static int build_headers(struct push_pool *p, const struct push_job *job,
-                         const struct notify_endpoint *ep, struct curl_slist **out)
+                         const struct notify_endpoint *ep, struct curl_slist **out,
+                         bool *sign_failed)
 {
     struct notify_msg msg = {
         .account_id = p->account_id, .topic = job->topic, .sub = job->sub,
@@ -184,11 +217,11 @@ static int build_headers(struct push_pool *p, const struct push_job *job,
             snprintf(line, sizeof line, "%s: %s", h[i].name, h[i].value);
         else
             snprintf(line, sizeof line, "%s", i == n ? "Expect:" : "Accept:");
-        struct curl_slist *l = curl_slist_append(*out, line);
-        if (l == NULL)
-            rc = SMQ_E_NOMEM;
-        else
-            *out = l;
+        rc = append_header(out, line);
+    }
+    if (rc == 0 && p->opts.signer != NULL) {
+        rc = append_authorization(p, &sts, out);
+        *sign_failed = rc == SMQ_E_INTERNAL;
     }
     buf_free(&sts);
     return rc;
@@ -224,14 +257,16 @@ static void set_transfer(struct push_pool *p, struct attempt *a, const char *url
     curl_easy_setopt(e, CURLOPT_PRIVATE, a);
 }
 
-/* Starts job's attempt; a job that cannot even be started (an endpoint
- * that does not parse, no memory) ends at once as a CONNECT_ERROR. */
+/* Starts job's attempt; a job that cannot even be started ends at once:
+ * SIGN_ERROR when its signature could not be made, CONNECT_ERROR for the
+ * rest (an endpoint that does not parse, no memory). */
 static void attempt_start(struct push_pool *p, struct push_job *job)
 {
     struct notify_endpoint ep;
     char trimmed[SMQ_ENDPOINT_MAX + 1], url[SMQ_ENDPOINT_MAX + 310];
     struct attempt *a = calloc(1, sizeof *a);
     int rc = a == NULL ? SMQ_E_NOMEM : 0;
+    bool sign_failed = false;
 
     if (rc == 0) {
         a->job = job;
@@ -241,7 +276,7 @@ static void attempt_start(struct push_pool *p, struct push_job *job)
     if (rc == 0 && ep.kind != NOTIFY_EP_HTTP)
         rc = SMQ_E_ENDPOINT_INVALID;
     if (rc == 0)
-        rc = build_headers(p, job, &ep, &a->headers);
+        rc = build_headers(p, job, &ep, &a->headers, &sign_failed);
     if (rc == 0 && (a->easy = curl_easy_init()) == NULL)
         rc = SMQ_E_NOMEM;
     if (rc == 0) {
@@ -257,8 +292,8 @@ static void attempt_start(struct push_pool *p, struct push_job *job)
         p->attempts = a;
         return;
     }
-    finish_job(p, job, SMQ_PUSH_CONNECT_ERROR, 0, a != NULL ? a->start_ms
-                                                            : clock_mono_ms(p->opts.clock));
+    finish_job(p, job, sign_failed ? SMQ_PUSH_SIGN_ERROR : SMQ_PUSH_CONNECT_ERROR, 0,
+               a != NULL ? a->start_ms : clock_mono_ms(p->opts.clock));
     if (a != NULL) {
         curl_easy_cleanup(a->easy);
         curl_slist_free_all(a->headers);
@@ -384,6 +419,21 @@ static int pool_setup(struct push_pool *p, const struct push_opts *opts, char *e
     return 0;
 }
 
+/* One signature before the thread starts (the signer's one caller at a
+ * time, crypto.h): a key that cannot sign into PUSH_SIG_MAX is refused
+ * here rather than failing every attempt.  0, or SMQ_E_INTERNAL. */
+static int trial_sign(const struct crypto_signer *k, char *err, size_t err_size)
+{
+    static const char probe[] = "POST\n\n\n\n/";
+    char sig[PUSH_SIG_MAX];
+
+    if (crypto_signer_sign(k, probe, sizeof probe - 1, sig, sizeof sig) != 0) {
+        snprintf(err, err_size, "push pool: the signing key cannot sign a push (§13.11)");
+        return SMQ_E_INTERNAL;
+    }
+    return 0;
+}
+
 int push_start(const struct push_opts *opts, struct push_pool **out, char *err, size_t err_size)
 {
     struct push_pool *p;
@@ -395,13 +445,8 @@ int push_start(const struct push_opts *opts, struct push_pool **out, char *err, 
         snprintf(err, err_size, "push pool: bad options");
         return SMQ_E_INTERNAL;
     }
-    /* TODO(§13.11): sign with crypto_signer_sign once it is implemented
-     * (branch push-signer); until then a pool given a key refuses to start
-     * rather than send unsigned pushes the operator asked to sign. */
-    if (opts->signer != NULL) {
-        snprintf(err, err_size, "push pool: push signatures are not implemented yet");
+    if (opts->signer != NULL && trial_sign(opts->signer, err, err_size) != 0)
         return SMQ_E_INTERNAL;
-    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(err, err_size, "push pool: curl_global_init failed");
         return SMQ_E_INTERNAL;
