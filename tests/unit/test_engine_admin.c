@@ -1,6 +1,6 @@
 /*
  * test_engine_admin.c — the engine's administration operations
- * (ops_admin.h, docs/admin-api.md), reached through the admin listener and
+ * (run_stats.h, docs/admin-api.md), reached through the admin listener and
  * smqctl: purge (of a queue, its DLQ or both, whatever the messages'
  * states, on disk too) and statistics (per-queue lifetime counters, the
  * oldest EnqueueTime as messages move between queues and are purged, the

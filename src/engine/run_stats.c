@@ -1,8 +1,8 @@
 /*
- * ops_admin.c — owns the engine side of statistics and purge
- * (ops_admin.h).
+ * run_stats.c — owns the engine side of statistics and purge
+ * (run_stats.h).
  */
-#include "ops_admin.h"
+#include "run_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +58,7 @@ static int topics_stats(const struct topic_model *m, struct smq_op_stats *st)
     return 0;
 }
 
-void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
+void run_stats_totals(const struct smq_engine *e, struct smq_engine_stats *out)
 {
     out->queues = e->queues.n;
     out->messages = e->msgs.count;
@@ -77,17 +77,17 @@ void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
     out->notifications_dropped = e->topics.dropped;
 }
 
-int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
+int run_stats(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_op_stats *st = &op->stats;
     size_t n = 0;
 
     if (st->totals_only) {               /* O(1): the engine answers, that is all */
-        ops_admin_totals(e, &st->totals);
+        run_stats_totals(e, &st->totals);
         return 0;
     }
     space_refresh(&e->space);
-    ops_admin_totals(e, &st->totals);
+    run_stats_totals(e, &st->totals);
     st->queues = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *st->queues);
     if (st->queues == NULL)
         return SMQ_E_NOMEM;
@@ -128,7 +128,7 @@ static uint64_t queue_size(const struct smq_queue *q)
     return q->n_active + q->n_inactive + q->n_delayed;
 }
 
-int ops_admin_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_queue *qs[2];
     struct smq_queue *dlq = NULL;
@@ -156,8 +156,8 @@ int ops_admin_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q
     op->purge.n_main = n_main;
     op->purge.n_dlq = n_dlq;
     if (op->purge.main)
-        oplog_purge(&e->oplog, q, n_main, op->request_id);
+        eventlog_purge(&e->eventlog, q, n_main, op->request_id);
     if (dlq != NULL && dlq != q)
-        oplog_purge(&e->oplog, dlq, n_dlq, op->request_id);
+        eventlog_purge(&e->eventlog, dlq, n_dlq, op->request_id);
     return 0;
 }
