@@ -16,6 +16,7 @@
 #include "engine_core.h"
 #include "msgs.h"
 #include "run_stats.h"
+#include "run_purge.h"
 #include "run_message.h"
 #include "run_queue.h"
 #include "run_redrive.h"

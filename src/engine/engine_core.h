@@ -1,8 +1,8 @@
 /*
  * engine_core.h — the engine's state, shared by the engine's own files and
  * nothing else: engine.c (the run loop and dispatch), the operation files
- * above it (run_queue.c, run_message.c, run_stats.c, run_redrive.c,
- * run_topic.c, recover.c) and the message lifecycle below them (msgs.c).
+ * above it (run_queue.c, run_message.c, run_stats.c, run_purge.c,
+ * run_redrive.c, run_topic.c, recover.c) and the message lifecycle below them (msgs.c).
  *
  * Most of the state is in parts with a module of their own, each the only
  * writer of its part: the run's transaction (txn.h), the disk space
