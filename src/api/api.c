@@ -186,7 +186,7 @@ static bool is_topic_action(enum mns_action a)
 }
 
 /* ListQueue and ListTopic need "list" on some name and then show only
- * those the key may list (ops_queue.c, §3.7, §13.14). */
+ * those the key may list (run_queue.c, §3.7, §13.14). */
 static int authorize_list(const struct auth_key *key, struct api_call *call,
                           struct smq_errinfo *ei)
 {

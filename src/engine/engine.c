@@ -3,9 +3,9 @@
  * (engine.h): one group commit per run, the parked polls served as
  * messages become Active, the refusals while broken or after a failed
  * flush, and opening and closing the engine.  What each operation does is
- * in its operation file (ops_queue.c, ops_message.c, ops_topic.c,
- * ops_admin.c, ops_redrive.c); the parts they share are below them (msgs.c, txn.c,
- * space.c, waiters.c, oplog.c; engine_core.h).
+ * in its operation file (run_queue.c, run_message.c, run_topic.c,
+ * run_stats.c, run_redrive.c); the parts they share are below them (msgs.c, txn.c,
+ * space.c, waiters.c, eventlog.c; engine_core.h).
  */
 #include "smqd/engine.h"
 
@@ -15,12 +15,13 @@
 
 #include "engine_core.h"
 #include "msgs.h"
-#include "ops_admin.h"
-#include "ops_message.h"
-#include "ops_queue.h"
-#include "ops_redrive.h"
+#include "run_stats.h"
+#include "run_purge.h"
+#include "run_message.h"
+#include "run_queue.h"
+#include "run_redrive.h"
 #include "fanout.h"
-#include "ops_topic.h"
+#include "run_topic.h"
 #include "recover.h"
 
 const struct handle_keys *engine_keys(const struct smq_engine *e)
@@ -56,30 +57,30 @@ static int run_unhandled(struct smq_engine *e, struct smq_op *op)
 }
 
 static const struct engine_kind_row kinds[] = {
-    [SMQ_OP_CREATE_QUEUE] = {.run = ops_queue_create},
-    [SMQ_OP_SET_QUEUE] = {.run_on_queue = ops_queue_set},
-    [SMQ_OP_GET_QUEUE] = {.run_on_queue = ops_queue_get},
-    [SMQ_OP_DELETE_QUEUE] = {.run = ops_queue_delete},
-    [SMQ_OP_LIST_QUEUES] = {.run = ops_queue_list},
-    [SMQ_OP_SEND] = {.run_on_queue = ops_message_send},
-    [SMQ_OP_RECEIVE] = {.run_on_queue = ops_message_receive},
-    [SMQ_OP_PEEK] = {.run_on_queue = ops_message_peek},
-    [SMQ_OP_DELETE_MSG] = {.run_on_queue = ops_message_delete},
-    [SMQ_OP_CHANGE_VISIBILITY] = {.run_on_queue = ops_message_change_visibility},
-    [SMQ_OP_PURGE] = {.run_on_queue = ops_admin_purge},
-    [SMQ_OP_REDRIVE] = {.run_on_queue = ops_redrive_start},
-    [SMQ_OP_STATS] = {.run = ops_admin_stats},
-    [SMQ_OP_CREATE_TOPIC] = {.run = ops_topic_create},
-    [SMQ_OP_SET_TOPIC] = {.run_on_topic = ops_topic_set},
-    [SMQ_OP_GET_TOPIC] = {.run_on_topic = ops_topic_get},
-    [SMQ_OP_DELETE_TOPIC] = {.run = ops_topic_delete},
-    [SMQ_OP_LIST_TOPICS] = {.run = ops_topic_list},
+    [SMQ_OP_CREATE_QUEUE] = {.run = run_queue_create},
+    [SMQ_OP_SET_QUEUE] = {.run_on_queue = run_queue_set},
+    [SMQ_OP_GET_QUEUE] = {.run_on_queue = run_queue_get},
+    [SMQ_OP_DELETE_QUEUE] = {.run = run_queue_delete},
+    [SMQ_OP_LIST_QUEUES] = {.run = run_queue_list},
+    [SMQ_OP_SEND] = {.run_on_queue = run_message_send},
+    [SMQ_OP_RECEIVE] = {.run_on_queue = run_message_receive},
+    [SMQ_OP_PEEK] = {.run_on_queue = run_message_peek},
+    [SMQ_OP_DELETE_MSG] = {.run_on_queue = run_message_delete},
+    [SMQ_OP_CHANGE_VISIBILITY] = {.run_on_queue = run_message_change_visibility},
+    [SMQ_OP_PURGE] = {.run_on_queue = run_purge},
+    [SMQ_OP_REDRIVE] = {.run_on_queue = run_redrive_start},
+    [SMQ_OP_STATS] = {.run = run_stats},
+    [SMQ_OP_CREATE_TOPIC] = {.run = run_topic_create},
+    [SMQ_OP_SET_TOPIC] = {.run_on_topic = run_topic_set},
+    [SMQ_OP_GET_TOPIC] = {.run_on_topic = run_topic_get},
+    [SMQ_OP_DELETE_TOPIC] = {.run = run_topic_delete},
+    [SMQ_OP_LIST_TOPICS] = {.run = run_topic_list},
     [SMQ_OP_PUBLISH] = {.run_on_topic = fanout_publish},
-    [SMQ_OP_SUBSCRIBE] = {.run_on_topic = ops_sub_subscribe},
-    [SMQ_OP_SET_SUBSCRIPTION] = {.run_on_topic = ops_sub_set},
-    [SMQ_OP_GET_SUBSCRIPTION] = {.run_on_topic = ops_sub_get},
-    [SMQ_OP_UNSUBSCRIBE] = {.run_on_topic = ops_sub_unsubscribe},
-    [SMQ_OP_LIST_SUBSCRIPTIONS] = {.run_on_topic = ops_sub_list},
+    [SMQ_OP_SUBSCRIBE] = {.run_on_topic = run_sub_subscribe},
+    [SMQ_OP_SET_SUBSCRIPTION] = {.run_on_topic = run_sub_set},
+    [SMQ_OP_GET_SUBSCRIPTION] = {.run_on_topic = run_sub_get},
+    [SMQ_OP_UNSUBSCRIBE] = {.run_on_topic = run_sub_unsubscribe},
+    [SMQ_OP_LIST_SUBSCRIPTIONS] = {.run_on_topic = run_sub_list},
     [SMQ_OP_PUSH_RESULT] = {.run = run_unhandled},
 };
 
@@ -134,7 +135,7 @@ static void serve_ready(struct smq_engine *e)
             if (waiters_client_gone(op))
                 rc = SMQ_E_MESSAGE_NOT_EXIST;
             else
-                rc = e->txn.lost ? SMQ_E_INTERNAL : ops_message_receive_now(e, op, q);
+                rc = e->txn.lost ? SMQ_E_INTERNAL : run_message_receive_now(e, op, q);
             txn_complete(&e->txn, op, rc);
         }
     }
@@ -169,7 +170,7 @@ static void finish_run(struct smq_engine *e, bool force)
     fanout_txn_ended(e);
     lost = e->txn.lost;
     lost_rc = e->txn.lost_rc;
-    oplog_flush(&e->oplog, !lost);
+    eventlog_flush(&e->eventlog, !lost);
     /* While the disk is full, give the WAL's space back after every run:
      * deletes free pages inside the database, a truncated WAL frees disk. */
     if (e->space.full && !txn_writes_stopped(&e->txn))
@@ -227,7 +228,7 @@ void engine_run(struct smq_engine *e, struct smq_op *ops)
     if (refuse_after_flush_failure(e, ops) || refuse_while_broken(e, ops))
         return;
     advance_clock(e);
-    ops_redrive_tick(e, clock_mono_ms(e->clock));
+    run_redrive_tick(e, clock_mono_ms(e->clock));
     serve_ready(e);
     while (ops != NULL) {
         struct smq_op *op = ops;
@@ -274,7 +275,7 @@ uint64_t engine_next_timeout_ms(struct smq_engine *e)
     t = min_u64(twheel_next_timeout_ms(&e->msg_wheel, now), waiters_timeout_ms(&e->waiters, now));
     /* While broken nothing runs but the retry of the next op's run. */
     if (!e->broken) {
-        t = min_u64(t, ops_redrive_timeout_ms(e, now));
+        t = min_u64(t, run_redrive_timeout_ms(e, now));
         t = min_u64(t, space_reclaim_timeout_ms(&e->space, now));
         t = min_u64(t, fanout_timeout_ms(e, now));
     }
@@ -297,7 +298,7 @@ int engine_max_queues(const struct smq_engine *e)
 
 void engine_stats(const struct smq_engine *e, struct smq_engine_stats *out)
 {
-    ops_admin_totals(e, out);
+    run_stats_totals(e, out);
 }
 
 /* ---- consistency check (tests) ------------------------------------------------------- */
@@ -396,7 +397,7 @@ static void init_parts(struct smq_engine *e, const struct smq_engine_opts *opts)
     space_init(&e->space, e->store, e->clock, opts->reserve_margin, opts->reserve_missing);
     txn_init(&e->txn, e->store, &e->space);
     waiters_init(&e->waiters, &e->txn, e->clock);
-    oplog_init(&e->oplog, &e->keys);
+    eventlog_init(&e->eventlog, &e->keys);
     msgs_init(e, mono);
     fanout_init(e, mono, opts->account_id);
     queue_registry_init(&e->queues);
@@ -456,6 +457,6 @@ void engine_close(struct smq_engine *e)
     topic_model_free(&e->topics.model);
     fanout_free(e);
     msg_table_free(&e->msgs);
-    oplog_free(&e->oplog);
+    eventlog_free(&e->eventlog);
     free(e);
 }

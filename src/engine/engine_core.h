@@ -1,13 +1,13 @@
 /*
  * engine_core.h — the engine's state, shared by the engine's own files and
  * nothing else: engine.c (the run loop and dispatch), the operation files
- * above it (ops_queue.c, ops_message.c, ops_admin.c, ops_redrive.c,
- * ops_topic.c, recover.c) and the message lifecycle below them (msgs.c).
+ * above it (run_queue.c, run_message.c, run_stats.c, run_purge.c,
+ * run_redrive.c, run_topic.c, recover.c) and the message lifecycle below them (msgs.c).
  *
  * Most of the state is in parts with a module of their own, each the only
  * writer of its part: the run's transaction (txn.h), the disk space
- * (space.h), the parked long polls (waiters.h), the operation log
- * (oplog.h), and the in-memory models themselves (queue.h, topic.h).  The few fields
+ * (space.h), the parked long polls (waiters.h), the event log
+ * (eventlog.h), and the in-memory models themselves (queue.h, topic.h).  The few fields
  * below them say which file writes them.
  */
 #ifndef SMQD_ENGINE_CORE_H
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "oplog.h"
+#include "eventlog.h"
 #include "queue.h"
 #include "smqd/buf.h"
 #include "smqd/clock.h"
@@ -40,7 +40,7 @@ struct engine_ids {
     int64_t next_topic_id, next_sub_id;
 };
 
-/* Topics, their subscriptions and pending notifications (ops_topic.c,
+/* Topics, their subscriptions and pending notifications (run_topic.c,
  * fanout.c, fanout_publish.c; loaded by recover.c). */
 struct engine_topics {
     struct topic_model model;
@@ -63,7 +63,7 @@ struct engine_expired {
     size_t n;
 };
 
-/* Running redrives (ops_redrive.c); each queue holds its own progress. */
+/* Running redrives (run_redrive.c); each queue holds its own progress. */
 struct engine_redrives {
     bool active;                     /* some queue has one running */
     uint64_t last_tick_mono;
@@ -85,7 +85,7 @@ struct smq_engine {
     struct space space;
     struct txn txn;
     struct waiters waiters;
-    struct oplog oplog;
+    struct eventlog eventlog;
     struct engine_ids ids;
     struct engine_expired expired;
     struct engine_redrives redrives;

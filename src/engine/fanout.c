@@ -134,7 +134,7 @@ static int write_queue_msg(struct smq_engine *e, struct smq_queue *q, struct smq
  * SMQ_E_INVALID_ARGUMENT when the notification is larger than the queue's
  * MaximumMessageSize. */
 static int move_to_queue(struct smq_engine *e, struct smq_queue *q, struct topic_notif *n,
-                         enum oplog_kind kind)
+                         enum eventlog_kind kind)
 {
     struct smq_buf body;
     struct smq_msg *m = calloc(1, sizeof *m);
@@ -154,8 +154,8 @@ static int move_to_queue(struct smq_engine *e, struct smq_queue *q, struct topic
     }
     msgs_link(e, q, m);
     q->count.sent++;
-    oplog_record(&e->oplog, q, OPLOG_SEND, m, "");
-    oplog_notify(&e->oplog, kind, n, n->attempts + 1, q);
+    eventlog_record(&e->eventlog, q, EVENTLOG_SEND, m, "");
+    eventlog_notify(&e->eventlog, kind, n, n->attempts + 1, q);
     retire(e, n);
     return 0;
 }
@@ -170,7 +170,7 @@ static void give_up(struct smq_engine *e, struct topic_notif *n)
     struct smq_sub *s = n->sub;
     struct smq_queue *dlq = s->attrs.dlq.enabled
                                 ? queue_registry_find(&e->queues, s->attrs.dlq.target) : NULL;
-    int rc = dlq != NULL ? move_to_queue(e, dlq, n, OPLOG_NOTIFY_DEAD_LETTER)
+    int rc = dlq != NULL ? move_to_queue(e, dlq, n, EVENTLOG_NOTIFY_DEAD_LETTER)
                          : SMQ_E_QUEUE_NOT_EXIST;
 
     if (rc != 0) {               /* no target, or it would not take it: dropped */
@@ -179,7 +179,7 @@ static void give_up(struct smq_engine *e, struct topic_notif *n)
             rc = txn_write_end(&e->txn, delete_rows(e, n));
         if (rc == 0) {
             e->topics.dropped++;
-            oplog_notify(&e->oplog, OPLOG_NOTIFY_DROP, n, n->attempts + 1, NULL);
+            eventlog_notify(&e->eventlog, EVENTLOG_NOTIFY_DROP, n, n->attempts + 1, NULL);
             retire(e, n);
         }
     }
@@ -219,7 +219,7 @@ static void attempt_failed(struct smq_engine *e, struct topic_notif *n)
         if (n->attempts == 0)
             s->n_retrying++;
         n->attempts = attempts;
-        oplog_notify(&e->oplog, OPLOG_NOTIFY_RETRY, n, attempts, NULL);
+        eventlog_notify(&e->eventlog, EVENTLOG_NOTIFY_RETRY, n, attempts, NULL);
     }
     wait_until(e, n, due);
 }
@@ -231,7 +231,7 @@ static void deliver_to_queue(struct smq_engine *e, struct topic_notif *n)
     struct smq_queue *q = queue_registry_find(&e->queues, s->ep.queue);
 
     topic_notif_unplace(n, &e->topics.wheel);
-    if (q != NULL && move_to_queue(e, q, n, OPLOG_NOTIFY_DELIVER) == 0) {
+    if (q != NULL && move_to_queue(e, q, n, EVENTLOG_NOTIFY_DELIVER) == 0) {
         s->count.delivered++;
         return;
     }

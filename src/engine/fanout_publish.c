@@ -117,7 +117,7 @@ int fanout_publish(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
     free(fresh);
     p->n_notifications = n;
     t->published++;
-    oplog_publish(&e->oplog, t, p->seq, n, op->request_id);
+    eventlog_publish(&e->eventlog, t, p->seq, n, op->request_id);
     return 0;
 }
 

@@ -90,7 +90,7 @@ void msgs_forget_row(struct smq_engine *e, int64_t queue_id, uint64_t seq)
 void msgs_expire(struct smq_engine *e, struct smq_msg *m)
 {
     m->queue->count.expired++;
-    oplog_record(&e->oplog, m->queue, OPLOG_EXPIRE, m, NULL);
+    eventlog_record(&e->eventlog, m->queue, EVENTLOG_EXPIRE, m, NULL);
     msgs_forget_row(e, m->queue->id, m->seq);
     msgs_destroy(e, m);
 }
@@ -195,7 +195,7 @@ bool msgs_dead_letter(struct smq_engine *e, struct smq_queue *q, struct smq_msg 
         return false;
     }
     q->count.dead_lettered++;
-    oplog_move(&e->oplog, q, dlq, OPLOG_DEAD_LETTER, m, count, request_id);
+    eventlog_move(&e->eventlog, q, dlq, EVENTLOG_DEAD_LETTER, m, count, request_id);
     if (msgs_moved_expired(e, m))
         msgs_expire(e, m);       /* older than the DLQ's retention: never delivered */
     return true;

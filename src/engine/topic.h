@@ -13,7 +13,7 @@
  * message's pending count (a message is freed with its last notification).
  *
  * The model holds no bodies (they stay in the store) and writes nothing:
- * the engine (ops_topic.c, fanout.c) writes rows first and changes the
+ * the engine (run_topic.c, fanout.c) writes rows first and changes the
  * model only after the write succeeded, as for queues.  Engine thread only.
  */
 #ifndef SMQD_TOPIC_H

@@ -1,7 +1,7 @@
 /*
  * test_engine_admin.c — the engine's administration operations
- * (ops_admin.h, docs/admin-api.md), reached through the admin listener and
- * smqctl: purge (of a queue, its DLQ or both, whatever the messages'
+ * (run_purge.h, run_stats.h, docs/admin-api.md), reached through the admin
+ * listener and smqctl: purge (of a queue, its DLQ or both, whatever the messages'
  * states, on disk too) and statistics (per-queue lifetime counters, the
  * oldest EnqueueTime as messages move between queues and are purged, the
  * totals a health probe reads).  Giving the purged space back to the file

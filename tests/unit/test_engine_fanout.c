@@ -501,7 +501,7 @@ static int count_lines(const char *path, const char *const *parts, size_t n_part
  * one whose queue is missing given up into its DLQ, one dropped, one HTTP
  * left pending.  The stats after the publish, a retry and the give-ups, and
  * one OPLOG line per publish and per outcome. */
-static void test_topic_stats_and_oplog(void **state)
+static void test_topic_stats_and_eventlog(void **state)
 {
     struct fx *f = *state;
     struct smq_topic_stats st;
@@ -509,7 +509,7 @@ static void test_topic_stats_and_oplog(void **state)
     uint64_t dropped = 99;
     char log_path[64];
 
-    snprintf(log_path, sizeof log_path, "/tmp/smqd-test-fanout-oplog-%d.log", (int)getpid());
+    snprintf(log_path, sizeof log_path, "/tmp/smqd-test-fanout-eventlog-%d.log", (int)getpid());
     unlink(log_path);
     assert_int_equal(log_open(log_path), 0);
     fx_create_queue_vis(f, "q", 30);
@@ -628,7 +628,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_large_fanout_spread_over_runs, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reopen_mid_fanout_delivers_each_once, fx_setup,
                                         fx_teardown),
-        cmocka_unit_test_setup_teardown(test_topic_stats_and_oplog, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_topic_stats_and_eventlog, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * test_engine_redrive.c — redrive (ops_redrive.h, docs/admin-api.md):
+ * test_engine_redrive.c — redrive (run_redrive.h, docs/admin-api.md):
  * moving a DLQ's messages back to the queues they came from.  A redrive
  * takes a snapshot of the DLQ's Active messages that know their source
  * (src_queue_id, kept on disk across a restart), up to a maximum, and moves

@@ -1,9 +1,9 @@
 /*
- * ops_message.c — owns the engine side of the message actions
- * (ops_message.h): what a send, receive, peek, delete or visibility change
+ * run_message.c — owns the engine side of the message actions
+ * (run_message.h): what a send, receive, peek, delete or visibility change
  * writes, reads and changes, in that order.
  */
-#include "ops_message.h"
+#include "run_message.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +65,7 @@ static int write_sent(struct smq_engine *e, struct smq_op *op, struct smq_queue 
     return rc;
 }
 
-int ops_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *fresh[SMQ_BATCH_MAX] = {0};
     int rc = e->space.full
@@ -87,7 +87,7 @@ int ops_message_send(struct smq_engine *e, struct smq_op *op, struct smq_queue *
         msgs_link(e, q, fresh[i]);
         op->send.delayed[i] = fresh[i]->state == SMQ_MSG_DELAYED;
         q->count.sent++;
-        oplog_record(&e->oplog, q, OPLOG_SEND, fresh[i], op->request_id);
+        eventlog_record(&e->eventlog, q, EVENTLOG_SEND, fresh[i], op->request_id);
     }
     return rc;
 }
@@ -218,7 +218,7 @@ static int write_received(struct smq_engine *e, struct smq_op *op, struct smq_ms
     return rc;
 }
 
-int ops_message_receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_message_receive_now(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
     struct smq_msg next[SMQ_BATCH_MAX];
@@ -245,7 +245,7 @@ int ops_message_receive_now(struct smq_engine *e, struct smq_op *op, struct smq_
     }
     for (size_t i = 0; i < n; i++) {
         msgs_take_state(e, taken[i], &next[i]);
-        oplog_record(&e->oplog, q, OPLOG_RECEIVE, taken[i], op->request_id);
+        eventlog_record(&e->eventlog, q, EVENTLOG_RECEIVE, taken[i], op->request_id);
     }
     q->count.received += n;
     return 0;
@@ -256,7 +256,7 @@ static void park(struct smq_engine *e, struct smq_op *op, struct smq_queue *q, i
     waiters_park(&e->waiters, q, op, clock_mono_ms(e->clock) + (uint64_t)wait_s * 1000);
 }
 
-int ops_message_receive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_message_receive(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     int64_t wait_s = op->recv.wait_s >= 0 ? op->recv.wait_s : q->attrs.polling_wait_s;
     int rc;
@@ -265,14 +265,14 @@ int ops_message_receive(struct smq_engine *e, struct smq_op *op, struct smq_queu
         park(e, op, q, wait_s);
         return 0;
     }
-    rc = ops_message_receive_now(e, op, q);
+    rc = run_message_receive_now(e, op, q);
     if (rc != SMQ_E_MESSAGE_NOT_EXIST || wait_s <= 0)
         return rc;
     park(e, op, q, wait_s);
     return 0;
 }
 
-int ops_message_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_message_peek(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *taken[SMQ_BATCH_MAX];
     struct smq_buf bodies;
@@ -336,7 +336,7 @@ static size_t delete_targets(struct smq_engine *e, struct smq_op *op, struct smq
     return n;
 }
 
-int ops_message_delete(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_message_delete(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_msg *doomed[SMQ_BATCH_MAX];
     size_t n = delete_targets(e, op, q, doomed);
@@ -351,7 +351,7 @@ int ops_message_delete(struct smq_engine *e, struct smq_op *op, struct smq_queue
     if (rc != 0)
         return rc;
     for (size_t j = 0; j < n; j++) {
-        oplog_record(&e->oplog, q, OPLOG_DELETE, doomed[j], op->request_id);
+        eventlog_record(&e->eventlog, q, EVENTLOG_DELETE, doomed[j], op->request_id);
         msgs_destroy(e, doomed[j]);
     }
     q->count.deleted += n;
@@ -359,7 +359,7 @@ int ops_message_delete(struct smq_engine *e, struct smq_op *op, struct smq_queue
     return op->del.batch ? 0 : op->del.refs[0].err;
 }
 
-int ops_message_change_visibility(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_message_change_visibility(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     int err;
     struct smq_msg *m = handle_target(e, q, &op->vis.ref, &err);
@@ -383,6 +383,6 @@ int ops_message_change_visibility(struct smq_engine *e, struct smq_op *op, struc
     msgs_take_state(e, m, &next);
     op->vis.new_gen = m->handle_gen;
     op->vis.next_visible_ms = m->visible_ms;
-    oplog_record(&e->oplog, q, OPLOG_CHANGE_VISIBILITY, m, op->request_id);
+    eventlog_record(&e->eventlog, q, EVENTLOG_CHANGE_VISIBILITY, m, op->request_id);
     return 0;
 }

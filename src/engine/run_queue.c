@@ -1,9 +1,9 @@
 /*
- * ops_queue.c — owns the engine side of the queue actions (ops_queue.h):
+ * run_queue.c — owns the engine side of the queue actions (run_queue.h):
  * attributes with their defaults and the dead-letter target check, queue
  * ids, idempotent create and delete, and listing by prefix and marker.
  */
-#include "ops_queue.h"
+#include "run_queue.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +75,7 @@ static int insert_queue(struct smq_engine *e, const struct smq_queue *q)
     return txn_write_end(&e->txn, rc);
 }
 
-int ops_queue_create(struct smq_engine *e, struct smq_op *op)
+int run_queue_create(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_queue_attrs attrs;
     struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
@@ -110,7 +110,7 @@ int ops_queue_create(struct smq_engine *e, struct smq_op *op)
     return 0;
 }
 
-int ops_queue_set(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_queue_set(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct smq_queue updated = *q;
     struct store_queue_rec rec;
@@ -133,14 +133,14 @@ int ops_queue_set(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
     return rc;
 }
 
-int ops_queue_get(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_queue_get(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     (void)e;
     queue_info(q, &op->info);
     return 0;
 }
 
-int ops_queue_delete(struct smq_engine *e, struct smq_op *op)
+int run_queue_delete(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_queue *q = queue_registry_find(&e->queues, op->queue);
     int rc;
@@ -183,7 +183,7 @@ static void take_queue(void *arg, size_t i)
     queue_info(pg->r->items[i], &pg->l->queues[pg->l->n_queues++]);
 }
 
-int ops_queue_list(struct smq_engine *e, struct smq_op *op)
+int run_queue_list(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_op_list *l = &op->list;
     struct listing_set set = {&e->queues, e->queues.n, queue_name_at, queue_lower_bound};

@@ -1,9 +1,9 @@
 /*
- * ops_redrive.c — owns running redrives (ops_redrive.h): the snapshot of a
+ * run_redrive.c — owns running redrives (run_redrive.h): the snapshot of a
  * DLQ's messages, the per-queue rate credit and the slices that move.
  * The messages keep their id, body, priority and EnqueueTime.
  */
-#include "ops_redrive.h"
+#include "run_redrive.h"
 
 #include <stdlib.h>
 
@@ -79,7 +79,7 @@ static void redrive_slice(struct smq_engine *e, struct smq_queue *dlq, uint64_t 
         r->next++;
         n--;
         dlq->count.redriven++;
-        oplog_move(&e->oplog, dlq, src, OPLOG_REDRIVE, m, count, NULL);
+        eventlog_move(&e->eventlog, dlq, src, EVENTLOG_REDRIVE, m, count, NULL);
         if (msgs_moved_expired(e, m))
             msgs_expire(e, m);       /* older than the source's retention */
     }
@@ -102,7 +102,7 @@ static uint64_t redrive_allowance(struct queue_redrive *r, uint64_t elapsed_ms)
     return moves;
 }
 
-void ops_redrive_tick(struct smq_engine *e, uint64_t now_mono)
+void run_redrive_tick(struct smq_engine *e, uint64_t now_mono)
 {
     uint64_t elapsed;
     bool active = false;
@@ -128,7 +128,7 @@ void ops_redrive_tick(struct smq_engine *e, uint64_t now_mono)
     e->redrives.active = active;
 }
 
-uint64_t ops_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
+uint64_t run_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
 {
     uint64_t due;
 
@@ -138,7 +138,7 @@ uint64_t ops_redrive_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
     return due > now_mono ? due - now_mono : 0;
 }
 
-int ops_redrive_start(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
+int run_redrive_start(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
 {
     struct queue_redrive *r;
 

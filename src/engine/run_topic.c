@@ -1,12 +1,12 @@
 /*
- * ops_topic.c — owns the engine side of the topic and subscription actions
- * (ops_topic.h, docs/protocol.md §13.4, §13.6): their rows and model,
+ * run_topic.c — owns the engine side of the topic and subscription actions
+ * (run_topic.h, docs/protocol.md §13.4, §13.6): their rows and model,
  * idempotent create and subscribe, the fields of a subscription that
  * cannot change, its dead-letter target, ids, the limits, and listing by
  * prefix and marker.  As for queues, rows are written first and the model
  * changes only after the write succeeded.
  */
-#include "ops_topic.h"
+#include "run_topic.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 
 /* ---- topics ---- */
 
-void ops_topic_rec(const struct smq_topic *t, const struct smq_topic_attrs *a, int64_t modify_s,
+void run_topic_rec(const struct smq_topic *t, const struct smq_topic_attrs *a, int64_t modify_s,
                    struct store_topic_rec *r)
 {
     memset(r, 0, sizeof *r);
@@ -62,7 +62,7 @@ static int insert_sub_row(struct smq_engine *e, const struct store_sub_rec *s)
     return txn_write_end(&e->txn, rc);
 }
 
-int ops_topic_create(struct smq_engine *e, struct smq_op *op)
+int run_topic_create(struct smq_engine *e, struct smq_op *op)
 {
     struct topic_model *m = &e->topics.model;
     struct smq_topic *t = topic_find(m, op->queue);
@@ -86,7 +86,7 @@ int ops_topic_create(struct smq_engine *e, struct smq_op *op)
     if (topic_reserve(m) != 0
         || (t = topic_new(e->ids.next_topic_id, op->queue, &a, now_s, now_s)) == NULL)
         return SMQ_E_NOMEM;
-    ops_topic_rec(t, &a, now_s, &rec);
+    run_topic_rec(t, &a, now_s, &rec);
     rc = insert_topic_row(e, &rec);
     if (rc != 0) {
         free(t);                /* linked nowhere yet */
@@ -98,7 +98,7 @@ int ops_topic_create(struct smq_engine *e, struct smq_op *op)
     return 0;
 }
 
-int ops_topic_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_topic_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct smq_topic_attrs a = t->attrs;
     struct store_topic_rec rec;
@@ -106,7 +106,7 @@ int ops_topic_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
     int rc;
 
     overlay_topic(&a, &op->topic);
-    ops_topic_rec(t, &a, now_s, &rec);
+    run_topic_rec(t, &a, now_s, &rec);
     rc = txn_write_begin(&e->txn);
     if (rc == 0)
         rc = store_topic_update(e->store, &rec);
@@ -118,14 +118,14 @@ int ops_topic_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
     return rc;
 }
 
-int ops_topic_get(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_topic_get(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     (void)e;
     topic_info(t, &op->topic.info);
     return 0;
 }
 
-int ops_topic_delete(struct smq_engine *e, struct smq_op *op)
+int run_topic_delete(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_topic *t = topic_find(&e->topics.model, op->queue);
     int rc;
@@ -163,7 +163,7 @@ static void take_topic(void *arg, size_t i)
     topic_info(pg->m->topics[i], &pg->l->topics[pg->l->n_topics++]);
 }
 
-int ops_topic_list(struct smq_engine *e, struct smq_op *op)
+int run_topic_list(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_op_tlist *l = &op->tlist;
     struct listing_set set = {&e->topics.model, e->topics.model.n_topics, topic_name_at,
@@ -180,7 +180,7 @@ int ops_topic_list(struct smq_engine *e, struct smq_op *op)
 
 /* ---- subscriptions ---- */
 
-void ops_sub_rec(const struct smq_sub *s, const struct smq_sub_attrs *a, int64_t modify_s,
+void run_sub_rec(const struct smq_sub *s, const struct smq_sub_attrs *a, int64_t modify_s,
                  struct store_sub_rec *r)
 {
     memset(r, 0, sizeof *r);
@@ -242,7 +242,7 @@ static struct smq_sub *new_sub(struct smq_engine *e, struct smq_op *op, int64_t 
     return s;
 }
 
-int ops_sub_subscribe(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_sub_subscribe(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct topic_model *m = &e->topics.model;
     struct smq_sub *s = topic_sub_find(t, op->sub.name);
@@ -266,7 +266,7 @@ int ops_sub_subscribe(struct smq_engine *e, struct smq_op *op, struct smq_topic 
     if ((s = new_sub(e, op, now_s, &rc)) == NULL)
         return rc;
     s->topic = t;
-    ops_sub_rec(s, &s->attrs, now_s, &rec);
+    run_sub_rec(s, &s->attrs, now_s, &rec);
     rc = insert_sub_row(e, &rec);
     if (rc != 0) {
         free(s);                /* linked nowhere yet */
@@ -302,7 +302,7 @@ static int overlay_sub(struct smq_op *op, const struct smq_sub *s, struct smq_su
     return 0;
 }
 
-int ops_sub_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_sub_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct smq_sub *s = topic_sub_find(t, op->sub.name);
     struct smq_sub_attrs a;
@@ -314,7 +314,7 @@ int ops_sub_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
         return SMQ_E_SUBSCRIPTION_NOT_EXIST;
     if ((rc = overlay_sub(op, s, &a)) != 0 || (rc = check_sub_dlq(e, op, &a)) != 0)
         return rc;
-    ops_sub_rec(s, &a, now_s, &rec);
+    run_sub_rec(s, &a, now_s, &rec);
     rc = txn_write_begin(&e->txn);
     if (rc == 0)
         rc = store_sub_update(e->store, &rec);
@@ -326,7 +326,7 @@ int ops_sub_set(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
     return rc;
 }
 
-int ops_sub_get(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_sub_get(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct smq_sub *s = topic_sub_find(t, op->sub.name);
 
@@ -337,7 +337,7 @@ int ops_sub_get(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
     return 0;
 }
 
-int ops_sub_unsubscribe(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_sub_unsubscribe(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct smq_sub *s = topic_sub_find(t, op->sub.name);
     int rc;
@@ -379,7 +379,7 @@ static void take_sub(void *arg, size_t i)
     topic_sub_info(pg->t->subs[i], &pg->l->subs[pg->l->n_subs++]);
 }
 
-int ops_sub_list(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
+int run_sub_list(struct smq_engine *e, struct smq_op *op, struct smq_topic *t)
 {
     struct smq_op_slist *l = &op->slist;
     struct listing_set set = {t, t->n_subs, sub_name_at, sub_lower_bound_of};

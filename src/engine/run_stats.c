@@ -1,14 +1,12 @@
 /*
- * ops_admin.c — owns the engine side of statistics and purge
- * (ops_admin.h).
+ * run_stats.c — owns the engine side of statistics (run_stats.h): the
+ * per-queue and per-topic figures of a STATS op and the engine-wide totals.
  */
-#include "ops_admin.h"
+#include "run_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "msgs.h"
 
 static void queue_stats(const struct smq_queue *q, struct smq_queue_stats *out)
 {
@@ -58,7 +56,7 @@ static int topics_stats(const struct topic_model *m, struct smq_op_stats *st)
     return 0;
 }
 
-void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
+void run_stats_totals(const struct smq_engine *e, struct smq_engine_stats *out)
 {
     out->queues = e->queues.n;
     out->messages = e->msgs.count;
@@ -77,17 +75,17 @@ void ops_admin_totals(const struct smq_engine *e, struct smq_engine_stats *out)
     out->notifications_dropped = e->topics.dropped;
 }
 
-int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
+int run_stats(struct smq_engine *e, struct smq_op *op)
 {
     struct smq_op_stats *st = &op->stats;
     size_t n = 0;
 
     if (st->totals_only) {               /* O(1): the engine answers, that is all */
-        ops_admin_totals(e, &st->totals);
+        run_stats_totals(e, &st->totals);
         return 0;
     }
     space_refresh(&e->space);
-    ops_admin_totals(e, &st->totals);
+    run_stats_totals(e, &st->totals);
     st->queues = calloc(e->queues.n > 0 ? e->queues.n : 1, sizeof *st->queues);
     if (st->queues == NULL)
         return SMQ_E_NOMEM;
@@ -102,62 +100,4 @@ int ops_admin_stats(struct smq_engine *e, struct smq_op *op)
         return n == 0 ? SMQ_E_QUEUE_NOT_EXIST : 0;
     /* A pass over every subscription: only /metrics asks for it. */
     return st->with_topics ? topics_stats(&e->topics.model, st) : 0;
-}
-
-/* Deletes every message of the queues in one savepoint, so a purge of a
- * queue and its DLQ happens wholly or not at all. */
-static int purge_queues(struct smq_engine *e, struct smq_queue **qs, size_t n)
-{
-    int rc = txn_write_begin(&e->txn);
-
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = store_queue_purge(e->store, qs[i]->id);
-    rc = txn_write_end(&e->txn, rc);
-    if (rc != 0)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        msgs_destroy_queue(e, qs[i]);
-        queue_redrive_free(qs[i]->redrive);      /* nothing left to move */
-        qs[i]->redrive = NULL;
-    }
-    return 0;
-}
-
-static uint64_t queue_size(const struct smq_queue *q)
-{
-    return q->n_active + q->n_inactive + q->n_delayed;
-}
-
-int ops_admin_purge(struct smq_engine *e, struct smq_op *op, struct smq_queue *q)
-{
-    struct smq_queue *qs[2];
-    struct smq_queue *dlq = NULL;
-    uint64_t n_main = 0, n_dlq = 0;
-    size_t n = 0;
-    int rc;
-
-    if (op->purge.dlq) {
-        dlq = q->attrs.dlq.enabled ? queue_registry_find(&e->queues, q->attrs.dlq.target) : NULL;
-        if (dlq == NULL)
-            return errors_set(&op->result, SMQ_E_INVALID_ARGUMENT,
-                              "The queue '%s' has no dead-letter queue.", q->name);
-    }
-    if (op->purge.main) {
-        n_main = queue_size(q);
-        qs[n++] = q;
-    }
-    if (dlq != NULL && dlq != q) {
-        n_dlq = queue_size(dlq);
-        qs[n++] = dlq;
-    }
-    rc = n > 0 ? purge_queues(e, qs, n) : 0;
-    if (rc != 0)
-        return rc;
-    op->purge.n_main = n_main;
-    op->purge.n_dlq = n_dlq;
-    if (op->purge.main)
-        oplog_purge(&e->oplog, q, n_main, op->request_id);
-    if (dlq != NULL && dlq != q)
-        oplog_purge(&e->oplog, dlq, n_dlq, op->request_id);
-    return 0;
 }

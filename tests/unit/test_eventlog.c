@@ -1,5 +1,5 @@
 /*
- * test_oplog.c — unit tests for the operation log (src/engine/oplog.c): events
+ * test_eventlog.c — unit tests for the event log (src/engine/eventlog.c): events
  * kept only for queues with logging on, written at flush only when the
  * run committed (except expiries, written either way), in order, with the
  * MessageId, dequeue count and request id; a move written for each side
@@ -21,21 +21,21 @@
 
 #include <cmocka.h>
 
-#include "oplog.h"
+#include "eventlog.h"
 #include "queue.h"
 #include "smqd/handle.h"
 #include "smqd/log.h"
 #include "smqd/mns.h"
 #include "topic.h"
 
-#define CAP 65536                    /* events one run holds (oplog.c) */
+#define CAP 65536                    /* events one run holds (eventlog.c) */
 #define ID(seqhex) "0102030405060708" seqhex
 
 struct fixture {
     char dir[64];
     char path[128];
     struct handle_keys keys;
-    struct oplog log;
+    struct eventlog log;
     struct smq_queue *loud, *quiet, *dlq;
     struct smq_msg m;
 };
@@ -58,7 +58,7 @@ static int setup(void **state)
 
     if (f == NULL)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-oplog-XXXXXX");
+    snprintf(f->dir, sizeof f->dir, "/tmp/smqd-test-eventlog-XXXXXX");
     if (mkdtemp(f->dir) == NULL)
         return -1;
     snprintf(f->path, sizeof f->path, "%s/smqd.log", f->dir);
@@ -66,7 +66,7 @@ static int setup(void **state)
         return -1;
     for (unsigned i = 0; i < 8; i++)
         f->keys.id_prefix[i] = (unsigned char)(i + 1);
-    oplog_init(&f->log, &f->keys);
+    eventlog_init(&f->log, &f->keys);
     f->loud = make_queue(1, "loud", 1);
     f->quiet = make_queue(2, "quiet", 0);
     f->dlq = make_queue(3, "loud-dlq", 1);
@@ -81,7 +81,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     log_close();
-    oplog_free(&f->log);
+    eventlog_free(&f->log);
     queue_free(f->loud);
     queue_free(f->quiet);
     queue_free(f->dlq);
@@ -145,7 +145,7 @@ static void assert_log(const struct fixture *f, const char *const *want, size_t 
 
 /* ---- recording and flushing ------------------------------------------------ */
 
-static void test_oplog_only_logging_queues(void **state)
+static void test_eventlog_only_logging_queues(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -153,20 +153,20 @@ static void test_oplog_only_logging_queues(void **state)
         " dequeue_count=3 request_id=R1",
     };
 
-    oplog_record(&f->log, f->quiet, OPLOG_SEND, &f->m, "R0");
+    eventlog_record(&f->log, f->quiet, EVENTLOG_SEND, &f->m, "R0");
     assert_int_equal(f->log.n, 0);
-    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R1");
+    eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "R1");
     assert_int_equal(f->log.n, 1);
-    oplog_record(&f->log, f->quiet, OPLOG_DELETE, &f->m, "R2");
+    eventlog_record(&f->log, f->quiet, EVENTLOG_DELETE, &f->m, "R2");
     assert_int_equal(f->log.n, 1);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_int_equal(f->log.n, 0);
     assert_log(f, want, 1);
 }
 
 /* Every kind by its name, in recording order, each with the message's
  * dequeue count at the time it was recorded. */
-static void test_oplog_committed_writes_all_in_order(void **state)
+static void test_eventlog_committed_writes_all_in_order(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -184,20 +184,20 @@ static void test_oplog_committed_writes_all_in_order(void **state)
     struct smq_msg other = {.seq = 7, .dequeue_count = 9};
 
     f->m.dequeue_count = 0;
-    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "A");
+    eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "A");
     f->m.dequeue_count = 1;
-    oplog_record(&f->log, f->loud, OPLOG_RECEIVE, &f->m, "B");
-    oplog_record(&f->log, f->loud, OPLOG_CHANGE_VISIBILITY, &f->m, "C");
+    eventlog_record(&f->log, f->loud, EVENTLOG_RECEIVE, &f->m, "B");
+    eventlog_record(&f->log, f->loud, EVENTLOG_CHANGE_VISIBILITY, &f->m, "C");
     f->m.seq = UINT64_MAX;
-    oplog_record(&f->log, f->loud, OPLOG_DELETE, &f->m, "D");
-    oplog_record(&f->log, f->loud, OPLOG_EXPIRE, &other, NULL);
-    oplog_flush(&f->log, true);
+    eventlog_record(&f->log, f->loud, EVENTLOG_DELETE, &f->m, "D");
+    eventlog_record(&f->log, f->loud, EVENTLOG_EXPIRE, &other, NULL);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 5);
 }
 
 /* A lost run writes only its expiries (they happened regardless), and
  * its events are gone afterwards either way. */
-static void test_oplog_lost_run_writes_only_expiry(void **state)
+static void test_eventlog_lost_run_writes_only_expiry(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -207,22 +207,22 @@ static void test_oplog_lost_run_writes_only_expiry(void **state)
         " dequeue_count=3 request_id=-",
     };
 
-    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "S");
-    oplog_record(&f->log, f->loud, OPLOG_EXPIRE, &f->m, NULL);
-    oplog_record(&f->log, f->loud, OPLOG_DELETE, &f->m, "D");
-    oplog_move(&f->log, f->loud, f->dlq, OPLOG_DEAD_LETTER, &f->m, 3, "M");
-    oplog_purge(&f->log, f->loud, 4, "P");
-    oplog_record(&f->log, f->dlq, OPLOG_EXPIRE, &f->m, "");
-    oplog_flush(&f->log, false);
+    eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "S");
+    eventlog_record(&f->log, f->loud, EVENTLOG_EXPIRE, &f->m, NULL);
+    eventlog_record(&f->log, f->loud, EVENTLOG_DELETE, &f->m, "D");
+    eventlog_move(&f->log, f->loud, f->dlq, EVENTLOG_DEAD_LETTER, &f->m, 3, "M");
+    eventlog_purge(&f->log, f->loud, 4, "P");
+    eventlog_record(&f->log, f->dlq, EVENTLOG_EXPIRE, &f->m, "");
+    eventlog_flush(&f->log, false);
     assert_int_equal(f->log.n, 0);
     assert_log(f, want, 2);
     /* Nothing is left for a later flush. */
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 2);
 }
 
 /* No request id (NULL or "") is written as "-". */
-static void test_oplog_request_id_default(void **state)
+static void test_eventlog_request_id_default(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -234,16 +234,16 @@ static void test_oplog_request_id_default(void **state)
         " dequeue_count=3 request_id=5F1A2B3C4D5E6F7A8B9C0D1E",
     };
 
-    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, NULL);
-    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "");
-    oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "5F1A2B3C4D5E6F7A8B9C0D1E");
-    oplog_flush(&f->log, true);
+    eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, NULL);
+    eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "");
+    eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "5F1A2B3C4D5E6F7A8B9C0D1E");
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 3);
 }
 
 /* Names and the message's fields are copied when recorded: the queue may
  * be deleted and the message freed before the flush. */
-static void test_oplog_copies_at_record_time(void **state)
+static void test_eventlog_copies_at_record_time(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -257,17 +257,17 @@ static void test_oplog_copies_at_record_time(void **state)
     assert_non_null(m);
     m->seq = 99;
     m->dequeue_count = 2;
-    oplog_record(&f->log, gone, OPLOG_DELETE, m, rid);
+    eventlog_record(&f->log, gone, EVENTLOG_DELETE, m, rid);
     queue_free(gone);
     free(m);
     rid[0] = 'Y';
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 1);
 }
 
 /* ---- moves ------------------------------------------------------------------ */
 
-static void test_oplog_move_logs_both_sides(void **state)
+static void test_eventlog_move_logs_both_sides(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -283,14 +283,14 @@ static void test_oplog_move_logs_both_sides(void **state)
 
     /* The count passed, not m's own (which restarts with the move). */
     f->m.dequeue_count = 0;
-    oplog_move(&f->log, f->loud, f->dlq, OPLOG_DEAD_LETTER, &f->m, 5, "R");
-    oplog_move(&f->log, f->dlq, f->loud, OPLOG_REDRIVE, &f->m, 1, NULL);
-    oplog_flush(&f->log, true);
+    eventlog_move(&f->log, f->loud, f->dlq, EVENTLOG_DEAD_LETTER, &f->m, 5, "R");
+    eventlog_move(&f->log, f->dlq, f->loud, EVENTLOG_REDRIVE, &f->m, 1, NULL);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 4);
 }
 
 /* Only the sides that log get a line. */
-static void test_oplog_move_one_side_logging(void **state)
+static void test_eventlog_move_one_side_logging(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -301,11 +301,11 @@ static void test_oplog_move_one_side_logging(void **state)
     };
     struct smq_queue *quiet2 = make_queue(4, "quiet2", 0);
 
-    oplog_move(&f->log, f->loud, f->quiet, OPLOG_DEAD_LETTER, &f->m, 2, "A");
-    oplog_move(&f->log, f->quiet, f->loud, OPLOG_REDRIVE, &f->m, 4, "B");
-    oplog_move(&f->log, f->quiet, quiet2, OPLOG_DEAD_LETTER, &f->m, 1, "C");
+    eventlog_move(&f->log, f->loud, f->quiet, EVENTLOG_DEAD_LETTER, &f->m, 2, "A");
+    eventlog_move(&f->log, f->quiet, f->loud, EVENTLOG_REDRIVE, &f->m, 4, "B");
+    eventlog_move(&f->log, f->quiet, quiet2, EVENTLOG_DEAD_LETTER, &f->m, 1, "C");
     assert_int_equal(f->log.n, 2);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 2);
     queue_free(quiet2);
 }
@@ -313,7 +313,7 @@ static void test_oplog_move_one_side_logging(void **state)
 /* ---- topics --------------------------------------------------------------- */
 
 /* A topic with one subscription and one notification of message 0x2B: the
- * oplog reads only their names, the topic's LoggingEnabled and the seq. */
+ * eventlog reads only their names, the topic's LoggingEnabled and the seq. */
 struct topic_case {
     struct smq_topic t;
     struct smq_sub s;
@@ -336,7 +336,7 @@ static void topic_case_init(struct topic_case *c, const char *topic, const char 
     c->n.msg = &c->msg;
 }
 
-static void test_oplog_topic_events(void **state)
+static void test_eventlog_topic_events(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -357,23 +357,23 @@ static void test_oplog_topic_events(void **state)
 
     topic_case_init(&loud, "news", "to-loud", 1);
     topic_case_init(&quiet, "hush", "to-loud", 0);
-    oplog_publish(&f->log, &loud.t, 0x2B, 3, "PUB1");
-    oplog_publish(&f->log, &quiet.t, 0x2B, 3, "PUB2");
+    eventlog_publish(&f->log, &loud.t, 0x2B, 3, "PUB1");
+    eventlog_publish(&f->log, &quiet.t, 0x2B, 3, "PUB2");
     /* The queue logs or not: the topic decides for its own lines. */
-    oplog_notify(&f->log, OPLOG_NOTIFY_DELIVER, &loud.n, 1, f->loud);
-    oplog_notify(&f->log, OPLOG_NOTIFY_DELIVER, &quiet.n, 1, f->loud);
-    oplog_notify(&f->log, OPLOG_NOTIFY_RETRY, &loud.n, 2, NULL);
-    oplog_notify(&f->log, OPLOG_NOTIFY_DEAD_LETTER, &loud.n, 3, f->dlq);
-    oplog_notify(&f->log, OPLOG_NOTIFY_DROP, &loud.n, 4, NULL);
-    oplog_notify(&f->log, OPLOG_NOTIFY_DROP, &quiet.n, 4, NULL);
-    oplog_publish(&f->log, &loud.t, 0x2C, 0, NULL);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DELIVER, &loud.n, 1, f->loud);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DELIVER, &quiet.n, 1, f->loud);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_RETRY, &loud.n, 2, NULL);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DEAD_LETTER, &loud.n, 3, f->dlq);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DROP, &loud.n, 4, NULL);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DROP, &quiet.n, 4, NULL);
+    eventlog_publish(&f->log, &loud.t, 0x2C, 0, NULL);
     assert_int_equal(f->log.n, 6);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 6);
 }
 
 /* A lost run shows none of the topic's lines: they did not happen. */
-static void test_oplog_topic_lost_run(void **state)
+static void test_eventlog_topic_lost_run(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -383,19 +383,19 @@ static void test_oplog_topic_lost_run(void **state)
     struct topic_case c;
 
     topic_case_init(&c, "news", "s", 1);
-    oplog_publish(&f->log, &c.t, 0x2B, 1, "P1");
-    oplog_notify(&f->log, OPLOG_NOTIFY_DELIVER, &c.n, 1, f->loud);
-    oplog_notify(&f->log, OPLOG_NOTIFY_DROP, &c.n, 1, NULL);
-    oplog_flush(&f->log, false);
+    eventlog_publish(&f->log, &c.t, 0x2B, 1, "P1");
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DELIVER, &c.n, 1, f->loud);
+    eventlog_notify(&f->log, EVENTLOG_NOTIFY_DROP, &c.n, 1, NULL);
+    eventlog_flush(&f->log, false);
     assert_int_equal(f->log.n, 0);
-    oplog_publish(&f->log, &c.t, 0x2B, 1, "P2");
-    oplog_flush(&f->log, true);
+    eventlog_publish(&f->log, &c.t, 0x2B, 1, "P2");
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 1);
 }
 
 /* ---- purge ---------------------------------------------------------------- */
 
-static void test_oplog_purge_carries_count(void **state)
+static void test_eventlog_purge_carries_count(void **state)
 {
     struct fixture *f = *state;
     static const char *const want[] = {
@@ -404,41 +404,41 @@ static void test_oplog_purge_carries_count(void **state)
         "OPLOG queue=loud event=purge count=18446744073709551615 request_id=P3",
     };
 
-    oplog_purge(&f->log, f->loud, 123, "P1");
+    eventlog_purge(&f->log, f->loud, 123, "P1");
     /* A quiet queue's purge records nothing and changes no other line. */
-    oplog_purge(&f->log, f->quiet, 77, "P2");
-    oplog_purge(&f->log, f->dlq, 0, NULL);
-    oplog_purge(&f->log, f->loud, UINT64_MAX, "P3");
+    eventlog_purge(&f->log, f->quiet, 77, "P2");
+    eventlog_purge(&f->log, f->dlq, 0, NULL);
+    eventlog_purge(&f->log, f->loud, UINT64_MAX, "P3");
     assert_int_equal(f->log.n, 3);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_log(f, want, 3);
 }
 
 /* ---- the per-run cap ---------------------------------------------------------- */
 
-static void test_oplog_cap_counts_dropped(void **state)
+static void test_eventlog_cap_counts_dropped(void **state)
 {
     struct fixture *f = *state;
-    size_t n, n_oplog = 0;
+    size_t n, n_eventlog = 0;
     char **lines;
 
     for (size_t i = 0; i < CAP + 3; i++) {
         f->m.seq = i + 1;
-        oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R");
+        eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "R");
     }
     /* A move past the cap drops both of its lines. */
-    oplog_move(&f->log, f->loud, f->dlq, OPLOG_DEAD_LETTER, &f->m, 1, "R");
+    eventlog_move(&f->log, f->loud, f->dlq, EVENTLOG_DEAD_LETTER, &f->m, 1, "R");
     assert_int_equal(f->log.n, CAP);
     assert_int_equal(f->log.dropped, 5);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     assert_int_equal(f->log.dropped, 0);
     assert_int_equal(f->log.n, 0);
 
     lines = read_lines(f, &n);
     assert_int_equal(n, CAP + 1);
     for (size_t i = 0; i < n; i++)
-        n_oplog += strncmp(lines[i], "OPLOG ", 6) == 0;
-    assert_int_equal(n_oplog, CAP);
+        n_eventlog += strncmp(lines[i], "OPLOG ", 6) == 0;
+    assert_int_equal(n_eventlog, CAP);
     /* The first and the last kept are the first CAP recorded. */
     assert_string_equal(lines[0], "OPLOG queue=loud event=send message_id=" ID("0000000000000001")
                         " dequeue_count=3 request_id=R");
@@ -450,10 +450,10 @@ static void test_oplog_cap_counts_dropped(void **state)
     free_lines(lines, n);
 
     /* The next run starts afresh: recorded, no warning. */
-    oplog_record(&f->log, f->loud, OPLOG_DELETE, &f->m, "N");
+    eventlog_record(&f->log, f->loud, EVENTLOG_DELETE, &f->m, "N");
     assert_int_equal(f->log.n, 1);
     assert_int_equal(f->log.dropped, 0);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     lines = read_lines(f, &n);
     assert_int_equal(n, CAP + 2);
     assert_non_null(strstr(lines[CAP + 1], "event=delete"));
@@ -461,15 +461,15 @@ static void test_oplog_cap_counts_dropped(void **state)
 }
 
 /* A lost run past the cap still reports what it dropped. */
-static void test_oplog_cap_dropped_reported_when_lost(void **state)
+static void test_eventlog_cap_dropped_reported_when_lost(void **state)
 {
     struct fixture *f = *state;
     size_t n;
     char **lines;
 
     for (size_t i = 0; i < CAP + 1; i++)
-        oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R");
-    oplog_flush(&f->log, false);
+        eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "R");
+    eventlog_flush(&f->log, false);
     lines = read_lines(f, &n);
     assert_int_equal(n, 1);
     assert_true(strncmp(lines[0], "WARN ", 5) == 0);
@@ -480,10 +480,10 @@ static void test_oplog_cap_dropped_reported_when_lost(void **state)
 
 /*
  * A purge line carries its own purge's count, and the log never shows what
- * did not happen (oplog.h): a purge dropped at the per-run cap leaves the
+ * did not happen (eventlog.h): a purge dropped at the per-run cap leaves the
  * line of an earlier purge as it was.
  */
-static void test_oplog_purge_dropped_at_cap_keeps_earlier_count(void **state)
+static void test_eventlog_purge_dropped_at_cap_keeps_earlier_count(void **state)
 {
     struct fixture *f = *state;
     char purge_line[128];
@@ -491,12 +491,12 @@ static void test_oplog_purge_dropped_at_cap_keeps_earlier_count(void **state)
     char **lines;
 
     for (size_t i = 0; i < CAP - 1; i++)
-        oplog_record(&f->log, f->loud, OPLOG_SEND, &f->m, "R");
-    oplog_purge(&f->log, f->loud, 1, "FIRST");
+        eventlog_record(&f->log, f->loud, EVENTLOG_SEND, &f->m, "R");
+    eventlog_purge(&f->log, f->loud, 1, "FIRST");
     assert_int_equal(f->log.n, CAP);
-    oplog_purge(&f->log, f->loud, 99, "DROPPED");
+    eventlog_purge(&f->log, f->loud, 99, "DROPPED");
     assert_int_equal(f->log.dropped, 1);
-    oplog_flush(&f->log, true);
+    eventlog_flush(&f->log, true);
     lines = read_lines(f, &n);
     snprintf(purge_line, sizeof purge_line, "%s", n >= CAP ? lines[CAP - 1] : "");
     free_lines(lines, n);              /* before asserting: no leak when it fails */
@@ -508,19 +508,19 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_oplog_only_logging_queues),
-        T(test_oplog_committed_writes_all_in_order),
-        T(test_oplog_lost_run_writes_only_expiry),
-        T(test_oplog_request_id_default),
-        T(test_oplog_copies_at_record_time),
-        T(test_oplog_move_logs_both_sides),
-        T(test_oplog_move_one_side_logging),
-        T(test_oplog_purge_carries_count),
-        T(test_oplog_topic_events),
-        T(test_oplog_topic_lost_run),
-        T(test_oplog_cap_counts_dropped),
-        T(test_oplog_cap_dropped_reported_when_lost),
-        T(test_oplog_purge_dropped_at_cap_keeps_earlier_count),
+        T(test_eventlog_only_logging_queues),
+        T(test_eventlog_committed_writes_all_in_order),
+        T(test_eventlog_lost_run_writes_only_expiry),
+        T(test_eventlog_request_id_default),
+        T(test_eventlog_copies_at_record_time),
+        T(test_eventlog_move_logs_both_sides),
+        T(test_eventlog_move_one_side_logging),
+        T(test_eventlog_purge_carries_count),
+        T(test_eventlog_topic_events),
+        T(test_eventlog_topic_lost_run),
+        T(test_eventlog_cap_counts_dropped),
+        T(test_eventlog_cap_dropped_reported_when_lost),
+        T(test_eventlog_purge_dropped_at_cap_keeps_earlier_count),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
