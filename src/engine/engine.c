@@ -3,9 +3,9 @@
  * (engine.h): one group commit per run, the parked polls served as
  * messages become Active, the refusals while broken or after a failed
  * flush, and opening and closing the engine.  What each operation does is
- * in its operation file (run_queue.c, run_message.c, run_topic.c,
- * run_stats.c, run_redrive.c); the parts they share are below them (msgs.c, txn.c,
- * space.c, waiters.c, eventlog.c; engine_core.h).
+ * in its run file (run_queue.c, run_message.c, run_topic.c, run_stats.c,
+ * run_purge.c, run_redrive.c); the parts they share are below them (msgs.c,
+ * txn.c, space.c, waiters.c, eventlog.c; engine_core.h).
  */
 #include "smqd/engine.h"
 
