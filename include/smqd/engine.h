@@ -47,6 +47,15 @@
 struct smq_engine;
 
 struct smq_syncer;
+struct push_job;
+
+/* How the engine hands an HTTP push attempt to the push pool (push.h's
+ * push_submit contract): 0 = taken (the pool frees the job); anything else
+ * (SMQ_E_SERVICE_UNAVAILABLE: no room, or no pool) = not taken, the job
+ * stays the engine's and the attempt is made later.  Called on the engine
+ * thread; the daemon wraps the pool it starts and stops (node.c), so the
+ * engine never reaches the pool itself. */
+typedef int (*smq_engine_push_fn)(void *arg, struct push_job *job);
 
 struct smq_engine_opts {
     const struct smq_clock *clock;
@@ -70,6 +79,12 @@ void engine_close(struct smq_engine *e);
  * flushed (syncer.h), on its thread.  Call before the engine thread starts
  * and after any caller that needs done at once (declare.c). */
 void engine_set_syncer(struct smq_engine *e, struct smq_syncer *syncer);
+
+/* From now on HTTP subscriptions' notifications are pushed through
+ * submit(arg, job) once their rows are committed (NULL: they wait, stored,
+ * as without a pool); outcomes come back as SMQ_OP_PUSH_RESULT ops.  Call
+ * before the engine thread starts (or on it). */
+void engine_set_push(struct smq_engine *e, smq_engine_push_fn submit, void *arg);
 
 /* The id/handle keys (read-only after open; safe to read from any thread). */
 const struct handle_keys *engine_keys(const struct smq_engine *e);

@@ -80,6 +80,16 @@ struct smq_queue_stats {
     uint64_t redrive_pending;    /* still to move in a running redrive */
 };
 
+/* The push latency histogram's upper bounds (Prometheus' default buckets,
+ * 5 ms to 10 s), in microseconds. */
+#define SMQ_PUSH_LATENCY_BUCKETS 11
+static inline uint64_t smq_push_latency_bound_us(size_t i)
+{
+    static const uint64_t bounds[SMQ_PUSH_LATENCY_BUCKETS] = {
+        5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000};
+    return i < SMQ_PUSH_LATENCY_BUCKETS ? bounds[i] : UINT64_MAX;
+}
+
 /* Per-topic statistics (SMQ_OP_STATS), its subscriptions' figures summed.
  * Counters count since start-up. */
 struct smq_topic_stats {
@@ -92,6 +102,13 @@ struct smq_topic_stats {
     uint64_t retrying;           /* of those, the ones with a failed attempt */
     uint64_t http_pending;       /* of those, the ones of HTTP subscriptions (their pushes wait) */
     uint64_t messages;           /* published messages kept for their pending notifications */
+    /* HTTP pushes (docs/protocol.md §13.10, §13.12): */
+    uint64_t rejected;           /* attempts answered 403 (also counted in failed) */
+    uint64_t push_latency_us_sum;    /* of every attempt with an outcome */
+    uint64_t push_latency_n;
+    /* attempts whose latency was <= smq_push_latency_bound_us(i), per bucket
+     * i (not cumulative); the last bucket takes the rest (+Inf) */
+    uint64_t push_latency_buckets[SMQ_PUSH_LATENCY_BUCKETS + 1];
 };
 
 /* Engine-wide figures (engine_stats, SMQ_OP_STATS). */

@@ -34,6 +34,11 @@ void engine_set_syncer(struct smq_engine *e, struct smq_syncer *syncer)
     e->txn.syncer = syncer;
 }
 
+void engine_set_push(struct smq_engine *e, smq_engine_push_fn submit, void *arg)
+{
+    fanout_set_push(e, submit, arg);
+}
+
 /* ---- dispatch ---------------------------------------------------------------------- */
 
 /*
@@ -48,8 +53,7 @@ struct engine_kind_row {
     int (*run_on_topic)(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
 };
 
-/* The kind the engine does not run yet (the push pool's outcomes come with
- * HTTP pushes, issue 39); a value that is no kind is answered so too. */
+/* A value that is no kind is answered so. */
 static int run_unhandled(struct smq_engine *e, struct smq_op *op)
 {
     (void)e, (void)op;
@@ -81,7 +85,7 @@ static const struct engine_kind_row kinds[] = {
     [SMQ_OP_GET_SUBSCRIPTION] = {.run_on_topic = run_sub_get},
     [SMQ_OP_UNSUBSCRIBE] = {.run_on_topic = run_sub_unsubscribe},
     [SMQ_OP_LIST_SUBSCRIPTIONS] = {.run_on_topic = run_sub_list},
-    [SMQ_OP_PUSH_RESULT] = {.run = run_unhandled},
+    [SMQ_OP_PUSH_RESULT] = {.run = fanout_push_result},
 };
 
 /* A kind added without its row fails here; a row left out in the middle

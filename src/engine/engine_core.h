@@ -29,6 +29,8 @@
 #include "txn.h"
 #include "waiters.h"
 
+struct push_job;
+
 #define EXPIRED_FLUSH_AT 1024        /* lazily deleted expired rows per flush */
 
 /* Ids are never reused: each is handed out below a persisted mark (msgs.c). */
@@ -52,6 +54,17 @@ struct engine_topics {
     size_t in_txn;                   /* deliveries in the open transaction (fanout.c) */
     struct smq_buf body;             /* the last published body read for a notification */
     uint64_t body_seq;               /* whose it is; 0 = none */
+    /* HTTP pushes (fanout.c): the pool's way in (engine_set_push; NULL =
+     * HTTP notifications wait), the commits so far (a notification is
+     * pushed once the commit that wrote its row is in), and whether the
+     * subscriptions on the model's blocked list wait for room in the pool
+     * (tried again at pool_retry_mono, or on the next push result). */
+    int (*push_submit)(void *arg, struct push_job *job);   /* engine.h's smq_engine_push_fn */
+    void *push_arg;
+    uint64_t commits;
+    bool pool_wait;
+    uint64_t pool_retry_mono;
+    uint64_t overdue_loaded;         /* notifications loaded past due, spread (§13.12) */
 };
 
 /* Rows of expired messages, deleted lazily in one go (msgs.c). */

@@ -1,7 +1,9 @@
 /*
  * fanout.c — owns what happens to a pending notification (fanout.h): its
- * delivery into a queue, rendered in its subscription's format, the
- * failure of an attempt and the retry schedule, giving up, and the timers.
+ * delivery into a queue, rendered in its subscription's format, or its
+ * HTTP push handed to the push pool once its row is committed and the
+ * pool's outcome; the failure of an attempt and the retry schedule, giving
+ * up, and the timers.
  * The publish itself, recovery and the self-check are in fanout_publish.c.
  */
 #include "fanout.h"
@@ -14,6 +16,7 @@
 #include "smqd/crypto.h"
 #include "smqd/log.h"
 #include "smqd/notify.h"
+#include "smqd/push.h"
 
 /* Deliveries per transaction, in all: a send waits for the flush of the
  * transaction it is in, so a wide fan-out must not make that flush long. */
@@ -21,6 +24,7 @@
 #define FANOUT_SUB_BUDGET 16     /* of which one subscription's, before the next one's turn */
 #define GIVE_UP_RETRY_MS 10000   /* a give-up that could not be written is tried again */
 #define FULL_RECHECK_MS 1000     /* while the disk is full, deliveries wait (§12.4) */
+#define POOL_RETRY_MS 1000       /* a push the pool had no room for is offered again */
 
 static uint32_t next_rnd(struct engine_topics *f)
 {
@@ -241,18 +245,104 @@ static void deliver_to_queue(struct smq_engine *e, struct topic_notif *n)
         topic_notif_make_ready(&e->topics.model, n);   /* the reload replaces it */
 }
 
-/* Delivers up to budget of s's READY notifications; returns how many.  An
- * HTTP subscription's notifications wait for the push pool (issue 39). */
+/* ---- HTTP pushes (§13.10) ---- */
+
+/* A job for n's next attempt, its body rendered in the subscription's
+ * format (§13.9).  0 or the error (no job). */
+static int push_job_of(struct smq_engine *e, const struct topic_notif *n, struct push_job **out)
+{
+    struct push_job *job = calloc(1, sizeof *job);
+    const struct smq_sub *s = n->sub;
+    int rc;
+
+    *out = NULL;
+    if (job == NULL)
+        return SMQ_E_NOMEM;
+    buf_init(&job->body);
+    job->sub_id = s->id;
+    job->seq = n->msg->seq;
+    job->attempt = n->attempts + 1;
+    job->format = s->attrs.format;
+    job->publish_ms = n->msg->publish_ms;
+    snprintf(job->endpoint, sizeof job->endpoint, "%s", s->attrs.endpoint);
+    snprintf(job->topic, sizeof job->topic, "%s", s->topic->name);
+    snprintf(job->sub, sizeof job->sub, "%s", s->name);
+    snprintf(job->tag, sizeof job->tag, "%s", n->msg->tag);
+    msgid_format(&e->keys, n->msg->seq, job->msg_id);
+    rc = render(e, n, &job->body);
+    if (rc != 0) {
+        push_job_free(job);
+        return rc;
+    }
+    *out = job;
+    return 0;
+}
+
+enum { PUSHED, WAIT_COMMIT, WAIT_POOL };
+
+/* Hands the head of s's READY FIFO to the pool: PUSHED (it is in flight
+ * now), WAIT_COMMIT (its row is not committed yet: a push must not reach
+ * an endpoint for a publish that could still be lost), or WAIT_POOL (no
+ * room in the pool, no pool, or its body could not be read: it stays READY
+ * and no attempt is used up). */
+static int push_head(struct smq_engine *e, struct smq_sub *s)
+{
+    struct engine_topics *f = &e->topics;
+    struct topic_notif *n = s->ready_head;
+    struct push_job *job;
+    int rc;
+
+    if (n->commit_gen > f->commits)
+        return WAIT_COMMIT;
+    rc = push_job_of(e, n, &job);
+    if (rc == 0)
+        rc = f->push_submit(f->push_arg, job);
+    if (rc != 0) {
+        push_job_free(job);
+        f->pool_wait = true;
+        f->pool_retry_mono = clock_mono_ms(e->clock) + POOL_RETRY_MS;
+        return WAIT_POOL;
+    }
+    topic_notif_unplace(n, &f->wheel);
+    topic_notif_fly(n);
+    return PUSHED;
+}
+
+/* Starts up to budget pushes of s's READY notifications; returns how many.
+ * At most flight_cap of s's are in flight (a push result makes s runnable
+ * again); s waits on the blocked list for a commit or room in the pool. */
+static size_t push_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
+{
+    size_t done = 0;
+
+    if (e->topics.push_submit == NULL)
+        return 0;                /* no pool: stored, they wait (engine_set_push) */
+    while (s->ready_head != NULL && done < budget) {
+        if (s->n_flight >= s->flight_cap)
+            return done;
+        if (push_head(e, s) != PUSHED) {
+            topic_block(&e->topics.model, s);
+            return done;
+        }
+        done++;
+    }
+    if (s->ready_head != NULL)
+        topic_mark_runnable(&e->topics.model, s);
+    return done;
+}
+
+/* Delivers up to budget of s's READY notifications; returns how many. */
 static size_t run_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
 {
     size_t done = 0;
 
     if (s->ep.kind != NOTIFY_EP_QUEUE)
-        return 0;
+        return push_sub(e, s, budget);
     while (s->ready_head != NULL && done < budget && !e->txn.lost) {
         deliver_to_queue(e, s->ready_head);
         done++;
     }
+    e->topics.in_txn += done;
     if (s->ready_head != NULL)
         topic_mark_runnable(&e->topics.model, s);
     return done;
@@ -267,25 +357,118 @@ static size_t txn_budget(const struct smq_engine *e)
 void fanout_txn_ended(struct smq_engine *e)
 {
     e->topics.in_txn = 0;
+    if (e->txn.lost)
+        return;                  /* the reload replaces the model */
+    e->topics.commits++;
+    /* Whatever waited for this commit may be pushed now; a subscription
+     * that waited for the pool just tries again. */
+    e->topics.pool_wait = false;
+    topic_unblock_all(&e->topics.model);
 }
 
 void fanout_run(struct smq_engine *e)
 {
-    struct topic_model *m = &e->topics.model;
+    struct engine_topics *f = &e->topics;
+    struct topic_model *m = &f->model;
     size_t budget;
     struct smq_sub *s;
 
     /* While the disk is full nothing is delivered, and no attempt is used up. */
     if (e->space.full || txn_writes_stopped(&e->txn))
         return;
+    if (f->pool_wait && clock_mono_ms(e->clock) >= f->pool_retry_mono) {
+        f->pool_wait = false;
+        topic_unblock_all(m);
+    }
     budget = txn_budget(e);
     while (budget > 0 && !e->txn.lost && (s = topic_take_runnable(m)) != NULL) {
         size_t done = run_sub(e, s, budget < FANOUT_SUB_BUDGET ? budget : FANOUT_SUB_BUDGET);
-        e->topics.in_txn += done;
         /* A subscription that delivered nothing still costs a turn, so that
          * the loop ends. */
         budget -= done > 0 ? done : 1;
     }
+}
+
+/* ---- the pool's outcomes ---- */
+
+/* n's push answered 2xx: its row goes (retired), counted delivered. */
+static void pushed(struct smq_engine *e, struct topic_notif *n)
+{
+    struct smq_sub *s = n->sub;
+    int rc = txn_write_begin(&e->txn);
+
+    if (rc == 0)
+        rc = txn_write_end(&e->txn, delete_rows(e, n));
+    s->flight_cap = TOPIC_FLIGHT_CAP;        /* the endpoint answers again */
+    if (rc != 0) {
+        /* Delivered but not recorded: at least once means it goes again. */
+        topic_notif_make_ready(&e->topics.model, n);
+        return;
+    }
+    s->count.delivered++;
+    eventlog_notify(&e->eventlog, EVENTLOG_NOTIFY_DELIVER, n, n->attempts + 1, NULL);
+    retire(e, n);
+}
+
+static void count_latency(struct smq_sub *s, uint64_t latency_us)
+{
+    size_t b = 0;
+
+    while (b < SMQ_PUSH_LATENCY_BUCKETS && latency_us > smq_push_latency_bound_us(b))
+        b++;
+    s->count.push_latency_buckets[b]++;
+    s->count.push_latency_us_sum += latency_us;
+    s->count.push_latency_n++;
+}
+
+int fanout_push_result(struct smq_engine *e, struct smq_op *op)
+{
+    const struct smq_op_push *p = &op->push;
+    struct engine_topics *f = &e->topics;
+    struct smq_sub *s = topic_sub_find_id(&f->model, p->sub_id);
+    struct topic_notif *n = s != NULL ? topic_flight_find(s, p->seq, p->attempt) : NULL;
+
+    if (f->pool_wait) {          /* the pool has room again */
+        f->pool_wait = false;
+        topic_unblock_all(&f->model);
+    }
+    if (n == NULL)
+        return 0;                /* unsubscribed meanwhile, or reloaded since */
+    topic_notif_unplace(n, &f->wheel);
+    if (p->outcome == SMQ_PUSH_CANCELLED) {
+        /* Not an attempt (the pool was stopping): pending as it was. */
+        topic_notif_make_ready(&f->model, n);
+        return 0;
+    }
+    count_latency(s, p->latency_us);
+    if (p->outcome == SMQ_PUSH_OK) {
+        pushed(e, n);
+    } else {
+        if (p->outcome == SMQ_PUSH_REJECTED)
+            s->count.rejected++;
+        /* One probe at a time until the endpoint answers again, so a dead
+         * endpoint holds one slot of the pool at most (§13.12). */
+        s->flight_cap = 1;
+        attempt_failed(e, n);
+    }
+    if (s->ready_head != NULL)
+        topic_mark_runnable(&f->model, s);
+    return 0;
+}
+
+void fanout_set_push(struct smq_engine *e, int (*submit)(void *arg, struct push_job *job),
+                     void *arg)
+{
+    struct topic_model *m = &e->topics.model;
+
+    e->topics.push_submit = submit;
+    e->topics.push_arg = arg;
+    /* HTTP subscriptions with READY notifications left the runnable list
+     * while nothing could push them. */
+    for (size_t i = 0; i < m->n_topics; i++)
+        for (size_t j = 0; j < m->topics[i]->n_subs; j++)
+            if (m->topics[i]->subs[j]->ready_head != NULL)
+                topic_mark_runnable(m, m->topics[i]->subs[j]);
 }
 
 /* ---- timers ---- */
@@ -322,6 +505,12 @@ void fanout_advance(struct smq_engine *e, uint64_t now_mono)
 uint64_t fanout_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
 {
     uint64_t wheel = twheel_next_timeout_ms(&e->topics.wheel, now_mono);
+    const struct engine_topics *f = &e->topics;
+
+    if (f->pool_wait && f->model.blocked != NULL) {
+        uint64_t pool = f->pool_retry_mono > now_mono ? f->pool_retry_mono - now_mono : 0;
+        wheel = pool < wheel ? pool : wheel;
+    }
 
     if (e->topics.model.runnable_head == NULL)
         return wheel;

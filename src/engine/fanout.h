@@ -10,8 +10,10 @@
  * savepoint as what its delivery writes (the queue message made, the
  * published message's row deleted with its last notification), and memory
  * changes only after the write succeeded, so a crash repeats at most the
- * delivery it interrupted.  Notifications for HTTP endpoints are stored and
- * wait: their pushes come with issue 39.  Engine thread only.
+ * delivery it interrupted.  A notification for an HTTP endpoint is handed
+ * to the push pool (engine_set_push) once the commit that wrote its row is
+ * in, and its outcome comes back as an SMQ_OP_PUSH_RESULT op; a
+ * notification in flight is not handed over again.  Engine thread only.
  */
 #ifndef SMQD_FANOUT_H
 #define SMQD_FANOUT_H
@@ -28,6 +30,15 @@ void fanout_free(struct smq_engine *e);
  * matching subscription in one savepoint (only a sequence number when none
  * matches).  0 or an SMQ_E_* code. */
 int fanout_publish(struct smq_engine *e, struct smq_op *op, struct smq_topic *t);
+
+/* SMQ_OP_PUSH_RESULT: one push attempt's outcome (§13.10, §13.12): OK
+ * retires the notification; CANCELLED puts it back as it was; any other
+ * failure schedules the next attempt or gives it up.  An outcome of a
+ * notification no longer in flight is ignored.  Always 0. */
+int fanout_push_result(struct smq_engine *e, struct smq_op *op);
+/* engine_set_push. */
+void fanout_set_push(struct smq_engine *e, int (*submit)(void *arg, struct push_job *job),
+                     void *arg);
 
 /* Fires due retries (mono ms). */
 void fanout_advance(struct smq_engine *e, uint64_t now_mono);

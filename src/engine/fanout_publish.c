@@ -84,6 +84,7 @@ static void link_publish(struct smq_engine *e, struct smq_op *op, struct smq_top
     for (uint32_t i = 0; i < n; i++) {
         fresh[i]->msg = msg;
         fresh[i]->due_ms = e->now_ms;
+        fresh[i]->commit_gen = f->commits + 1;   /* pushed once this run commits */
         topic_notif_link(&f->model, fresh[i], e->now_ms, &f->wheel, e->tb.epoch_minus_mono_ms);
     }
 }
@@ -154,6 +155,21 @@ static int load_tmsg(void *arg, const struct store_tmsg_rec *r)
     return 0;
 }
 
+/* Attempts of HTTP subscriptions that fell due while smqd was down are
+ * spread out rather than made all at once (§13.12): the k-th one loaded
+ * past due is due k / OVERDUE_PER_S seconds from now.  Only memory moves:
+ * the row keeps the earlier time, so a restart retries sooner, never later. */
+#define OVERDUE_PER_S 100
+static int64_t overdue_spread(struct smq_engine *e, const struct smq_sub *s, int64_t due_ms)
+{
+    uint64_t k;
+
+    if (s->ep.kind == NOTIFY_EP_QUEUE || due_ms > e->now_ms)
+        return due_ms;
+    k = e->topics.overdue_loaded++;
+    return e->now_ms + (int64_t)(k / OVERDUE_PER_S) * 1000;
+}
+
 static int load_notif(void *arg, const struct store_notif_rec *r)
 {
     struct fanout_load_ctx *c = arg;
@@ -171,7 +187,7 @@ static int load_notif(void *arg, const struct store_notif_rec *r)
     n->sub = s;
     n->msg = msg;
     n->attempts = r->attempts;
-    n->due_ms = r->due_ms;
+    n->due_ms = overdue_spread(c->e, s, r->due_ms);
     n->strategy = (uint8_t)mns_notify_strategy_of(r->strategy);
     topic_notif_link(&f->model, n, c->e->now_ms, &f->wheel, c->e->tb.epoch_minus_mono_ms);
     return 0;
@@ -209,6 +225,8 @@ int fanout_load(struct smq_engine *e, struct smq_topic *const *by_id, size_t n_t
 {
     struct fanout_load_ctx c = {e, by_id, n_topics, 0, 0};
     int rc = store_tmsg_load(e->store, load_tmsg, &c);
+
+    e->topics.overdue_loaded = 0;
 
     if (rc == 0)
         rc = c.rc;

@@ -41,6 +41,11 @@ static void topic_stats(const struct smq_topic *t, struct smq_topic_stats *out)
         out->retrying += s->n_retrying;
         if (s->ep.kind == NOTIFY_EP_HTTP)
             out->http_pending += s->n_pending;
+        out->rejected += s->count.rejected;
+        out->push_latency_us_sum += s->count.push_latency_us_sum;
+        out->push_latency_n += s->count.push_latency_n;
+        for (size_t b = 0; b <= SMQ_PUSH_LATENCY_BUCKETS; b++)
+            out->push_latency_buckets[b] += s->count.push_latency_buckets[b];
     }
 }
 

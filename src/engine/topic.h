@@ -61,6 +61,7 @@ struct topic_notif {
 struct sub_counters {
     uint64_t delivered, failed, dead, rejected;
     uint64_t push_latency_us_sum, push_latency_n;
+    uint64_t push_latency_buckets[SMQ_PUSH_LATENCY_BUCKETS + 1];   /* op.h's bounds */
 };
 
 struct smq_sub {
