@@ -254,6 +254,7 @@ struct smq_sub_info {
     uint64_t delivered;                      /* since start (metrics) */
     uint64_t failed;                         /* attempts that failed, since start (metrics) */
     uint64_t dead;                           /* notifications given up (to the DLQ or dropped) */
+    uint64_t rejected;                       /* HTTP attempts answered 403, since start */
 };
 
 struct smq_op_topic {                        /* CREATE_TOPIC, SET_TOPIC, GET_TOPIC */

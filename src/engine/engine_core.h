@@ -62,7 +62,7 @@ struct engine_topics {
     int (*push_submit)(void *arg, struct push_job *job);   /* engine.h's smq_engine_push_fn */
     void *push_arg;
     uint64_t commits;
-    bool pool_wait;
+    bool commit_wait, pool_wait;
     uint64_t pool_retry_mono;
     uint64_t overdue_loaded;         /* notifications loaded past due, spread (§13.12) */
 };

@@ -292,8 +292,10 @@ static int push_head(struct smq_engine *e, struct smq_sub *s)
     struct push_job *job;
     int rc;
 
-    if (n->commit_gen > f->commits)
+    if (n->commit_gen > f->commits) {
+        f->commit_wait = true;
         return WAIT_COMMIT;
+    }
     rc = push_job_of(e, n, &job);
     if (rc == 0)
         rc = f->push_submit(f->push_arg, job);
@@ -360,10 +362,14 @@ void fanout_txn_ended(struct smq_engine *e)
     if (e->txn.lost)
         return;                  /* the reload replaces the model */
     e->topics.commits++;
-    /* Whatever waited for this commit may be pushed now; a subscription
-     * that waited for the pool just tries again. */
-    e->topics.pool_wait = false;
-    topic_unblock_all(&e->topics.model);
+    /* Whatever waited for this commit may be pushed now (a subscription
+     * that waited for the pool tries again with them: it blocks again if
+     * the pool is still full).  Only then: unblocking on every run would
+     * spin the engine on a full pool. */
+    if (e->topics.commit_wait) {
+        e->topics.commit_wait = false;
+        topic_unblock_all(&e->topics.model);
+    }
 }
 
 void fanout_run(struct smq_engine *e)

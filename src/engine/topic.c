@@ -340,6 +340,7 @@ void topic_sub_info(const struct smq_sub *s, struct smq_sub_info *out)
     out->delivered = s->count.delivered;
     out->failed = s->count.failed;
     out->dead = s->count.dead;
+    out->rejected = s->count.rejected;
 }
 
 bool topic_sub_matches(const struct smq_sub *s, const char *tag)

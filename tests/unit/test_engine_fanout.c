@@ -20,6 +20,7 @@
 #include "smqd/crypto.h"
 #include "smqd/handle.h"
 #include "smqd/log.h"
+#include "smqd/push.h"
 
 static int create_topic(struct fx *f, const char *name, int64_t max_size)
 {
@@ -613,6 +614,267 @@ static void test_reopen_mid_fanout_delivers_each_once(void **state)
     }
 }
 
+/* ---- HTTP pushes through a fake pool (engine_set_push) ---- */
+
+#define FAKE_JOBS 64
+
+/* What the fake pool took: each job's identity and body (the job itself is
+ * freed at once, as the pool would once done). */
+struct fake_pool {
+    int refuse;                  /* answer SMQ_E_SERVICE_UNAVAILABLE */
+    size_t n;
+    struct {
+        int64_t sub_id;
+        uint64_t seq;
+        uint32_t attempt;
+        char sub[SMQ_TOPIC_NAME_MAX + 1];
+        char body[512];
+    } jobs[FAKE_JOBS];
+};
+
+static int fake_submit(void *arg, struct push_job *job)
+{
+    struct fake_pool *p = arg;
+
+    if (p->refuse || p->n == FAKE_JOBS)
+        return SMQ_E_SERVICE_UNAVAILABLE;
+    p->jobs[p->n].sub_id = job->sub_id;
+    p->jobs[p->n].seq = job->seq;
+    p->jobs[p->n].attempt = job->attempt;
+    snprintf(p->jobs[p->n].sub, sizeof p->jobs[p->n].sub, "%s", job->sub);
+    snprintf(p->jobs[p->n].body, sizeof p->jobs[p->n].body, "%.*s", (int)job->body.len,
+             job->body.data);
+    p->n++;
+    push_job_free(job);
+    return 0;
+}
+
+/* A fake pool owned by f (freed in teardown), hooked into f's engine. */
+static struct fake_pool *fake_pool(struct fx *f)
+{
+    struct fake_pool *p = calloc(1, sizeof *p);
+
+    assert_non_null(p);
+    f->scratch[0] = p;
+    engine_set_push(f->e, fake_submit, p);
+    return p;
+}
+
+/* Feeds the outcome of the pool's job i back to the engine, as the pool's
+ * done callback would. */
+static void feed(struct fx *f, const struct fake_pool *p, size_t i, enum smq_push_outcome out)
+{
+    struct smq_op op;
+
+    assert_true(i < p->n);
+    fx_prep_op(f, &op, SMQ_OP_PUSH_RESULT, "");
+    op.push.sub_id = p->jobs[i].sub_id;
+    op.push.seq = p->jobs[i].seq;
+    op.push.attempt = p->jobs[i].attempt;
+    op.push.outcome = out;
+    op.push.http_status = out == SMQ_PUSH_OK ? 204 : out == SMQ_PUSH_REJECTED ? 403 : 500;
+    op.push.latency_us = 3000;
+    assert_int_equal(fx_run_one(f, &op), 0);
+}
+
+static size_t jobs_of(const struct fake_pool *p, const char *sub)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < p->n; i++)
+        n += strcmp(p->jobs[i].sub, sub) == 0;
+    return n;
+}
+
+/* Nothing is pushed before the publish's commit; then once (not again
+ * while in flight) with the body in the subscription's format; OK retires
+ * the row, counted delivered. */
+static void test_push_after_commit_ok_retires(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p = fake_pool(f);
+    char id[MSGID_TEXT_LEN + 1], want[64];
+    uint64_t seq;
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "h", "http://127.0.0.1:9/hook", SMQ_NOTIFY_JSON, ""), 0);
+    seq = publish(f, "t", "hello push", "", NULL);
+    assert_int_equal(p->n, 0);                  /* its row was not committed in that run */
+    fx_tick(f, 0);
+    assert_int_equal(p->n, 1);
+    msgid_format(engine_keys(f->e), seq, id);
+    snprintf(want, sizeof want, "\"MessageId\":\"%s\"", id);
+    assert_non_null(strstr(p->jobs[0].body, want));
+    assert_non_null(strstr(p->jobs[0].body, "\"Message\":\"hello push\""));
+    assert_int_equal(p->jobs[0].attempt, 1);
+    fx_tick(f, 60000);
+    assert_int_equal(p->n, 1);                  /* in flight: never handed over twice */
+    feed(f, p, 0, SMQ_PUSH_OK);
+    assert_int_equal(get_sub(f, "t", "h").pending, 0);
+    assert_int_equal(get_sub(f, "t", "h").delivered, 1);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+    if (!f->pg)
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM notif"), 0);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    p = fake_pool(f);
+    fx_tick(f, 0);
+    assert_int_equal(p->n, 0);
+}
+
+/* EXPONENTIAL_DECAY_RETRY: 1 s, then 2 s from when each failure was known;
+ * the schedule is in the row and survives a restart; BACKOFF_RETRY waits
+ * 10–20 s.  A 403 is counted apart. */
+static void test_push_retry_schedules(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p = fake_pool(f);
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe_as(f, "t", "e", "http://127.0.0.1:9/e", SMQ_NOTIFY_SIMPLIFIED,
+                                  SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY, "", NULL), 0);
+    assert_int_equal(subscribe_as(f, "t", "b", "http://127.0.0.1:9/b", SMQ_NOTIFY_SIMPLIFIED,
+                                  SMQ_NOTIFY_BACKOFF_RETRY, "", NULL), 0);
+    publish(f, "t", "again", "", NULL);
+    fx_tick(f, 0);
+    assert_int_equal(p->n, 2);
+    fx_tick(f, 500);                            /* the failures are known half a second on */
+    feed(f, p, 0, SMQ_PUSH_HTTP_ERROR);
+    feed(f, p, 1, SMQ_PUSH_REJECTED);
+    fx_tick(f, 999);
+    assert_int_equal(p->n, 2);
+    fx_tick(f, 1);
+    assert_int_equal(p->n, 3);
+    assert_string_equal(p->jobs[2].sub, "e");
+    assert_int_equal(p->jobs[2].attempt, 2);
+    assert_string_equal(p->jobs[2].body, "again");
+    feed(f, p, 2, SMQ_PUSH_TIMEOUT);
+    assert_int_equal(get_sub(f, "t", "e").failed, 2);
+    assert_int_equal(get_sub(f, "t", "e").retrying, 1);
+    assert_int_equal(get_sub(f, "t", "b").rejected, 1);
+    if (!f->pg)
+        assert_int_equal(db_peek_int(f->path, "SELECT max(attempts) FROM notif"), 2);
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    p = fake_pool(f);
+    fx_tick(f, 1999);                           /* 2 s after the second failure */
+    assert_int_equal(p->n, 0);
+    fx_tick(f, 1);
+    assert_int_equal(p->n, 1);
+    assert_string_equal(p->jobs[0].sub, "e");
+    assert_int_equal(p->jobs[0].attempt, 3);
+    fx_tick(f, 7000);                           /* b: 10 s after its failure at 0.5 s */
+    assert_int_equal(p->n, 1);
+    fx_tick(f, 10001);                          /* and by 20 s */
+    assert_int_equal(p->n, 2);
+    assert_string_equal(p->jobs[1].sub, "b");
+    assert_int_equal(p->jobs[1].attempt, 2);
+}
+
+/* Attempts spent: given up into the dead-letter queue, the body as the
+ * format would have delivered it, or dropped; both counted. */
+static void test_push_give_up(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p = fake_pool(f);
+    uint64_t dropped = fx_stats(f).notifications_dropped;
+
+    fx_create_queue_vis(f, "dead", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe_as(f, "t", "d", "http://127.0.0.1:9/d", SMQ_NOTIFY_XML,
+                                  SMQ_NOTIFY_BACKOFF_RETRY, "", "dead"), 0);
+    assert_int_equal(subscribe_as(f, "t", "x", "http://127.0.0.1:9/x", SMQ_NOTIFY_XML,
+                                  SMQ_NOTIFY_BACKOFF_RETRY, "", NULL), 0);
+    publish(f, "t", "doomed", "", NULL);
+    fx_tick(f, 0);
+    for (int attempt = 1; attempt <= 4; attempt++) {
+        size_t from = p->n - 2;
+        assert_int_equal(p->n, (size_t)attempt * 2);
+        for (size_t i = from; i < p->n; i++) {
+            assert_int_equal(p->jobs[i].attempt, attempt);
+            feed(f, p, i, SMQ_PUSH_CONNECT_ERROR);
+        }
+        if (attempt < 4)
+            expect_empty(f, "dead");
+        fx_tick(f, 20001);
+    }
+    assert_int_equal(p->n, 8);
+    {
+        const char *parts[] = {"<Message>doomed</Message>", "<SubscriptionName>d</SubscriptionName>"};
+        expect_body_with(f, "dead", parts, 2);
+    }
+    assert_int_equal(get_sub(f, "t", "d").dead, 1);
+    assert_int_equal(get_sub(f, "t", "x").dead, 1);
+    assert_int_equal(get_sub(f, "t", "x").pending, 0);
+    assert_int_equal(fx_stats(f).notifications_dropped, dropped + 1);
+    assert_int_equal(get_topic(f, "t").message_count, 0);
+}
+
+/* CANCELLED (the pool stopping) is no attempt: pending as it was, pushed
+ * again as attempt 1.  SERVICE_UNAVAILABLE from the pool keeps the job
+ * with the engine, offered again a second later. */
+static void test_push_cancelled_and_unavailable(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p = fake_pool(f);
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "h", "http://127.0.0.1:9/h", SMQ_NOTIFY_SIMPLIFIED, ""), 0);
+    p->refuse = 1;
+    publish(f, "t", "keep me", "", NULL);
+    fx_tick(f, 0);
+    fx_tick(f, 10);
+    assert_int_equal(p->n, 0);
+    assert_int_equal(get_sub(f, "t", "h").pending, 1);
+    p->refuse = 0;
+    fx_tick(f, 10);
+    assert_int_equal(p->n, 0);                  /* not before the second is over */
+    fx_tick(f, 1000);
+    assert_int_equal(p->n, 1);
+    feed(f, p, 0, SMQ_PUSH_CANCELLED);
+    assert_int_equal(get_sub(f, "t", "h").failed, 0);
+    assert_int_equal(get_sub(f, "t", "h").retrying, 0);
+    fx_tick(f, 0);
+    assert_int_equal(p->n, 2);
+    assert_int_equal(p->jobs[1].attempt, 1);
+    feed(f, p, 1, SMQ_PUSH_OK);
+    assert_int_equal(get_sub(f, "t", "h").pending, 0);
+}
+
+/* A failing endpoint keeps one push in flight at most until it answers
+ * again; another subscription's pushes go on meanwhile. */
+static void test_push_dead_endpoint_contained(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p = fake_pool(f);
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe_as(f, "t", "a", "http://127.0.0.1:9/a", SMQ_NOTIFY_SIMPLIFIED,
+                                  SMQ_NOTIFY_EXPONENTIAL_DECAY_RETRY, "", NULL), 0);
+    assert_int_equal(subscribe(f, "t", "b", "http://127.0.0.1:9/b", SMQ_NOTIFY_SIMPLIFIED, ""), 0);
+    publish(f, "t", "1", "", NULL);
+    publish(f, "t", "2", "", NULL);
+    publish(f, "t", "3", "", NULL);
+    fx_tick(f, 0);
+    assert_int_equal(jobs_of(p, "a"), 3);
+    assert_int_equal(jobs_of(p, "b"), 3);
+    for (size_t i = 0; i < 6; i++)
+        feed(f, p, i, strcmp(p->jobs[i].sub, "a") == 0 ? SMQ_PUSH_HTTP_ERROR : SMQ_PUSH_OK);
+    publish(f, "t", "4", "", NULL);
+    publish(f, "t", "5", "", NULL);
+    fx_tick(f, 0);
+    assert_int_equal(jobs_of(p, "b"), 5);
+    assert_int_equal(jobs_of(p, "a"), 4);        /* one probe, not two */
+    fx_tick(f, 5000);                            /* a's retries are due: still one at a time */
+    assert_int_equal(jobs_of(p, "a"), 4);
+    for (size_t i = p->n; i-- > 0;) {
+        if (strcmp(p->jobs[i].sub, "a") == 0) {
+            feed(f, p, i, SMQ_PUSH_OK);          /* a answers again */
+            break;
+        }
+    }
+    fx_tick(f, 0);
+    assert_true(jobs_of(p, "a") >= 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,6 +891,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reopen_mid_fanout_delivers_each_once, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_topic_stats_and_eventlog, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_after_commit_ok_retires, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_retry_schedules, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_give_up, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_cancelled_and_unavailable, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_dead_endpoint_contained, fx_setup,
+                                        fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
