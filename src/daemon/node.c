@@ -1,13 +1,18 @@
 /*
  * node.c — owns the start and the stop of the serving parts (node.h):
- * store, engine recovery and the declared queues, syncer, engine thread.
+ * store, engine recovery and the declared queues, syncer, engine thread,
+ * and the HTTP push pool the engine hands its pushes to.
  */
 #include "node.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "declare.h"
 #include "smqd/log.h"
+#include "smqd/notify.h"
+#include "smqd/push.h"
 
 /*
  * With sync = full (and always on PostgreSQL), the durability of each
@@ -123,6 +128,123 @@ static int start_engine_thread(struct node_parts *p)
     return 0;
 }
 
+/*
+ * The push pool, lent to the engine through its submit hook
+ * (engine_set_push): the engine stays below the pool's owner, and the pool
+ * can stop (node_quiesce, a lost lease) while the engine runs on: from then
+ * the hook answers SMQ_E_SERVICE_UNAVAILABLE and the engine keeps the job.
+ */
+struct node_push {
+    pthread_mutex_t lock;                /* guards pool against push_stop */
+    struct push_pool *pool;              /* NULL: none (yet, or any more) */
+    struct smq_engine_thread *thread;    /* the outcomes' way back */
+};
+
+static int push_submit_hook(void *arg, struct push_job *job)
+{
+    struct node_push *np = arg;
+    int rc = SMQ_E_SERVICE_UNAVAILABLE;
+
+    pthread_mutex_lock(&np->lock);
+    if (np->pool != NULL)
+        rc = push_submit(np->pool, job);
+    pthread_mutex_unlock(&np->lock);
+    return rc;
+}
+
+static void free_push_result(struct smq_op *op, void *arg)
+{
+    (void)arg;
+    op_release(op);
+    free(op);
+}
+
+/* The pool's thread: the outcome goes to the engine thread's inbox as an op. */
+static void push_done(void *arg, const struct smq_op_push *result)
+{
+    struct node_push *np = arg;
+    struct smq_op *op = malloc(sizeof *op);
+
+    if (op == NULL) {
+        /* The notification stays in flight until the next start, which
+         * pushes it again (at least once). */
+        SMQ_ERROR("push: out of memory; the outcome of a push is lost until restart");
+        return;
+    }
+    op_init(op, SMQ_OP_PUSH_RESULT);
+    op->push = *result;
+    op->done = free_push_result;
+    engine_thread_submit(np->thread, op);
+}
+
+/* The certificate URL pushes name (docs/protocol.md §13.11), as main.c's
+ * start-up check computes it; "" when there is none to name. */
+static void push_cert_url(const struct node_opts *o, char url[NOTIFY_CERT_URL_MAX + 1])
+{
+    const struct smq_config *cfg = o->cfg;
+    const char *scheme = cfg->url_scheme == SMQ_SCHEME_HTTPS
+                             || (cfg->url_scheme == SMQ_SCHEME_AUTO && cfg->tls_cert_file[0])
+                             ? "https" : "http";
+    struct smq_errinfo ei = {0};
+
+    if (notify_cert_url(cfg->topics_certificate_url, scheme, cfg->listen_host,
+                        o->mns_port != 0 ? o->mns_port : cfg->listen_port, url, &ei) != 0)
+        url[0] = '\0';          /* main.c's check_cert_url has said why */
+}
+
+static int start_push_pool(const struct node_opts *o, struct node_push *np)
+{
+    const struct smq_config *cfg = o->cfg;
+    char url[NOTIFY_CERT_URL_MAX + 1], err[512] = "";
+    struct push_opts popts = {
+        .concurrency = cfg->topics_push_concurrency, .timeout_ms = cfg->topics_push_timeout_ms,
+        .ca_file = cfg->topics_push_ca_file[0] ? cfg->topics_push_ca_file : NULL,
+        /* No Authorization header yet: the signer (§13.11) is being wired
+         * separately, and push_start refuses one until it signs. */
+        .signer = NULL,
+        .cert_url = url, .account_id = cfg->topics_account_id, .clock = clock_system(),
+        .done = push_done, .done_arg = np};
+    struct push_pool *pool;
+
+    push_cert_url(o, url);
+    if (push_start(&popts, &pool, err, sizeof err) != 0) {
+        /* Queues are served on; HTTP notifications stay stored and wait. */
+        SMQ_ERROR("push: cannot start the push pool (%s); HTTP notifications wait", err);
+        return 0;
+    }
+    pthread_mutex_lock(&np->lock);
+    np->pool = pool;
+    pthread_mutex_unlock(&np->lock);
+    return 0;
+}
+
+/* Before the engine thread: the hook is in place (answering "no room"
+ * until the pool is up) when the engine first runs. */
+static int hook_push(struct node_parts *p)
+{
+    p->push = calloc(1, sizeof *p->push);
+    if (p->push == NULL)
+        return NODE_E_THREAD;
+    pthread_mutex_init(&p->push->lock, NULL);
+    engine_set_push(p->engine, push_submit_hook, p->push);
+    return 0;
+}
+
+/* Ends every attempt in flight (each comes back cancelled, pending as it
+ * was) while the engine thread still takes their outcomes. */
+static void stop_push_pool(struct node_push *np)
+{
+    struct push_pool *pool;
+
+    if (np == NULL)
+        return;
+    pthread_mutex_lock(&np->lock);
+    pool = np->pool;
+    np->pool = NULL;
+    pthread_mutex_unlock(&np->lock);
+    push_stop(pool);
+}
+
 int node_start(const struct node_opts *o, struct node_parts *p)
 {
     bool reserve_missing = false;
@@ -135,7 +257,13 @@ int node_start(const struct node_opts *o, struct node_parts *p)
     if (code == 0)
         code = start_syncer(o, p);
     if (code == 0)
+        code = hook_push(p);
+    if (code == 0)
         code = start_engine_thread(p);
+    if (code == 0) {
+        p->push->thread = p->thread;
+        code = start_push_pool(o, p->push);
+    }
     return code;
 }
 
@@ -146,6 +274,7 @@ bool node_failed(const struct node_parts *p)
 
 void node_quiesce(struct node_parts *p)
 {
+    stop_push_pool(p->push);
     engine_thread_stop(p->thread);
     /* The syncer answers on its own thread and its hook wakes the server:
      * both must be over before either is freed (unbounded on purpose: an
@@ -157,6 +286,10 @@ void node_close(struct node_parts *p)
 {
     engine_thread_free(p->thread);
     engine_close(p->engine);
+    if (p->push != NULL) {               /* the engine's hook pointed here */
+        pthread_mutex_destroy(&p->push->lock);
+        free(p->push);
+    }
     if (p->syncer != NULL && syncer_failed(p->syncer))
         store_no_checkpoint_on_close(p->store);
     syncer_stop(p->syncer);             /* flushes what the engine's last run committed */

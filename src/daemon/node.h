@@ -31,11 +31,14 @@ enum node_error {
     NODE_E_THREAD = -3          /* a thread could not be started */
 };
 
+struct node_push;
+
 struct node_parts {
     struct smq_store *store;
     struct smq_syncer *syncer;     /* NULL with SQLite's sync = normal */
     struct smq_engine *engine;
     struct smq_engine_thread *thread;
+    struct node_push *push;        /* the HTTP push pool the engine hands pushes to (node.c) */
 };
 
 struct node_opts {
@@ -45,15 +48,19 @@ struct node_opts {
      * fence every commit checks (store_fence). */
     const char *holder_token;
     int64_t epoch;
+    /* The MNS listener's port, for the default certificate URL pushes name
+     * (notify_cert_url); 0 = not bound yet: [server] listen's port. */
+    unsigned mns_port;
 };
 
 /* Opens the store, recovers the engine, applies the declared queues, and
- * starts the syncer and the engine thread.  0, or the NODE_E_* of what
+ * starts the syncer, the engine thread and the HTTP push pool.  0, or the NODE_E_* of what
  * failed (logged); p then holds what did start, for node_close. */
 int node_start(const struct node_opts *o, struct node_parts *p);
 /* Whether the node can no longer commit (a flush failed): it must stop. */
 bool node_failed(const struct node_parts *p);
-/* Stops the engine thread (everything it was given is answered, parked
+/* Stops the push pool (its attempts in flight go back to the engine as
+ * cancelled), then the engine thread (everything it was given is answered, parked
  * long polls with MessageNotExist) and waits until every held answer was
  * sent.  Then the listeners detach, then node_close. */
 void node_quiesce(struct node_parts *p);
