@@ -188,7 +188,42 @@ static const struct topic_family topic_families[] = {
     {"smqd_topic_messages", "gauge",
      "Published messages of a topic kept for their pending notifications.",
      offsetof(struct smq_topic_stats, messages)},
+    {"smqd_topic_push_rejected_total", "counter",
+     "HTTP push attempts of a topic's notifications answered 403 (the endpoint did not accept "
+     "the signature), also counted as failures.", offsetof(struct smq_topic_stats, rejected)},
 };
+
+/* The latency of a topic's HTTP push attempts (docs/protocol.md §13.10),
+ * over its subscriptions: a Prometheus histogram in seconds. */
+static void render_push_latency(const struct smq_op *op, struct smq_buf *out)
+{
+    static const char name[] = "smqd_topic_push_latency_seconds";
+
+    family(out, name, "histogram",
+           "Time from the start of a topic's HTTP push attempt to its outcome.");
+    for (size_t i = 0; i < op->stats.n_topics; i++) {
+        const struct smq_topic_stats *t = &op->stats.topics[i];
+        uint64_t cumulative = 0;
+        char extra[48], value[32];
+        for (size_t b = 0; b <= SMQ_PUSH_LATENCY_BUCKETS; b++) {
+            cumulative += t->push_latency_buckets[b];
+            if (b < SMQ_PUSH_LATENCY_BUCKETS)
+                snprintf(extra, sizeof extra, ",le=\"%g\"",
+                         (double)smq_push_latency_bound_us(b) / 1e6);
+            else
+                snprintf(extra, sizeof extra, ",le=\"+Inf\"");
+            snprintf(value, sizeof value, "%" PRIu64, cumulative);
+            labelled_sample(out, "smqd_topic_push_latency_seconds_bucket", "topic", t->name,
+                            extra, value);
+        }
+        snprintf(value, sizeof value, "%.6f", (double)t->push_latency_us_sum / 1e6);
+        labelled_sample(out, "smqd_topic_push_latency_seconds_sum", "topic", t->name, NULL,
+                        value);
+        snprintf(value, sizeof value, "%" PRIu64, t->push_latency_n);
+        labelled_sample(out, "smqd_topic_push_latency_seconds_count", "topic", t->name, NULL,
+                        value);
+    }
+}
 
 static void render_topic_family(const struct topic_family *f, const struct smq_op *op,
                                 struct smq_buf *out)
@@ -254,4 +289,5 @@ void admin_metrics_render(const struct admin_metrics_input *in, struct smq_buf *
         render_queue_family(&queue_families[i], op, out);
     for (size_t i = 0; i < sizeof topic_families / sizeof topic_families[0]; i++)
         render_topic_family(&topic_families[i], op, out);
+    render_push_latency(op, out);
 }

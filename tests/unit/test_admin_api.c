@@ -441,6 +441,12 @@ static void test_admin_metrics_topics(void **state)
     snprintf(t[0].name, sizeof t[0].name, "a\"b");
     snprintf(t[1].name, sizeof t[1].name, "orders");
     t[1].published = 9;
+    t[1].rejected = 2;
+    t[1].push_latency_buckets[0] = 1;            /* <= 5 ms */
+    t[1].push_latency_buckets[3] = 2;            /* <= 50 ms */
+    t[1].push_latency_buckets[SMQ_PUSH_LATENCY_BUCKETS] = 1;   /* over 10 s */
+    t[1].push_latency_us_sum = 12500000;
+    t[1].push_latency_n = 4;
     op.stats.totals.notifications_dropped = 6;
     in.version = "1";
     in.stats = &op;
@@ -492,7 +498,26 @@ static void test_admin_metrics_topics(void **state)
         "notifications.\n"
         "# TYPE smqd_topic_messages gauge\n"
         "smqd_topic_messages{topic=\"a\\\"b\"} 2\n"
-        "smqd_topic_messages{topic=\"orders\"} 0\n"));
+        "smqd_topic_messages{topic=\"orders\"} 0\n"
+        "# HELP smqd_topic_push_rejected_total HTTP push attempts of a topic's notifications "
+        "answered 403 (the endpoint did not accept the signature), also counted as failures.\n"
+        "# TYPE smqd_topic_push_rejected_total counter\n"
+        "smqd_topic_push_rejected_total{topic=\"a\\\"b\"} 0\n"
+        "smqd_topic_push_rejected_total{topic=\"orders\"} 2\n"
+        "# HELP smqd_topic_push_latency_seconds Time from the start of a topic's HTTP push "
+        "attempt to its outcome.\n"
+        "# TYPE smqd_topic_push_latency_seconds histogram\n"));
+    /* The histogram's buckets are cumulative, with +Inf, sum and count. */
+    assert_non_null(strstr(b.data,
+        "smqd_topic_push_latency_seconds_bucket{topic=\"orders\",le=\"0.005\"} 1\n"
+        "smqd_topic_push_latency_seconds_bucket{topic=\"orders\",le=\"0.01\"} 1\n"
+        "smqd_topic_push_latency_seconds_bucket{topic=\"orders\",le=\"0.025\"} 1\n"
+        "smqd_topic_push_latency_seconds_bucket{topic=\"orders\",le=\"0.05\"} 3\n"));
+    assert_non_null(strstr(b.data,
+        "smqd_topic_push_latency_seconds_bucket{topic=\"orders\",le=\"10\"} 3\n"
+        "smqd_topic_push_latency_seconds_bucket{topic=\"orders\",le=\"+Inf\"} 4\n"
+        "smqd_topic_push_latency_seconds_sum{topic=\"orders\"} 12.500000\n"
+        "smqd_topic_push_latency_seconds_count{topic=\"orders\"} 4\n"));
     /* No topics: the families are still there, with no samples. */
     buf_reset(&b);
     op.stats.n_topics = 0;
