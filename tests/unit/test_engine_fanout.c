@@ -649,12 +649,14 @@ static int fake_submit(void *arg, struct push_job *job)
     return 0;
 }
 
-/* A fake pool owned by f (freed in teardown), hooked into f's engine. */
+/* An empty fake pool owned by f (freed in teardown; the same one again
+ * after a reopen), hooked into f's engine. */
 static struct fake_pool *fake_pool(struct fx *f)
 {
-    struct fake_pool *p = calloc(1, sizeof *p);
+    struct fake_pool *p = f->scratch[0] != NULL ? f->scratch[0] : calloc(1, sizeof *p);
 
     assert_non_null(p);
+    memset(p, 0, sizeof *p);
     f->scratch[0] = p;
     engine_set_push(f->e, fake_submit, p);
     return p;
