@@ -185,10 +185,18 @@ static void push_cert_url(const struct node_opts *o, char url[NOTIFY_CERT_URL_MA
     const char *scheme = cfg->url_scheme == SMQ_SCHEME_HTTPS
                              || (cfg->url_scheme == SMQ_SCHEME_AUTO && cfg->tls_cert_file[0])
                              ? "https" : "http";
+    unsigned port = o->mns_port != 0 ? o->mns_port : cfg->listen_port;
     struct smq_errinfo ei = {0};
 
-    if (notify_cert_url(cfg->topics_certificate_url, scheme, cfg->listen_host,
-                        o->mns_port != 0 ? o->mns_port : cfg->listen_port, url, &ei) != 0)
+    url[0] = '\0';
+    if (port == 0 && cfg->topics_certificate_url[0] == '\0') {
+        /* listen = HOST:0 and the listener not bound before the node. */
+        SMQ_WARN("push: the default certificate URL needs the MNS listener's port, not known "
+                 "when the push pool starts; pushes name none: set [topics] certificate_url");
+        return;
+    }
+    if (notify_cert_url(cfg->topics_certificate_url, scheme, cfg->listen_host, port, url,
+                        &ei) != 0)
         url[0] = '\0';          /* main.c's check_cert_url has said why */
 }
 

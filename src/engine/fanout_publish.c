@@ -252,7 +252,7 @@ void fanout_clear(struct smq_engine *e)
 
 static const char *check_sub(const struct smq_sub *s, uint64_t *notifs)
 {
-    uint64_t all = 0, retrying = 0, ready = 0;
+    uint64_t all = 0, retrying = 0, ready = 0, flight = 0;
 
     for (const struct topic_notif *n = s->all; n != NULL; n = n->sub_next) {
         all++;
@@ -262,6 +262,10 @@ static const char *check_sub(const struct smq_sub *s, uint64_t *notifs)
     }
     for (const struct topic_notif *n = s->ready_head; n != NULL; n = n->next)
         ready += n->state == TOPIC_NOTIF_READY ? 1 : 1000000;
+    for (const struct topic_notif *n = s->flight; n != NULL; n = n->next)
+        flight += n->state == TOPIC_NOTIF_IN_FLIGHT ? 1 : 1000000;
+    if (flight != s->n_flight || (flight > 0 && s->ep.kind == NOTIFY_EP_QUEUE))
+        return "a subscription's pushes in flight and its count differ";
     if (all != s->n_pending || retrying != s->n_retrying)
         return "a subscription's pending counts and its notifications differ";
     if (ready > all)
