@@ -81,7 +81,8 @@ void engine_close(struct smq_engine *e);
 void engine_set_syncer(struct smq_engine *e, struct smq_syncer *syncer);
 
 /* From now on HTTP subscriptions' notifications are pushed through
- * submit(arg, job) once their rows are committed (NULL: they wait, stored,
+ * submit(arg, job) once their rows are durable: committed, and with a
+ * syncer flushed (docs/protocol.md §13.12) (NULL: they wait, stored,
  * as without a pool); outcomes come back as SMQ_OP_PUSH_RESULT ops.  Call
  * before the engine thread starts (or on it). */
 void engine_set_push(struct smq_engine *e, smq_engine_push_fn submit, void *arg);

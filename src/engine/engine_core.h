@@ -55,13 +55,14 @@ struct engine_topics {
     struct smq_buf body;             /* the last published body read for a notification */
     uint64_t body_seq;               /* whose it is; 0 = none */
     /* HTTP pushes (fanout.c): the pool's way in (engine_set_push; NULL =
-     * HTTP notifications wait), the commits so far (a notification is
-     * pushed once the commit that wrote its row is in), and whether the
-     * subscriptions on the model's blocked list wait for room in the pool
-     * (tried again at pool_retry_mono, or on the next push result). */
+     * HTTP notifications wait); the commits so far and how many of them
+     * are durable (flushed: a notification is pushed once the commit that
+     * wrote its row is, §13.12); whether subscriptions on the model's
+     * blocked list wait for that, or for room in the pool (tried again at
+     * pool_retry_mono, or on the next push result). */
     int (*push_submit)(void *arg, struct push_job *job);   /* engine.h's smq_engine_push_fn */
     void *push_arg;
-    uint64_t commits;
+    uint64_t commits, durable;
     bool commit_wait, pool_wait;
     uint64_t pool_retry_mono;
     uint64_t overdue_loaded;         /* notifications loaded past due, spread (§13.12) */

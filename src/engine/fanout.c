@@ -281,7 +281,7 @@ static int push_job_of(struct smq_engine *e, const struct topic_notif *n, struct
 enum { PUSHED, WAIT_COMMIT, WAIT_POOL };
 
 /* Hands the head of s's READY FIFO to the pool: PUSHED (it is in flight
- * now), WAIT_COMMIT (its row is not committed yet: a push must not reach
+ * now), WAIT_COMMIT (its row is not durable yet: a push must not reach
  * an endpoint for a publish that could still be lost), or WAIT_POOL (no
  * room in the pool, no pool, or its body could not be read: it stays READY
  * and no attempt is used up). */
@@ -292,7 +292,7 @@ static int push_head(struct smq_engine *e, struct smq_sub *s)
     struct push_job *job;
     int rc;
 
-    if (n->commit_gen > f->commits) {
+    if (n->commit_gen > f->durable) {
         f->commit_wait = true;
         return WAIT_COMMIT;
     }
@@ -359,16 +359,34 @@ static size_t txn_budget(const struct smq_engine *e)
 void fanout_txn_ended(struct smq_engine *e)
 {
     e->topics.in_txn = 0;
-    if (e->txn.lost)
-        return;                  /* the reload replaces the model */
-    e->topics.commits++;
-    /* Whatever waited for this commit may be pushed now (a subscription
-     * that waited for the pool tries again with them: it blocks again if
-     * the pool is still full).  Only then: unblocking on every run would
-     * spin the engine on a full pool. */
-    if (e->topics.commit_wait) {
-        e->topics.commit_wait = false;
-        topic_unblock_all(&e->topics.model);
+    if (!e->txn.lost)            /* else the reload replaces the model */
+        e->topics.commits++;
+}
+
+/* The commits so far, when they are all durable: with a syncer, once no
+ * flush is running or due (its idle hook wakes the engine then). */
+static uint64_t durable_commits(const struct smq_engine *e)
+{
+    const struct engine_topics *f = &e->topics;
+
+    return e->txn.syncer == NULL || syncer_idle(e->txn.syncer) ? f->commits : f->durable;
+}
+
+/* Whatever waited for a commit to be durable may be pushed now (a
+ * subscription that waited for the pool tries again with them: it blocks
+ * again if the pool is still full).  Only then: unblocking on every run
+ * would spin the engine on a full pool. */
+static void unblock_durable(struct smq_engine *e)
+{
+    struct engine_topics *f = &e->topics;
+    uint64_t durable = durable_commits(e);
+
+    if (durable == f->durable)
+        return;
+    f->durable = durable;
+    if (f->commit_wait) {
+        f->commit_wait = false;
+        topic_unblock_all(&f->model);
     }
 }
 
@@ -382,6 +400,7 @@ void fanout_run(struct smq_engine *e)
     /* While the disk is full nothing is delivered, and no attempt is used up. */
     if (e->space.full || txn_writes_stopped(&e->txn))
         return;
+    unblock_durable(e);
     if (f->pool_wait && clock_mono_ms(e->clock) >= f->pool_retry_mono) {
         f->pool_wait = false;
         topic_unblock_all(m);
@@ -513,6 +532,8 @@ uint64_t fanout_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
     uint64_t wheel = twheel_next_timeout_ms(&e->topics.wheel, now_mono);
     const struct engine_topics *f = &e->topics;
 
+    if (f->commit_wait && durable_commits(e) != f->durable)
+        return 0;
     if (f->pool_wait && f->model.blocked != NULL) {
         uint64_t pool = f->pool_retry_mono > now_mono ? f->pool_retry_mono - now_mono : 0;
         wheel = pool < wheel ? pool : wheel;

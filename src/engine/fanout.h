@@ -12,7 +12,7 @@
  * changes only after the write succeeded, so a crash repeats at most the
  * delivery it interrupted.  A notification for an HTTP endpoint is handed
  * to the push pool (engine_set_push) once the commit that wrote its row is
- * in, and its outcome comes back as an SMQ_OP_PUSH_RESULT op; a
+ * durable (with a syncer: flushed), and its outcome comes back as an SMQ_OP_PUSH_RESULT op; a
  * notification in flight is not handed over again.  Engine thread only.
  */
 #ifndef SMQD_FANOUT_H

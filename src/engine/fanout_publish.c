@@ -84,7 +84,7 @@ static void link_publish(struct smq_engine *e, struct smq_op *op, struct smq_top
     for (uint32_t i = 0; i < n; i++) {
         fresh[i]->msg = msg;
         fresh[i]->due_ms = e->now_ms;
-        fresh[i]->commit_gen = f->commits + 1;   /* pushed once this run commits */
+        fresh[i]->commit_gen = f->commits + 1;   /* pushed once this run's commit is durable */
         topic_notif_link(&f->model, fresh[i], e->now_ms, &f->wheel, e->tb.epoch_minus_mono_ms);
     }
 }

@@ -3,7 +3,8 @@
  * finished ops are answered only after the WAL flush that covers their
  * commit; while a flush runs, a run's commit is deferred and the next run
  * joins its transaction; engine_next_timeout_ms asks for the deferred
- * commit once the flush is over; closing commits what was deferred.
+ * commit once the flush is over; closing commits what was deferred; an
+ * HTTP push waits for the flush of its publish.
  *
  * The flush is the gated one of flush_gate.h; the store is real, and what
  * is on disk is read through a second SQLite connection.
@@ -28,6 +29,7 @@
 #include "smqd/clock.h"
 #include "smqd/engine.h"
 #include "smqd/errors.h"
+#include "smqd/push.h"
 #include "smqd/store.h"
 #include "smqd/syncer.h"
 
@@ -364,6 +366,60 @@ static void test_after_a_failed_flush_every_op_is_refused(void **state)
     op_release(&f->ops[2]);
 }
 
+/* The fake push pool's hook: counts the jobs it takes (and frees them). */
+static int count_push(void *arg, struct push_job *job)
+{
+    (*(int *)arg)++;
+    push_job_free(job);
+    return 0;
+}
+
+/* An HTTP notification is pushed once its publish is durable: committed
+ * is not enough while the flush that covers the commit runs (§13.12). */
+static void test_a_push_waits_for_the_flush_of_its_publish(void **state)
+{
+    static const char body[] = "durable first";
+    struct fixture *f = *state;
+    struct smq_op *op;
+    int pushes = 0, idle;
+
+    allow_flushes(1000);
+    engine_run(f->e, op_of(f, 0, SMQ_OP_CREATE_TOPIC));
+    assert_true(wait_for(&f->answered, 1));
+    assert_true(wait_for(&idle_calls, 1));        /* so the subscribe commits at once */
+    op = op_of(f, 1, SMQ_OP_SUBSCRIBE);
+    snprintf(op->sub.name, sizeof op->sub.name, "h");
+    snprintf(op->sub.values.endpoint, sizeof op->sub.values.endpoint, "http://127.0.0.1:9/h");
+    op->sub.present = SMQ_SATTR_ENDPOINT;
+    engine_run(f->e, op);
+    assert_true(wait_for(&f->answered, 2));
+    assert_true(wait_for(&idle_calls, 2));
+    assert_int_equal(f->ops[0].result.err, 0);
+    assert_int_equal(f->ops[1].result.err, 0);
+    engine_set_push(f->e, count_push, &pushes);
+    pthread_mutex_lock(&gate_lock);
+    flushes_allowed = flushes_started;            /* the next flush waits for the test */
+    idle = idle_calls;
+    pthread_mutex_unlock(&gate_lock);
+
+    op = op_of(f, 2, SMQ_OP_PUBLISH);
+    op->publish.body = body;
+    op->publish.body_len = sizeof body - 1;
+    engine_run(f->e, op);
+    assert_true(wait_for(&flushes_started, flushes_allowed + 1));
+    engine_run(f->e, NULL);
+    assert_int_equal(pushes, 0);                  /* committed, not flushed */
+    assert_true(engine_next_timeout_ms(f->e) > 1000);    /* and no spinning meanwhile */
+    allow_flushes(1);
+    assert_true(wait_for(&f->answered, 3));
+    assert_true(wait_for(&idle_calls, idle + 1));
+    assert_int_equal(f->ops[2].result.err, 0);
+    assert_int_equal(engine_next_timeout_ms(f->e), 0);   /* the push is due */
+    engine_run(f->e, NULL);
+    assert_int_equal(pushes, 1);
+    allow_flushes(1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +434,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_deferred_commit_does_not_make_maintenance_spin,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_flush_stops_all_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_push_waits_for_the_flush_of_its_publish, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_flush_answers_parked_polls_and_does_not_spin,
                                         setup, teardown),
     };
