@@ -616,7 +616,7 @@ static void test_reopen_mid_fanout_delivers_each_once(void **state)
 
 /* ---- HTTP pushes through a fake pool (engine_set_push) ---- */
 
-#define FAKE_JOBS 64
+#define FAKE_JOBS 256
 
 /* What the fake pool took: each job's identity and body (the job itself is
  * freed at once, as the pool would once done). */
@@ -877,6 +877,38 @@ static void test_push_dead_endpoint_contained(void **state)
     assert_true(jobs_of(p, "a") >= 6);
 }
 
+/* Attempts that fell due while smqd was down are spread out after the
+ * restart (§13.12): a hundred now, the rest a second later, each pushed
+ * once (at least once: pending again after the restart). */
+static void test_push_overdue_spread_after_restart(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p;
+    char body[16];
+    size_t i;
+
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    assert_int_equal(subscribe(f, "t", "a", "http://127.0.0.1:9/a", SMQ_NOTIFY_SIMPLIFIED, ""), 0);
+    assert_int_equal(subscribe(f, "t", "b", "http://127.0.0.1:9/b", SMQ_NOTIFY_SIMPLIFIED, ""), 0);
+    for (i = 0; i < 60; i++) {                  /* no pool yet: stored, they wait */
+        snprintf(body, sizeof body, "m%zu", i);
+        publish(f, "t", body, "", NULL);
+    }
+    clock_fake_advance(&f->clock, 3600000);    /* down for an hour */
+    fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
+    p = fake_pool(f);
+    fx_tick(f, 0);
+    for (i = 0; i < p->n; i++)                  /* each answered at once: more follow */
+        feed(f, p, i, SMQ_PUSH_OK);
+    assert_int_equal(p->n, 100);
+    assert_int_equal(get_sub(f, "t", "a").pending + get_sub(f, "t", "b").pending, 20);
+    fx_tick(f, 1000);
+    for (i = 100; i < p->n; i++)
+        feed(f, p, i, SMQ_PUSH_OK);
+    assert_int_equal(p->n, 120);
+    assert_int_equal(get_sub(f, "t", "a").pending + get_sub(f, "t", "b").pending, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -899,6 +931,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_push_cancelled_and_unavailable, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_push_dead_endpoint_contained, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_overdue_spread_after_restart, fx_setup,
                                         fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
