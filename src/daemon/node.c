@@ -207,8 +207,8 @@ static int start_push_pool(const struct node_opts *o, struct node_push *np)
     struct push_opts popts = {
         .concurrency = cfg->topics_push_concurrency, .timeout_ms = cfg->topics_push_timeout_ms,
         .ca_file = cfg->topics_push_ca_file[0] ? cfg->topics_push_ca_file : NULL,
-        /* No Authorization header yet: the signer (§13.11) is being wired
-         * separately, and push_start refuses one until it signs. */
+        /* No authorization header yet: the signing key (§13.11, a signer
+         * loaded or made at start) is being wired in separately. */
         .signer = NULL,
         .cert_url = url, .account_id = cfg->topics_account_id, .clock = clock_system(),
         .done = push_done, .done_arg = np};

@@ -469,6 +469,9 @@ int fanout_push_result(struct smq_engine *e, struct smq_op *op)
     if (p->outcome == SMQ_PUSH_OK) {
         pushed(e, n);
     } else {
+        /* Any other outcome is a failed attempt; SIGN_ERROR too (not sent):
+         * retried on the schedule rather than at once, which would spin on
+         * a key that cannot sign. */
         if (p->outcome == SMQ_PUSH_REJECTED)
             s->count.rejected++;
         /* One probe at a time until the endpoint answers again, so a dead
