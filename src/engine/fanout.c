@@ -1,7 +1,7 @@
 /*
  * fanout.c — owns what happens to a pending notification (fanout.h): its
  * delivery into a queue, rendered in its subscription's format, or its
- * HTTP push handed to the push pool once its row is committed and the
+ * HTTP push handed to the push pool once its row is durable and the
  * pool's outcome; the failure of an attempt and the retry schedule, giving
  * up, and the timers.
  * The publish itself, recovery and the self-check are in fanout_publish.c.
