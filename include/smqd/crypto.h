@@ -96,6 +96,9 @@ int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem,
  * 0, or SMQ_E_INTERNAL (both NULL) with a reason in err. */
 int crypto_signer_generate_pem(const char *cn, char **key_pem, char **cert_pem, char *err,
                                size_t err_size);
+/* Overwrites len bytes at p (a private key's text) so that freeing them
+ * leaves no copy; NULL or 0 is a no-op. */
+void crypto_secret_wipe(void *p, size_t len);
 /* Overwrites a NUL-terminated PEM string holding a private key, then frees
  * it.  NULL is a no-op. */
 void crypto_pem_free(char *pem);

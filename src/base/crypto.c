@@ -685,3 +685,9 @@ void crypto_pem_free(char *pem)
     OPENSSL_cleanse(pem, strlen(pem));
     free(pem);
 }
+
+void crypto_secret_wipe(void *p, size_t len)
+{
+    if (p != NULL && len > 0)
+        OPENSSL_cleanse(p, len);
+}

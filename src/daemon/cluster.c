@@ -93,6 +93,7 @@ static int activate(struct cluster *c, const struct lease_grant *g)
         return code == NODE_E_CONFIG ? code : 0;
     }
     keys = engine_keys(c->node->engine);
+    mns_listener_attach_signing_cert(c->http, c->node->signing_cert_pem);
     mns_listener_attach(c->http, c->node->thread, keys);
     admin_attach_engine_thread(c->admin, c->node->thread, keys);
     c->serving = true;

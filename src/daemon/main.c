@@ -346,7 +346,8 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
         .api = {.keys = &p->keys,
                 .handle_keys = p->node.engine != NULL ? engine_keys(p->node.engine) : NULL,
                 .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000,
-                .account_id = cfg->topics_account_id},
+                .account_id = cfg->topics_account_id,
+                .signing_cert_pem = p->node.signing_cert_pem},
         .thread = p->node.thread, .metrics = p->metrics, .ratelimit = p->ratelimit,
         .role = p->cluster != NULL ? &p->cluster->role : NULL};
     char err[512] = "";

@@ -1,12 +1,14 @@
 /*
  * node.c — owns the start and the stop of the serving parts (node.h):
- * store, engine recovery and the declared queues, syncer, engine thread.
+ * store, the push signing key, engine recovery and the declared queues,
+ * syncer, engine thread.
  */
 #include "node.h"
 
 #include <string.h>
 
 #include "declare.h"
+#include "signing.h"
 #include "smqd/log.h"
 
 /*
@@ -85,6 +87,20 @@ static int start_store(const struct node_opts *o, struct node_parts *p, bool *re
     return 0;
 }
 
+/* The push signing key, from [topics] or kept in the store (signing.h).
+ * A configured pair that is unusable is the configuration's fault. */
+static int start_signing(const struct smq_config *cfg, struct node_parts *p)
+{
+    char err[512] = "";
+    int config_error = 0;
+
+    if (signing_setup(cfg, p->store, &p->signer, &p->signing_cert_pem, &config_error, err,
+                      sizeof err) == 0)
+        return 0;
+    SMQ_ERROR("push signing: %s", err);
+    return config_error ? NODE_E_CONFIG : NODE_E_STORE;
+}
+
 /* Recovers the engine from the store and applies the declared queues. */
 static int start_engine(const struct smq_config *cfg, struct node_parts *p,
                         bool reserve_missing)
@@ -131,6 +147,8 @@ int node_start(const struct node_opts *o, struct node_parts *p)
     memset(p, 0, sizeof *p);
     code = start_store(o, p, &reserve_missing);
     if (code == 0)
+        code = start_signing(o->cfg, p);
+    if (code == 0)
         code = start_engine(o->cfg, p, reserve_missing);
     if (code == 0)
         code = start_syncer(o, p);
@@ -161,5 +179,6 @@ void node_close(struct node_parts *p)
         store_no_checkpoint_on_close(p->store);
     syncer_stop(p->syncer);             /* flushes what the engine's last run committed */
     store_close(p->store);
+    signing_free(p->signer, p->signing_cert_pem);
     memset(p, 0, sizeof *p);
 }

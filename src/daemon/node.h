@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "smqd/config.h"
+#include "smqd/crypto.h"
 #include "smqd/engine.h"
 #include "smqd/metrics.h"
 #include "smqd/engine_thread.h"
@@ -36,6 +37,11 @@ struct node_parts {
     struct smq_syncer *syncer;     /* NULL with SQLite's sync = normal */
     struct smq_engine *engine;
     struct smq_engine_thread *thread;
+    /* The push signing key and its certificate's PEM (signing.h,
+     * docs/protocol.md §13.11): what pushes are signed with and what the
+     * MNS listener serves at /smqd/signing-cert.pem. */
+    struct crypto_signer *signer;
+    char *signing_cert_pem;
 };
 
 struct node_opts {
