@@ -5,7 +5,9 @@
 # /smqd/signing-cert.pem answer it without authentication, a restart serves the same
 # certificate, other methods on the path are refused as any unknown route, a configured
 # key and certificate are served instead, and a configured pair that does not match (or an
-# expired certificate) keeps smqd from starting with a message naming the file.
+# expired certificate) keeps smqd from starting with a message naming the file; on
+# PostgreSQL (a throw-away server, tests/pg/pg-server.sh) two nodes sign with one stored key
+# and a standby answers the certificate's GET with 503 like any request.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_signing.sh (or ctest -L integration).
 
@@ -14,7 +16,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-require_tools curl openssl sqlite3 stat
+require_tools curl openssl sqlite3 stat psql
 require_bin
 
 CERT_PATH=/smqd/signing-cert.pem
@@ -162,6 +164,66 @@ t_bad_configured_pairs_refuse_to_start() {
         "signing certificate $SUITE_TMP/expired.pem: expired"
 }
 
+# ---- PostgreSQL: one key for every node; a standby answers as it answers everything ----
+
+# pg_node DSN NODE_ID — a fresh data dir whose config uses PostgreSQL (NEW_DIR).
+pg_node() {
+    new_server_dir
+    sed -i -e "s|^path = .*|backend = postgresql\ndsn = $1|" -e '/^sync = /d' "$NEW_DIR/smqd.conf"
+    printf '[cluster]\nnode_id = %s\nlease_ttl_s = 2\n' "$2" >>"$NEW_DIR/smqd.conf"
+}
+
+# wait_ready ADMIN — polls the admin listener's /ready for up to 15 s.
+wait_ready() {
+    local i
+    for i in $(seq 1 150); do
+        [ "$(curl -s --max-time 2 "http://$1/ready")" = ready ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+t_postgresql_nodes_share_one_key() {
+    local pg dsn a_pid a_addr a_admin b_addr b_admin active standby
+    pg=$(mktemp -d "${TMPDIR:-/tmp}/smqd-it-pg.XXXXXX")
+    if ! bash "$HERE/../pg/pg-server.sh" start "$pg" 120 >/dev/null 2>"$SUITE_TMP/pg.err"; then
+        not_ok "start a PostgreSQL" "$(cat "$SUITE_TMP/pg.err")"
+        rm -rf "$pg"
+        return
+    fi
+    dsn=$(cat "$pg/dsn")
+    pg_node "$dsn" sig-a
+    smqd_start "$NEW_DIR" || return
+    a_pid=$SMQD_PID a_addr=$SMQD_ADDR a_admin=$SMQD_ADMIN
+    wait_ready "$a_admin" || not_ok "node a takes the lease"
+    pg_node "$dsn" sig-b
+    smqd_start "$NEW_DIR" || return
+    b_addr=$SMQD_ADDR b_admin=$SMQD_ADMIN
+    active=$(curl -sS -o "$SUITE_TMP/pg-a.pem" -w '%{http_code}' "http://$a_addr$CERT_PATH")
+    standby=$(curl -sS -o "$SUITE_TMP/pg-b.out" -w '%{http_code}' "http://$b_addr$CERT_PATH")
+    assert_eq "the active node serves the certificate" 200 "$active"
+    assert_eq "a standby answers 503, as it answers every request" 503 "$standby"
+    assert_match "with ServiceUnavailable" "<Code>ServiceUnavailable</Code>" \
+        "$(cat "$SUITE_TMP/pg-b.out")"
+    assert_eq "one pair in PostgreSQL" 1 \
+        "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_signing_key' 2>&1)"
+    # Node a goes away; b takes the lease and signs with the same key.
+    kill -TERM "$a_pid"
+    wait_pid_gone "$a_pid" 10000 || not_ok "node a stops on SIGTERM"
+    wait_ready "$b_admin" || not_ok "node b takes the lease over"
+    curl -sS -o "$SUITE_TMP/pg-b.pem" "http://$b_addr$CERT_PATH"
+    if [ -s "$SUITE_TMP/pg-a.pem" ] && cmp -s "$SUITE_TMP/pg-a.pem" "$SUITE_TMP/pg-b.pem"; then
+        ok "the node that took over serves the same certificate"
+    else
+        not_ok "the node that took over serves the same certificate"
+    fi
+    assert_eq "still one pair in PostgreSQL" 1 \
+        "$(psql "$dsn" -tAc 'SELECT count(*) FROM smq_signing_key' 2>&1)"
+    smqd_stop
+    bash "$HERE/../pg/pg-server.sh" stop "$pg" >/dev/null 2>&1
+    rm -rf "$pg"
+}
+
 if smqd_start; then
     run_test t_first_start_makes_a_key
     run_test t_head_and_other_methods
@@ -170,4 +232,5 @@ if smqd_start; then
 fi
 run_test t_configured_pair_is_served
 run_test t_bad_configured_pairs_refuse_to_start
+run_test t_postgresql_nodes_share_one_key
 finish
