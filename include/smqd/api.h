@@ -28,6 +28,21 @@ void api_render(const struct api_ctx *ctx, const struct api_request *req,
  * answers a kind the API never builds: tests check every kind has one. */
 bool api_has_kind(enum smq_op_kind kind);
 
+/* Where the MNS listener serves the push signing certificate (§13.11). */
+#define API_SIGNING_CERT_PATH "/smqd/signing-cert.pem"
+#define API_SIGNING_CERT_TYPE "application/x-pem-file"
+
+/* Whether req is a GET or HEAD of API_SIGNING_CERT_PATH (any query): the
+ * one request answered without authentication (§12.1, §13.11).  Another
+ * method on the path goes through api_prepare like any request and is
+ * refused there as an unknown route. */
+bool api_signing_cert_request(const struct api_request *req);
+/* Answers that request into resp (empty body): 200 with ctx's certificate
+ * and API_SIGNING_CERT_TYPE, or SMQ_E_SERVICE_UNAVAILABLE with ei filled
+ * when none is loaded. */
+int api_signing_cert(const struct api_ctx *ctx, struct api_response *resp,
+                     struct smq_errinfo *ei);
+
 /* Renders the MNS <Error> document for ei into resp (docs/protocol.md §8.1). */
 void api_render_error(const struct api_request *req, const struct smq_errinfo *ei,
                       const char *request_id, struct api_response *resp);

@@ -27,6 +27,9 @@ struct api_ctx {
     const struct smq_clock *clock;
     int64_t max_skew_ms;
     const char *account_id;              /* [topics] account_id; NULL = the default */
+    /* The push signing certificate (PEM) served at API_SIGNING_CERT_PATH
+     * (docs/protocol.md §13.11); NULL = none loaded (answered 503). */
+    const char *signing_cert_pem;
 };
 
 /* One request as received. */
@@ -44,6 +47,7 @@ struct api_response {
     int status;
     struct smq_buf body;                 /* empty for 204 */
     char location[512];                  /* "" = no Location header */
+    const char *content_type;            /* NULL = the XML documents' */
 };
 
 /* Per-request state between prepare and render. */

@@ -80,4 +80,27 @@ int crypto_signer_sign(const struct crypto_signer *k, const void *data, size_t l
 /* NULL is a no-op. */
 void crypto_signer_free(struct crypto_signer *k);
 
+/* ---- the same in memory: a key and certificate kept in the store
+ * (docs/operations.md, "Push signing key") rather than in files ---- */
+
+/* crypto_signer_load from the len bytes of PEM at pem; what names them in
+ * err (e.g. "in the database").  The same refusals. */
+int crypto_signer_load_pem(const char *pem, size_t len, const char *what,
+                           struct crypto_signer **out, char *err, size_t err_size);
+/* crypto_signer_check_cert on the len bytes of PEM at pem; what names
+ * them in err. */
+int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem, size_t len,
+                                 const char *what, char *err, size_t err_size);
+/* crypto_signer_generate into two malloc'ed, NUL-terminated PEM strings:
+ * *key_pem (PKCS#8; free it with crypto_pem_free) and *cert_pem (free()).
+ * 0, or SMQ_E_INTERNAL (both NULL) with a reason in err. */
+int crypto_signer_generate_pem(const char *cn, char **key_pem, char **cert_pem, char *err,
+                               size_t err_size);
+/* Overwrites len bytes at p (a private key's text) so that freeing them
+ * leaves no copy; NULL or 0 is a no-op. */
+void crypto_secret_wipe(void *p, size_t len);
+/* Overwrites a NUL-terminated PEM string holding a private key, then frees
+ * it.  NULL is a no-op. */
+void crypto_pem_free(char *pem);
+
 #endif

@@ -72,6 +72,10 @@ void mns_listener_quiesce(struct mns_listener *l);
  * without serves the engine it was started with until it stops. */
 void mns_listener_attach(struct mns_listener *l, struct smq_engine_thread *thread,
                          const struct handle_keys *keys);
+/* From now on GET /smqd/signing-cert.pem answers pem (borrowed until
+ * mns_listener_detach, which forgets it).  Thread-safe.  Only for a
+ * listener with opts.role; one without serves opts.api.signing_cert_pem. */
+void mns_listener_attach_signing_cert(struct mns_listener *l, const char *pem);
 /* No more requests reach the engine (they are answered 503); waits until
  * none that did is still being answered.  Call after engine_thread_stop
  * (which finishes every submitted op) and before engine_thread_free.  NULL is

@@ -47,7 +47,7 @@
 #include "smqd/mns.h"
 #include "smqd/storage.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 #define STORE_QUEUE_NAME_MAX 120
 
 struct smq_store;
@@ -315,6 +315,28 @@ int store_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
 /* In (sub_id, seq) order. */
 int store_notif_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
+
+/* ---- the push signing key (docs/protocol.md §13.11) ----
+ *
+ * The RSA key smqd signs HTTP pushes with when [topics] names none, and
+ * its self-signed certificate, both PEM text: one pair per database, kept
+ * with the data so that every node of a PostgreSQL cluster signs with the
+ * same key and a restart keeps it (docs/operations.md, "Push signing
+ * key").  The private key is a secret: never log what these return.
+ */
+
+/* Appends the stored pair's PEM text (no NUL) to key_pem and cert_pem;
+ * *found 0 (nothing appended) when none is stored.  0, SMQ_E_NOMEM or
+ * SMQ_E_INTERNAL.  Reads what is committed. */
+int store_signing_key_get(struct smq_store *s, struct smq_buf *key_pem,
+                          struct smq_buf *cert_pem, int *found);
+/* Stores the pair unless one is stored already, in a statement committed
+ * on its own: call it outside store_begin ... store_commit (at start-up,
+ * before the engine runs).  Two processes racing end with one pair; each
+ * then learns which with store_signing_key_get.  0 whether or not it wrote,
+ * or SMQ_E_INTERNAL / SMQ_E_STORAGE_FULL. */
+int store_signing_key_put_if_absent(struct smq_store *s, const char *key_pem,
+                                    const char *cert_pem);
 
 /* ---- upkeep of a local database file (optional: see the top) ---- */
 

@@ -3,7 +3,8 @@
  * the route table that sends each (method, path) to the one handler of its
  * action (docs/protocol.md §1.2, §13.1), the key's grants on what the routed
  * request would touch (§3.7, §13.14), and the table of which renderer
- * answers each kind of operation.  What each action checks and answers is
+ * answers each kind of operation, and the one unauthenticated answer: the
+ * push signing certificate (§13.11).  What each action checks and answers is
  * in api_queue.c, api_message.c and api_topic.c.
  */
 #include "smqd/api.h"
@@ -274,6 +275,30 @@ int api_prepare(const struct api_ctx *ctx, const struct api_request *req,
         rc = authorize(&ring->keys[key_index], call, ei);
     query_free(&query);
     return rc;
+}
+
+/* ---- the push signing certificate (§13.11) ---------------------------------------- */
+
+bool api_signing_cert_request(const struct api_request *req)
+{
+    static const char path[] = API_SIGNING_CERT_PATH;
+    size_t n = sizeof path - 1;
+
+    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+        return false;
+    return strncmp(req->target, path, n) == 0 && (req->target[n] == '\0' || req->target[n] == '?');
+}
+
+int api_signing_cert(const struct api_ctx *ctx, struct api_response *resp,
+                     struct smq_errinfo *ei)
+{
+    if (ctx->signing_cert_pem == NULL)
+        return errors_set(ei, SMQ_E_SERVICE_UNAVAILABLE,
+                          "The push signing certificate is not loaded; retry later.");
+    resp->status = 200;
+    resp->content_type = API_SIGNING_CERT_TYPE;
+    buf_puts(&resp->body, ctx->signing_cert_pem);
+    return 0;
 }
 
 /* ---- rendering ------------------------------------------------------------------ */

@@ -42,10 +42,11 @@ struct mns_listener {
     uint64_t denied_second;      /* monotonic second of the lines counted */
     unsigned denied_lines;       /* written in that second */
     uint64_t denied_unlogged;    /* beyond the cap since the last line */
-    pthread_mutex_t attach_lock; /* guards the four below */
+    pthread_mutex_t attach_lock; /* guards the five below */
     pthread_cond_t idle;         /* in_flight fell to 0 */
     struct smq_engine_thread *thread; /* NULL while detached (a standby) */
     const struct handle_keys *handle_keys;
+    const char *signing_cert_pem; /* the attached node's (§13.11) */
     int64_t in_flight;           /* requests holding engine and keys */
 };
 
@@ -108,7 +109,9 @@ static void respond(struct mns_req *d, struct api_response *resp)
     if (resp->status == 429)
         extra[n++] = (struct http_header){"Retry-After", "1"};
     d->status = resp->status;
-    httpd_respond(d->http, resp->status, &resp->body, "text/xml;charset=utf-8", extra, n);
+    httpd_respond(d->http, resp->status, &resp->body,
+                  resp->content_type != NULL ? resp->content_type : "text/xml;charset=utf-8",
+                  extra, n);
     buf_free(&resp->body);
 }
 
@@ -238,6 +241,7 @@ static int gate(struct mns_req *d, struct smq_errinfo *ei)
             d->attached = true;
             d->thread = l->thread;
             d->api.handle_keys = l->handle_keys;
+            d->api.signing_cert_pem = l->signing_cert_pem;
             l->in_flight++;
         }
         pthread_mutex_unlock(&l->attach_lock);
@@ -264,6 +268,27 @@ static void release_engine(struct mns_req *d)
     pthread_mutex_unlock(&l->attach_lock);
 }
 
+/* The push signing certificate's GET or HEAD (§13.11): answered here,
+ * past the standby gate but without authentication, grants or rate
+ * limits (§12.1).  False for any other request. */
+static bool serve_signing_cert(struct mns_req *d, const struct api_request *req)
+{
+    struct api_response resp = {0};
+    struct smq_errinfo ei = {0, ""};
+
+    if (!api_signing_cert_request(req))
+        return false;
+    buf_init(&resp.body);
+    if (api_signing_cert(&d->api, &resp, &ei) == 0) {
+        respond(d, &resp);
+    } else {
+        buf_free(&resp.body);
+        respond_error(d, req, &ei);
+    }
+    release_engine(d);
+    return true;
+}
+
 static void on_request(void *arg, struct httpd_req *r)
 {
     struct mns_listener *l = arg;
@@ -280,9 +305,12 @@ static void on_request(void *arg, struct httpd_req *r)
     api_call_init(&d->call);
     d->counted = true;
     metrics_request_started(l->opts.metrics);
-    if (httpd_req_problem(r, &ei) == 0 && gate(d, &ei) == 0 &&
-        api_prepare(&d->api, &req, &d->call, &ei) == 0)
-        check_limits(d, &ei);
+    if (httpd_req_problem(r, &ei) == 0 && gate(d, &ei) == 0) {
+        if (serve_signing_cert(d, &req))
+            return;
+        if (api_prepare(&d->api, &req, &d->call, &ei) == 0)
+            check_limits(d, &ei);
+    }
     if (ei.err == SMQ_E_ACCESS_DENIED && d->call.access_key_id != NULL)
         note_denied(d, &ei);
     if (ei.err != 0) {
@@ -467,6 +495,13 @@ void mns_listener_attach(struct mns_listener *l, struct smq_engine_thread *threa
     pthread_mutex_unlock(&l->attach_lock);
 }
 
+void mns_listener_attach_signing_cert(struct mns_listener *l, const char *pem)
+{
+    pthread_mutex_lock(&l->attach_lock);
+    l->signing_cert_pem = pem;
+    pthread_mutex_unlock(&l->attach_lock);
+}
+
 void mns_listener_detach(struct mns_listener *l)
 {
     if (l == NULL)
@@ -474,6 +509,7 @@ void mns_listener_detach(struct mns_listener *l)
     pthread_mutex_lock(&l->attach_lock);
     l->thread = NULL;
     l->handle_keys = NULL;
+    l->signing_cert_pem = NULL;
     while (l->in_flight > 0)
         pthread_cond_wait(&l->idle, &l->attach_lock);
     pthread_mutex_unlock(&l->attach_lock);

@@ -274,26 +274,17 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
     return -1;
 }
 
-int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
+/* Takes pkey (freed on failure) into a signer if it is an RSA key fit for
+ * §13.11; what names where it came from in err. */
+static int signer_take(EVP_PKEY *pkey, const char *what, struct crypto_signer **out, char *err,
                        size_t err_size)
 {
     struct crypto_signer *k = NULL;
-    EVP_PKEY *pkey = NULL;
-    FILE *f;
     int bits, rc = SMQ_E_INTERNAL;
 
-    *out = NULL;
-    ERR_clear_error();
-    f = fopen(key_path, "r");
-    if (f == NULL) {
-        snprintf(err, err_size, "signing key %s: %s", key_path, strerror(errno));
-        return SMQ_E_INTERNAL;
-    }
-    pkey = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
-    fclose(f);
     if (pkey == NULL) {
         rc = signer_fail(err, err_size, "signing key %s: not an unencrypted PEM private key",
-                         key_path);
+                         what);
         goto out;
     }
     /* §13.11 signs with RSASSA-PKCS1-v1_5: only a plain RSA key can
@@ -301,19 +292,19 @@ int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *e
     if (!EVP_PKEY_is_a(pkey, "RSA")) {
         const char *type = EVP_PKEY_get0_type_name(pkey);
 
-        rc = signer_fail(err, err_size, "signing key %s: key type %s, not RSA (§13.11)", key_path,
+        rc = signer_fail(err, err_size, "signing key %s: key type %s, not RSA (§13.11)", what,
                          type != NULL ? type : "unknown");
         goto out;
     }
     bits = EVP_PKEY_get_bits(pkey);
     if (bits < SIGNER_MIN_BITS) {
         rc = signer_fail(err, err_size, "signing key %s: RSA of %d bits, at least %d required",
-                         key_path, bits, SIGNER_MIN_BITS);
+                         what, bits, SIGNER_MIN_BITS);
         goto out;
     }
     k = calloc(1, sizeof *k);
     if (k == NULL || EVP_PKEY_get_size(pkey) <= 0) {
-        rc = signer_fail(err, err_size, "signing key %s: out of memory", key_path);
+        rc = signer_fail(err, err_size, "signing key %s: out of memory", what);
         goto out;
     }
     k->sig_len = (size_t)EVP_PKEY_get_size(pkey);
@@ -326,6 +317,39 @@ out:
     free(k);
     EVP_PKEY_free(pkey);
     return rc;
+}
+
+int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
+                       size_t err_size)
+{
+    EVP_PKEY *pkey;
+    FILE *f;
+
+    *out = NULL;
+    ERR_clear_error();
+    f = fopen(key_path, "r");
+    if (f == NULL) {
+        snprintf(err, err_size, "signing key %s: %s", key_path, strerror(errno));
+        return SMQ_E_INTERNAL;
+    }
+    pkey = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
+    fclose(f);
+    return signer_take(pkey, key_path, out, err, err_size);
+}
+
+int crypto_signer_load_pem(const char *pem, size_t len, const char *what,
+                           struct crypto_signer **out, char *err, size_t err_size)
+{
+    BIO *b;
+    EVP_PKEY *pkey = NULL;
+
+    *out = NULL;
+    ERR_clear_error();
+    b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
+    if (b != NULL)
+        pkey = PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL);
+    BIO_free(b);
+    return signer_take(pkey, what, out, err, err_size);
 }
 
 void crypto_signer_free(struct crypto_signer *k)
@@ -366,13 +390,47 @@ out:
     return rc;
 }
 
+/* Whether cert (freed here; NULL: unreadable) holds k's public key and is
+ * valid now; what names it in err. */
+static int cert_check(const struct crypto_signer *k, X509 *cert, const char *what, char *err,
+                      size_t err_size)
+{
+    EVP_PKEY *pub;
+    int rc = SMQ_E_INTERNAL;
+
+    if (cert == NULL) {
+        rc = signer_fail(err, err_size, "signing certificate %s: not a PEM X.509 certificate",
+                         what);
+        goto out;
+    }
+    pub = X509_get0_pubkey(cert);
+    if (pub == NULL || EVP_PKEY_eq(pub, k->pkey) != 1) {
+        rc = signer_fail(err, err_size,
+                         "signing certificate %s: does not hold the signing key's public key",
+                         what);
+        goto out;
+    }
+    /* A verifier refuses a certificate outside its validity, so every
+     * push signed under it would be rejected (§13.11). */
+    if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0) {
+        rc = signer_fail(err, err_size, "signing certificate %s: not valid yet", what);
+        goto out;
+    }
+    if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
+        rc = signer_fail(err, err_size, "signing certificate %s: expired", what);
+        goto out;
+    }
+    rc = 0;
+out:
+    X509_free(cert);
+    return rc;
+}
+
 int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_path, char *err,
                              size_t err_size)
 {
-    X509 *cert = NULL;
-    EVP_PKEY *pub;
+    X509 *cert;
     FILE *f;
-    int rc = SMQ_E_INTERNAL;
 
     ERR_clear_error();
     f = fopen(cert_path, "r");
@@ -382,32 +440,21 @@ int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_pat
     }
     cert = PEM_read_X509(f, NULL, no_passphrase, NULL);
     fclose(f);
-    if (cert == NULL) {
-        rc = signer_fail(err, err_size, "signing certificate %s: not a PEM X.509 certificate",
-                         cert_path);
-        goto out;
-    }
-    pub = X509_get0_pubkey(cert);
-    if (pub == NULL || EVP_PKEY_eq(pub, k->pkey) != 1) {
-        rc = signer_fail(err, err_size,
-                         "signing certificate %s: does not hold the signing key's public key",
-                         cert_path);
-        goto out;
-    }
-    /* A verifier refuses a certificate outside its validity, so every
-     * push signed under it would be rejected (§13.11). */
-    if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0) {
-        rc = signer_fail(err, err_size, "signing certificate %s: not valid yet", cert_path);
-        goto out;
-    }
-    if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
-        rc = signer_fail(err, err_size, "signing certificate %s: expired", cert_path);
-        goto out;
-    }
-    rc = 0;
-out:
-    X509_free(cert);
-    return rc;
+    return cert_check(k, cert, cert_path, err, err_size);
+}
+
+int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem, size_t len,
+                                 const char *what, char *err, size_t err_size)
+{
+    BIO *b;
+    X509 *cert = NULL;
+
+    ERR_clear_error();
+    b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
+    if (b != NULL)
+        cert = PEM_read_bio_X509(b, NULL, no_passphrase, NULL);
+    BIO_free(b);
+    return cert_check(k, cert, what, err, err_size);
 }
 
 /* Adds one X.509v3 extension given in OpenSSL's configuration syntax. */
@@ -567,4 +614,80 @@ out:
     X509_free(cert);
     EVP_PKEY_free(pkey);
     return rc;
+}
+
+/* The PEM of pkey (PKCS#8) or cert as a malloc'ed, NUL-terminated string;
+ * NULL when OpenSSL or malloc fails. */
+static char *pem_string(EVP_PKEY *pkey, X509 *cert)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    char *data, *out = NULL;
+    long len;
+    int wrote;
+
+    if (b == NULL)
+        return NULL;
+    wrote = pkey != NULL ? PEM_write_bio_PrivateKey(b, pkey, NULL, NULL, 0, NULL, NULL)
+                         : PEM_write_bio_X509(b, cert);
+    len = BIO_get_mem_data(b, &data);
+    if (wrote == 1 && len > 0 && (out = malloc((size_t)len + 1)) != NULL) {
+        memcpy(out, data, (size_t)len);
+        out[len] = '\0';
+    }
+    /* The memory BIO held the private key too: clear it before freeing. */
+    if (len > 0)
+        OPENSSL_cleanse(data, (size_t)len);
+    BIO_free(b);
+    return out;
+}
+
+int crypto_signer_generate_pem(const char *cn, char **key_pem, char **cert_pem, char *err,
+                               size_t err_size)
+{
+    EVP_PKEY *pkey = NULL;
+    X509 *cert = NULL;
+    int rc = SMQ_E_INTERNAL;
+
+    *key_pem = NULL;
+    *cert_pem = NULL;
+    ERR_clear_error();
+    pkey = EVP_RSA_gen(SIGNER_GEN_BITS);
+    if (pkey == NULL) {
+        rc = signer_fail(err, err_size, "cannot generate an RSA key");
+        goto out;
+    }
+    cert = cert_make(pkey, cn);
+    if (cert == NULL) {
+        rc = signer_fail(err, err_size, "cannot make a certificate for CN %s", cn);
+        goto out;
+    }
+    *key_pem = pem_string(pkey, NULL);
+    *cert_pem = pem_string(NULL, cert);
+    if (*key_pem == NULL || *cert_pem == NULL) {
+        rc = signer_fail(err, err_size, "cannot write the key and certificate as PEM");
+        crypto_pem_free(*key_pem);
+        free(*cert_pem);
+        *key_pem = NULL;
+        *cert_pem = NULL;
+        goto out;
+    }
+    rc = 0;
+out:
+    X509_free(cert);
+    EVP_PKEY_free(pkey);
+    return rc;
+}
+
+void crypto_pem_free(char *pem)
+{
+    if (pem == NULL)
+        return;
+    OPENSSL_cleanse(pem, strlen(pem));
+    free(pem);
+}
+
+void crypto_secret_wipe(void *p, size_t len)
+{
+    if (p != NULL && len > 0)
+        OPENSSL_cleanse(p, len);
 }

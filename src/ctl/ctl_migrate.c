@@ -4,7 +4,8 @@
  * in one transaction, then the messages in transactions of MIGRATE_CHUNK
  * rows, each chunk's bodies read from the source in one batched read, then
  * the topic messages kept for pending notifications and the notifications
- * (docs/protocol.md §13) in chunks the same way.  Only the store
+ * (docs/protocol.md §13) in chunks the same way, and last the push signing
+ * key (§13.11).  Only the store
  * contract is used, so the copy is the same for every pair of backends.
  */
 #include "ctl_migrate.h"
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "smqd/buf.h"
+#include "smqd/crypto.h"
 #include "smqd/errors.h"
 #include "smqd/store.h"
 
@@ -97,23 +99,30 @@ static int count_notif(void *arg, const struct store_notif_rec *n)
  * database would mix two id spaces and two handle secrets. */
 static int check_empty(struct copy *c)
 {
-    struct smq_buf val;
+    struct smq_buf val, cert;
     uint64_t queues = 0, topics = 0;
-    int found = 0, rc;
+    int found = 0, key = 0, rc;
 
     buf_init(&val);
+    buf_init(&cert);
     rc = store_queue_load(c->dst, count_queue, &queues);
     if (rc == 0)
         rc = store_topic_load(c->dst, count_topic, &topics);
     if (rc == 0)
         rc = store_meta_get(c->dst, META_KEYS, &val, &found);
+    buf_reset(&val);
+    if (rc == 0)
+        rc = store_signing_key_get(c->dst, &val, &cert, &key);
+    crypto_secret_wipe(val.data, val.len);
     buf_free(&val);
+    buf_free(&cert);
     if (rc != 0)
         return fail(c, rc, "cannot read the destination");
-    if (queues > 0 || topics > 0 || found) {
+    if (queues > 0 || topics > 0 || found || key) {
         snprintf(c->err, c->err_size, "the destination already holds smqd data (%" PRIu64
-                 " queue(s), %" PRIu64 " topic(s)%s); copy only into an empty database",
-                 queues, topics, found ? ", a receipt-handle secret" : "");
+                 " queue(s), %" PRIu64 " topic(s)%s%s); copy only into an empty database",
+                 queues, topics, found ? ", a receipt-handle secret" : "",
+                 key ? ", a push signing key" : "");
         return SMQ_E_INVALID_ARGUMENT;
     }
     return 0;
@@ -345,6 +354,46 @@ static int copy_notifications(struct copy *c)
     return 0;
 }
 
+/* The push signing key smqd made, with its certificate (§13.11): a
+ * statement of its own, outside any transaction (store.h).  The
+ * destination was checked to hold none, so the pair read back must be the
+ * source's. */
+static int copy_signing_key(struct copy *c)
+{
+    struct smq_buf key, cert, key2, cert2;
+    int found = 0, found2 = 0, rc;
+
+    buf_init(&key);
+    buf_init(&cert);
+    buf_init(&key2);
+    buf_init(&cert2);
+    rc = store_signing_key_get(c->src, &key, &cert, &found);
+    buf_append(&key, "", 1);              /* NUL-terminated for the put */
+    buf_append(&cert, "", 1);
+    if (rc == 0 && found && (buf_failed(&key) || buf_failed(&cert)))
+        rc = SMQ_E_NOMEM;
+    if (rc == 0 && found)
+        rc = store_signing_key_put_if_absent(c->dst, key.data, cert.data);
+    if (rc == 0 && found)
+        rc = store_signing_key_get(c->dst, &key2, &cert2, &found2);
+    if (rc == 0 && found && (!found2 || key2.len + 1 != key.len || cert2.len + 1 != cert.len
+                             || memcmp(key2.data, key.data, key2.len) != 0
+                             || memcmp(cert2.data, cert.data, cert2.len) != 0))
+        rc = SMQ_E_INTERNAL;
+    c->n.signing_key = rc == 0 && found;
+    crypto_secret_wipe(key.data, key.len);
+    crypto_secret_wipe(key2.data, key2.len);
+    buf_free(&key);
+    buf_free(&cert);
+    buf_free(&key2);
+    buf_free(&cert2);
+    if (rc != 0)
+        return fail(c, rc, "copying the push signing key failed; the rest was copied");
+    if (found && c->log != NULL)
+        fprintf(c->log, "migrate: the push signing key and its certificate copied\n");
+    return 0;
+}
+
 /* Reads the destination back: what it holds must be what was copied. */
 static int verify(struct copy *c)
 {
@@ -425,6 +474,8 @@ int ctl_migrate(const struct store_config *from, const struct store_config *to, 
         rc = copy_messages(c);
     if (rc == 0)
         rc = copy_notifications(c);
+    if (rc == 0)
+        rc = copy_signing_key(c);
     if (rc == 0)
         rc = verify(c);
     if (rc == 0)

@@ -19,6 +19,7 @@ struct ctl_migrate_counts {
     uint64_t queues, messages, body_bytes;
     uint64_t topics, subscriptions;
     uint64_t topic_messages, notifications;  /* kept for pending notifications */
+    int signing_key;             /* 1: the push signing key and certificate were copied */
 };
 
 /*
@@ -27,11 +28,13 @@ struct ctl_migrate_counts {
  * attributes, times), topic message kept for a pending notification (with
  * its body) and notification (with its retry state), and the engine's
  * metadata (the receipt-handle secret and the id marks, so MessageIds,
- * receipt handles and ids issued before stay valid) from `from` to `to`,
+ * receipt handles and ids issued before stay valid) and the push signing key
+ * smqd made with its certificate (so pushes keep the certificate their
+ * receivers trust; docs/protocol.md §13.11) from `from` to `to`,
  * in transactions of a bounded size, then reads the destination back and
  * compares the counts.  Progress goes to log (NULL: none).  Refuses,
- * writing nothing, when the destination already holds queues, topics or a
- * receipt-handle secret.  0 with *out filled, or an
+ * writing nothing, when the destination already holds queues, topics, a
+ * receipt-handle secret or a signing key.  0 with *out filled, or an
  * SMQ_E_* code with a reason in err (a half-made copy is reported as such:
  * the operator empties the destination and runs it again).
  */

@@ -641,10 +641,11 @@ static int cmd_migrate(struct ctl *c, int n)
         return EXIT_FAILED;
     }
     printf("copied %llu queue(s) and %llu message(s) (%llu body bytes), %llu topic(s) and "
-           "%llu subscription(s) from %s into PostgreSQL; the counts read back match\n",
+           "%llu subscription(s)%s from %s into PostgreSQL; the counts read back match\n",
            (unsigned long long)counts.queues, (unsigned long long)counts.messages,
            (unsigned long long)counts.body_bytes, (unsigned long long)counts.topics,
-           (unsigned long long)counts.subscriptions, from.path);
+           (unsigned long long)counts.subscriptions,
+           counts.signing_key ? ", and the push signing key" : "", from.path);
     return EXIT_OK;
 }
 

@@ -82,6 +82,8 @@ static int activate(struct cluster *c, const struct lease_grant *g)
     const struct handle_keys *keys;
     int code = node_start(&o, c->node);
 
+    if (code == 0)
+        code = node_start_push(&o, c->node);
     if (code != 0) {
         node_quiesce(c->node);
         node_close(c->node);
@@ -93,6 +95,7 @@ static int activate(struct cluster *c, const struct lease_grant *g)
         return code == NODE_E_CONFIG ? code : 0;
     }
     keys = engine_keys(c->node->engine);
+    mns_listener_attach_signing_cert(c->http, c->node->signing_cert_pem);
     mns_listener_attach(c->http, c->node->thread, keys);
     admin_attach_engine_thread(c->admin, c->node->thread, keys);
     c->serving = true;

@@ -346,7 +346,8 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
         .api = {.keys = &p->keys,
                 .handle_keys = p->node.engine != NULL ? engine_keys(p->node.engine) : NULL,
                 .clock = clock_system(), .max_skew_ms = (int64_t)cfg->max_clock_skew_s * 1000,
-                .account_id = cfg->topics_account_id},
+                .account_id = cfg->topics_account_id,
+                .signing_cert_pem = p->node.signing_cert_pem},
         .thread = p->node.thread, .metrics = p->metrics, .ratelimit = p->ratelimit,
         .role = p->cluster != NULL ? &p->cluster->role : NULL};
     char err[512] = "";
@@ -361,6 +362,16 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
     return SMQD_EXIT_OK;
 }
 
+/* SQLite: the push pool last, once the listener's port (which the default
+ * certificate URL names) is known. */
+static int start_local_push(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    struct node_opts o = {.cfg = cfg, .metrics = p->metrics,
+                          .mns_port = (unsigned)mns_listener_port(p->http)};
+
+    return node_exit_code(node_start_push(&o, &p->node));
+}
+
 /* SQLite: the node, then the MNS listener (which needs its engine thread).
  * PostgreSQL: a check that the database is usable, the listener, then the
  * keeper that will make the node active. */
@@ -370,7 +381,9 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
 
     if (p->cluster == NULL) {
         code = start_local_node(cfg, p);
-        return code == SMQD_EXIT_OK ? start_mns_listener(cfg, p) : code;
+        if (code == SMQD_EXIT_OK)
+            code = start_mns_listener(cfg, p);
+        return code == SMQD_EXIT_OK ? start_local_push(cfg, p) : code;
     }
     notify_systemd("STATUS=checking the PostgreSQL database");
     code = node_exit_code(cluster_check_store(p->cluster));

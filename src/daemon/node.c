@@ -1,7 +1,12 @@
 /*
  * node.c — owns the start and the stop of the serving parts (node.h):
+<<<<<<< HEAD
  * store, engine recovery and the declared queues, syncer, engine thread,
  * and the HTTP push pool the engine hands its pushes to.
+=======
+ * store, the push signing key, engine recovery and the declared queues,
+ * syncer, engine thread.
+>>>>>>> signing-key
  */
 #include "node.h"
 
@@ -10,6 +15,7 @@
 #include <string.h>
 
 #include "declare.h"
+#include "signing.h"
 #include "smqd/log.h"
 #include "smqd/notify.h"
 #include "smqd/push.h"
@@ -88,6 +94,20 @@ static int start_store(const struct node_opts *o, struct node_parts *p, bool *re
     if (!pg)
         init_reserve(cfg, p, reserve_missing);
     return 0;
+}
+
+/* The push signing key, from [topics] or kept in the store (signing.h).
+ * A configured pair that is unusable is the configuration's fault. */
+static int start_signing(const struct smq_config *cfg, struct node_parts *p)
+{
+    char err[512] = "";
+    int config_error = 0;
+
+    if (signing_setup(cfg, p->store, &p->signer, &p->signing_cert_pem, &config_error, err,
+                      sizeof err) == 0)
+        return 0;
+    SMQ_ERROR("push signing: %s", err);
+    return config_error ? NODE_E_CONFIG : NODE_E_STORE;
 }
 
 /* Recovers the engine from the store and applies the declared queues. */
@@ -200,16 +220,15 @@ static void push_cert_url(const struct node_opts *o, char url[NOTIFY_CERT_URL_MA
         url[0] = '\0';          /* main.c's check_cert_url has said why */
 }
 
-static int start_push_pool(const struct node_opts *o, struct node_push *np)
+static int start_push_pool(const struct node_opts *o, struct node_push *np,
+                           const struct crypto_signer *signer)
 {
     const struct smq_config *cfg = o->cfg;
     char url[NOTIFY_CERT_URL_MAX + 1], err[512] = "";
     struct push_opts popts = {
         .concurrency = cfg->topics_push_concurrency, .timeout_ms = cfg->topics_push_timeout_ms,
         .ca_file = cfg->topics_push_ca_file[0] ? cfg->topics_push_ca_file : NULL,
-        /* No authorization header yet: the signing key (§13.11, a signer
-         * loaded or made at start) is being wired in separately. */
-        .signer = NULL,
+        .signer = signer,               /* start_signing's, outlives the pool */
         .cert_url = url, .account_id = cfg->topics_account_id, .clock = clock_system(),
         .done = push_done, .done_arg = np};
     struct push_pool *pool;
@@ -261,6 +280,8 @@ int node_start(const struct node_opts *o, struct node_parts *p)
     memset(p, 0, sizeof *p);
     code = start_store(o, p, &reserve_missing);
     if (code == 0)
+        code = start_signing(o->cfg, p);
+    if (code == 0)
         code = start_engine(o->cfg, p, reserve_missing);
     if (code == 0)
         code = start_syncer(o, p);
@@ -268,11 +289,13 @@ int node_start(const struct node_opts *o, struct node_parts *p)
         code = hook_push(p);
     if (code == 0)
         code = start_engine_thread(p);
-    if (code == 0) {
-        p->push->thread = p->thread;
-        code = start_push_pool(o, p->push);
-    }
     return code;
+}
+
+int node_start_push(const struct node_opts *o, struct node_parts *p)
+{
+    p->push->thread = p->thread;
+    return start_push_pool(o, p->push, p->signer);
 }
 
 bool node_failed(const struct node_parts *p)
@@ -302,5 +325,6 @@ void node_close(struct node_parts *p)
         store_no_checkpoint_on_close(p->store);
     syncer_stop(p->syncer);             /* flushes what the engine's last run committed */
     store_close(p->store);
+    signing_free(p->signer, p->signing_cert_pem);
     memset(p, 0, sizeof *p);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "smqd/config.h"
+#include "smqd/crypto.h"
 #include "smqd/engine.h"
 #include "smqd/metrics.h"
 #include "smqd/engine_thread.h"
@@ -39,6 +40,11 @@ struct node_parts {
     struct smq_engine *engine;
     struct smq_engine_thread *thread;
     struct node_push *push;        /* the HTTP push pool the engine hands pushes to (node.c) */
+    /* The push signing key and its certificate's PEM (signing.h,
+     * docs/protocol.md §13.11): what pushes are signed with and what the
+     * MNS listener serves at /smqd/signing-cert.pem. */
+    struct crypto_signer *signer;
+    char *signing_cert_pem;
 };
 
 struct node_opts {
@@ -57,6 +63,10 @@ struct node_opts {
  * starts the syncer, the engine thread and the HTTP push pool.  0, or the NODE_E_* of what
  * failed (logged); p then holds what did start, for node_close. */
 int node_start(const struct node_opts *o, struct node_parts *p);
+/* After node_start and once the MNS listener is bound (o->mns_port is what
+ * the default certificate URL names, docs/protocol.md §13.11): the push
+ * pool, until then holding the engine's pushes back.  0, or NODE_E_*. */
+int node_start_push(const struct node_opts *o, struct node_parts *p);
 /* Whether the node can no longer commit (a flush failed): it must stop. */
 bool node_failed(const struct node_parts *p);
 /* Stops the push pool (its attempts in flight go back to the engine as

@@ -259,6 +259,20 @@ int store_notif_load(struct smq_store *s,
     return s->be->notif_load(s, cb, arg);
 }
 
+/* ---- the push signing key ---- */
+
+int store_signing_key_get(struct smq_store *s, struct smq_buf *key_pem,
+                          struct smq_buf *cert_pem, int *found)
+{
+    return s->be->signing_key_get(s, key_pem, cert_pem, found);
+}
+
+int store_signing_key_put_if_absent(struct smq_store *s, const char *key_pem,
+                                    const char *cert_pem)
+{
+    return s->be->signing_key_put_if_absent(s, key_pem, cert_pem);
+}
+
 /* ---- optional upkeep of a local file ---- */
 
 int store_reserve_init(struct smq_store *s, const char *db_path, uint64_t bytes)

@@ -76,6 +76,12 @@ struct store_backend {
     int (*notif_load)(struct smq_store *s,
                       int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
 
+    /* the push signing key (docs/protocol.md §13.11) */
+    int (*signing_key_get)(struct smq_store *s, struct smq_buf *key_pem,
+                           struct smq_buf *cert_pem, int *found);
+    int (*signing_key_put_if_absent)(struct smq_store *s, const char *key_pem,
+                                     const char *cert_pem);
+
     /* optional: upkeep of a local database file */
     int (*reserve_init)(struct smq_store *s, const char *db_path, uint64_t bytes);
     int (*reserve_restore)(struct smq_store *s, uint64_t keep_free);

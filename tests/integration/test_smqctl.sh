@@ -344,6 +344,11 @@ t_migrate_into_postgresql() {
     assert_eq "the receipt-handle secret is the same, so handles stay valid" \
         "$(sqlite3 "$db" "SELECT lower(hex(value)) FROM meta WHERE key = 'handle_keys'")" \
         "$(psql "$dsn" -tAc "SELECT encode(value, 'hex') FROM smq_meta WHERE key = 'handle_keys'")"
+    assert_match "the push signing key went too, and it says so" "and the push signing key" \
+        "$(cat "$SUITE_TMP/mig.out")"
+    assert_eq "the same signing certificate (docs/protocol.md §13.11)" \
+        "$(sqlite3 "$db" "SELECT lower(hex(cert_pem)) FROM signing_key")" \
+        "$(psql "$dsn" -tAc "SELECT encode(convert_to(cert_pem, 'UTF8'), 'hex') FROM smq_signing_key")"
     "$SMQCTL_BIN" migrate --db "$db" --dsn "$dsn" >/dev/null 2>"$SUITE_TMP/mig.err"
     assert_eq "a second copy into the used database is refused (exit 2)" 2 "$?"
     assert_match "naming why" "already holds smqd data" "$(cat "$SUITE_TMP/mig.err")"
@@ -389,6 +394,9 @@ t_serve_the_copy() {
     assert_match "/metrics says this node is the active one" '^smqd_cluster_active 1$' "$attrs"
     assert_match "at lease epoch 1" '^smqd_lease_epoch 1$' "$attrs"
     assert_match "after one activation" '^smqd_activations_total 1$' "$attrs"
+    assert_eq "it serves the signing certificate the SQLite node made" \
+        "$(sqlite3 "$db" "SELECT cert_pem FROM signing_key")" \
+        "$(curl -s --max-time 5 "http://$SMQD_ADDR/smqd/signing-cert.pem")"
     smqd_stop
 }
 

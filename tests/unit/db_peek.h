@@ -29,7 +29,8 @@ static inline void db_peek_pg_sql(const char *sql, char *out, size_t size)
                                          {"topic", "smq_topic"},
                                          {"subscription", "smq_subscription"},
                                          {"tmsg", "smq_tmsg"}, {"tmsg_body", "smq_tmsg_body"},
-                                         {"notif", "smq_notif"}};
+                                         {"notif", "smq_notif"},
+                                         {"signing_key", "smq_signing_key"}};
     size_t o = 0;
 
     while (*sql != '\0' && o + 16 < size) {

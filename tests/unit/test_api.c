@@ -3143,10 +3143,89 @@ static void test_api_render_list_subscriptions(void **state)
     render_free(&x);
 }
 
+/* ---- the push signing certificate (docs/protocol.md §12.1, §13.11) ------------------- */
+
+static bool cert_asked(const char *method, const char *target)
+{
+    struct rq r;
+
+    rq_init(&r, method, target, NULL);
+    return api_signing_cert_request(&r.req);
+}
+
+/* Only a GET or HEAD of exactly the path (a query allowed) skips
+ * authentication; nothing else is taken for it. */
+static void test_api_signing_cert_request(void **state)
+{
+    (void)state;
+    assert_true(cert_asked("GET", "/smqd/signing-cert.pem"));
+    assert_true(cert_asked("HEAD", "/smqd/signing-cert.pem"));
+    assert_true(cert_asked("GET", "/smqd/signing-cert.pem?v=1"));
+    assert_false(cert_asked("POST", "/smqd/signing-cert.pem"));
+    assert_false(cert_asked("PUT", "/smqd/signing-cert.pem"));
+    assert_false(cert_asked("DELETE", "/smqd/signing-cert.pem"));
+    assert_false(cert_asked("get", "/smqd/signing-cert.pem"));
+    assert_false(cert_asked("GET", "/smqd/signing-cert.pem/"));
+    assert_false(cert_asked("GET", "/smqd/signing-cert.pemx"));
+    assert_false(cert_asked("GET", "/smqd/signing-cert"));
+    assert_false(cert_asked("GET", "/SMQD/signing-cert.pem"));
+    assert_false(cert_asked("GET", "/queues/smqd/signing-cert.pem"));
+    assert_false(cert_asked("GET", "/"));
+}
+
+/* The answer: 200, the PEM as given, its own Content-Type; 503 while no
+ * certificate is loaded. */
+static void test_api_signing_cert_answer(void **state)
+{
+    static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    struct api_ctx c = ctx;
+    struct api_response resp = {0};
+    struct smq_errinfo ei = {0, ""};
+
+    (void)state;
+    buf_init(&resp.body);
+    c.signing_cert_pem = pem;
+    assert_int_equal(api_signing_cert(&c, &resp, &ei), 0);
+    assert_int_equal(resp.status, 200);
+    assert_string_equal(resp.content_type, "application/x-pem-file");
+    assert_int_equal(resp.body.len, strlen(pem));
+    assert_memory_equal(resp.body.data, pem, strlen(pem));
+    buf_free(&resp.body);
+
+    resp = (struct api_response){0};
+    buf_init(&resp.body);
+    c.signing_cert_pem = NULL;
+    assert_int_equal(api_signing_cert(&c, &resp, &ei), SMQ_E_SERVICE_UNAVAILABLE);
+    assert_int_equal(ei.err, SMQ_E_SERVICE_UNAVAILABLE);
+    assert_int_equal(resp.body.len, 0);
+    buf_free(&resp.body);
+}
+
+/* Any other method on the path is an ordinary request: authenticated
+ * first, then refused as an unknown route; an unsigned one is refused for
+ * its missing signature. */
+static void test_api_signing_cert_other_methods(void **state)
+{
+    struct api_call call;
+    struct smq_errinfo ei;
+    struct rq r;
+
+    (void)state;
+    run_err("POST", "/smqd/signing-cert.pem", "x", SMQ_E_INVALID_REQUEST_URL);
+    run_err("DELETE", "/smqd/signing-cert.pem", NULL, SMQ_E_INVALID_REQUEST_URL);
+    run_err("PUT", "/smqd/signing-cert.pem", NULL, SMQ_E_INVALID_REQUEST_URL);
+    rq_init(&r, "POST", "/smqd/signing-cert.pem", NULL);
+    assert_int_equal(prepare(&r, &call, &ei), SMQ_E_MISSING_AUTHORIZATION);
+    api_call_free(&call);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_action_names),
+        cmocka_unit_test(test_api_signing_cert_request),
+        cmocka_unit_test(test_api_signing_cert_answer),
+        cmocka_unit_test(test_api_signing_cert_other_methods),
         cmocka_unit_test(test_api_prepare_create_queue),
         cmocka_unit_test(test_api_prepare_create_queue_all_attributes),
         cmocka_unit_test(test_api_prepare_dlq_policy),

@@ -386,6 +386,91 @@ static void test_bad_keys(void **state)
     load_refused(missing, "No such file");
 }
 
+/* ---- the in-memory forms (a key kept in the store) ---- */
+
+/* The known key and certificate read from PEM in memory sign exactly as
+ * the files do, and the pair checks. */
+static void test_pem_load_matches_file(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *file = load_ok(f->key), *mem = NULL;
+    char a[400], b[400], err[512] = "";
+
+    assert_int_equal(crypto_signer_load_pem(KEY, strlen(KEY), "in memory", &mem, err,
+                                            sizeof err), 0);
+    assert_non_null(mem);
+    assert_int_equal(crypto_signer_sign(file, EXAMPLE, strlen(EXAMPLE), a, sizeof a), 0);
+    assert_int_equal(crypto_signer_sign(mem, EXAMPLE, strlen(EXAMPLE), b, sizeof b), 0);
+    assert_string_equal(a, b);
+    assert_int_equal(crypto_signer_check_cert_pem(mem, CERT, strlen(CERT), "in memory", err,
+                                                  sizeof err), 0);
+    crypto_signer_free(mem);
+    crypto_signer_free(file);
+}
+
+/* What the file forms refuse, the memory forms refuse too, naming the
+ * source they were given. */
+static void test_pem_refusals(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = load_ok(f->key), *bad = (struct crypto_signer *)&bad;
+    char err[512] = "";
+
+    assert_int_equal(crypto_signer_load_pem(KEY_EC, strlen(KEY_EC), "in the database", &bad,
+                                            err, sizeof err), SMQ_E_INTERNAL);
+    assert_null(bad);
+    assert_non_null(strstr(err, "in the database"));
+    assert_non_null(strstr(err, "not RSA"));
+    assert_int_equal(crypto_signer_load_pem(KEY, strlen(KEY) / 2, "cut", &bad, err, sizeof err),
+                     SMQ_E_INTERNAL);
+    assert_null(bad);
+    assert_int_equal(crypto_signer_load_pem(CERT, strlen(CERT), "cert", &bad, err, sizeof err),
+                     SMQ_E_INTERNAL);
+    assert_int_equal(crypto_signer_check_cert_pem(k, CERT_EXPIRED, strlen(CERT_EXPIRED), "old",
+                                                  err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "old"));
+    assert_non_null(strstr(err, "expired"));
+    assert_int_equal(crypto_signer_check_cert_pem(k, KEY, strlen(KEY), "key", err, sizeof err),
+                     SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "not a PEM X.509 certificate"));
+    assert_int_equal(crypto_signer_check_cert_pem(k, "", 0, "empty", err, sizeof err),
+                     SMQ_E_INTERNAL);
+    crypto_signer_free(k);
+}
+
+/* A generated pair is PEM text, loads back, matches, signs; a second one
+ * is another key, so the first pair's certificate does not hold it. */
+static void test_pem_generate_round_trip(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = NULL, *known = load_ok(f->key);
+    char *key = NULL, *cert = NULL, *key2 = NULL, *cert2 = NULL, out[400], err[512] = "";
+
+    assert_int_equal(crypto_signer_generate_pem("smqd test", &key, &cert, err, sizeof err), 0);
+    assert_non_null(strstr(key, "-----BEGIN PRIVATE KEY-----"));
+    assert_non_null(strstr(cert, "-----BEGIN CERTIFICATE-----"));
+    assert_int_equal(crypto_signer_load_pem(key, strlen(key), "generated", &k, err, sizeof err),
+                     0);
+    assert_int_equal(crypto_signer_check_cert_pem(k, cert, strlen(cert), "generated", err,
+                                                  sizeof err), 0);
+    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, sizeof out), 0);
+    assert_int_equal(strlen(out), 344);
+    assert_int_equal(crypto_signer_check_cert_pem(known, cert, strlen(cert), "generated", err,
+                                                  sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(crypto_signer_generate_pem("smqd test", &key2, &cert2, err, sizeof err), 0);
+    assert_string_not_equal(key, key2);
+    assert_int_equal(crypto_signer_check_cert_pem(k, cert2, strlen(cert2), "second", err,
+                                                  sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "does not hold"));
+    crypto_signer_free(k);
+    crypto_signer_free(known);
+    crypto_pem_free(key);
+    crypto_pem_free(key2);
+    free(cert);
+    free(cert2);
+    crypto_pem_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +481,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mismatched_cert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_certs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pem_load_matches_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pem_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pem_generate_round_trip, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,6 +205,29 @@ static void assert_topics(struct smq_store *s)
 /* Two queues (one the other's dead-letter queue), three messages in every
  * state a row can carry, two topics with three subscriptions and a message
  * pending for two of them, the handle secret and the marks. */
+#define SIGN_KEY "-----BEGIN PRIVATE KEY-----\nbWlncmF0ZQ==\n-----END PRIVATE KEY-----\n"
+#define SIGN_CERT "-----BEGIN CERTIFICATE-----\nY2VydA==\n-----END CERTIFICATE-----\n"
+
+/* Whether s holds the pair (key, cert); NULL key: none at all. */
+static void assert_signing_key(struct smq_store *s, const char *key, const char *cert)
+{
+    struct smq_buf k, c;
+    int found = -1;
+
+    buf_init(&k);
+    buf_init(&c);
+    assert_int_equal(store_signing_key_get(s, &k, &c, &found), 0);
+    assert_int_equal(found, key != NULL);
+    if (key != NULL) {
+        assert_int_equal(k.len, strlen(key));
+        assert_memory_equal(k.data, key, k.len);
+        assert_int_equal(c.len, strlen(cert));
+        assert_memory_equal(c.data, cert, c.len);
+    }
+    buf_free(&k);
+    buf_free(&c);
+}
+
 static void fill_source(const struct store_config *cfg)
 {
     struct smq_store *s = NULL;
@@ -243,6 +266,8 @@ static void fill_source(const struct store_config *cfg)
                          NULL, 0, NULL, NULL, 0}), 0);
     fill_topics(s);
     assert_int_equal(store_commit(s), 0);
+    /* The push signing key: a statement of its own (store.h). */
+    assert_int_equal(store_signing_key_put_if_absent(s, SIGN_KEY, SIGN_CERT), 0);
     store_close(s);
 }
 
@@ -326,6 +351,7 @@ static void assert_copy(const struct store_config *cfg)
     assert_meta(s, META_NEXT_TOPIC_ID, "3");
     assert_meta(s, META_NEXT_SUB_ID, "4");
     assert_topics(s);
+    assert_signing_key(s, SIGN_KEY, SIGN_CERT);
     buf_free(&bodies);
     store_close(s);
 }
@@ -345,7 +371,32 @@ static void test_migrate_copies_everything(void **state)
     assert_int_equal(n.subscriptions, 3);
     assert_int_equal(n.topic_messages, 1);
     assert_int_equal(n.notifications, 2);
+    assert_int_equal(n.signing_key, 1);
     assert_copy(&f->dst);
+}
+
+/* A destination holding nothing but a push signing key is not empty: its
+ * key would not be the source's. */
+static void test_migrate_refuses_a_destination_with_a_signing_key(void **state)
+{
+    struct fixture *f = *state;
+    struct ctl_migrate_counts n = {0};
+    struct smq_store *s = NULL;
+    struct seen v = {0};
+    char err[512] = "";
+
+    fill_source(&f->src);
+    assert_int_equal(store_open(&f->dst, &s, err, sizeof err), 0);
+    assert_int_equal(store_signing_key_put_if_absent(s, "OTHER KEY\n", "OTHER CERT\n"), 0);
+    store_close(s);
+    assert_int_equal(ctl_migrate(&f->src, &f->dst, NULL, &n, err, sizeof err),
+                     SMQ_E_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "a push signing key"));
+    assert_int_equal(store_open(&f->dst, &s, err, sizeof err), 0);
+    assert_int_equal(store_queue_load(s, see_queue, &v), 0);
+    assert_int_equal(v.n_queues, 0);                     /* nothing written */
+    assert_signing_key(s, "OTHER KEY\n", "OTHER CERT\n");
+    store_close(s);
 }
 
 /* A destination with nothing but a topic is not empty either. */
@@ -422,6 +473,9 @@ static void test_migrate_many_messages_cross_chunks(void **state)
         assert_memory_equal(out.data, "body-777", 8);
         buf_free(&out);
     }
+    /* A source without a signing key gives none: smqd makes one there. */
+    assert_int_equal(n.signing_key, 0);
+    assert_signing_key(s, NULL, NULL);
     store_close(s);
 }
 
@@ -466,6 +520,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_a_topic,
                                         setup_sqlite, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_a_signing_key,
+                                        setup_sqlite, teardown),
     };
     const struct CMUnitTest pg_tests[] = {
         cmocka_unit_test_setup_teardown(test_migrate_copies_everything, setup_pg, teardown),
@@ -474,6 +530,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_migrate_many_messages_cross_chunks, setup_pg,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_a_topic,
+                                        setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_migrate_refuses_a_destination_with_a_signing_key,
                                         setup_pg, teardown),
     };
     /* And back: PostgreSQL into an SQLite file. */

@@ -283,20 +283,20 @@ static void test_store_open_reopen_keeps_data(void **state)
     buf_free(&body);
 }
 
-static void test_store_user_version_is_5(void **state)
+static void test_store_user_version_is_6(void **state)
 {
     struct fixture *f = *state;
 
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 5);
+    assert_int_equal(STORE_SCHEMA_VERSION, 6);
     /* A new database is created with incremental auto-vacuum (reclamation). */
     assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 5);
-    /* meta, queue, msg, msg_body; topic, subscription, tmsg, tmsg_body, notif */
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 6);
+    /* meta, queue, msg, msg_body; topic, subscription, tmsg, tmsg_body, notif; signing_key */
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
-                     9);
+                     10);
 }
 
 static void test_store_journal_mode_is_wal(void **state)
@@ -381,8 +381,8 @@ static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
 
-    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 6;");
-    expect_refusal(f, "database schema version 6 is newer than this smqd supports (5); "
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 7;");
+    expect_refusal(f, "database schema version 7 is newer than this smqd supports (6); "
                       "refusing to open");
 }
 
@@ -1427,7 +1427,7 @@ static void test_store_v4_database_gains_topic_tables(void **state)
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE name = 'topic'"),
                      0);
     assert_int_equal(open_store(f->path, SMQ_SYNC_FULL, &f->s, err, sizeof err), 0);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 5);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                                           "AND name IN ('topic', 'subscription', 'tmsg', "
                                           "'tmsg_body', 'notif')"), 5);
@@ -1445,11 +1445,40 @@ static void test_store_v4_database_gains_topic_tables(void **state)
     assert_topic_equal(&tl.t[0], &t);
 }
 
+static void test_store_signing_key_put_if_absent(void **state)
+{
+    signing_key_case_put_if_absent(*state);
+}
+
+/* A schema-5 database (the last before the signing key) gains its table
+ * on open, keeps its topics, and takes a key. */
+static void test_store_v5_database_gains_signing_key(void **state)
+{
+    struct fixture *f = *state;
+    struct store_topic_rec t = make_topic(1, "kept-topic");
+    struct topic_list tl = {.n = 0};
+
+    assert_int_equal(store_topic_insert(f->s, &t), 0);
+    store_close(f->s);
+    f->s = NULL;
+    make_raw_db(f->path, "DROP TABLE signing_key; PRAGMA user_version = 5;");
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 5);
+    reopen(f);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 6);
+    assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE "
+                                          "name = 'signing_key'"), 1);
+    assert_int_equal(store_topic_load(f->s, collect_topic, &tl), 0);
+    assert_int_equal(tl.n, 1);
+    assert_topic_equal(&tl.t[0], &t);
+    assert_int_equal(store_signing_key_put_if_absent(f->s, "K\n", "C\n"), 0);
+    assert_signing_key(f->s, "K\n", "C\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_user_version_is_5, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_6, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_topic_round_trip, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_topic_refusals, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sub_round_trip_1024_endpoint, store_setup,
@@ -1512,6 +1541,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_queue_purge_keeps_queue_and_others,
                                         store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_reclaim_shrinks_file, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_signing_key_put_if_absent, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_store_v5_database_gains_signing_key, store_setup,
+                                        teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

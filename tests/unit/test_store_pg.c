@@ -13,6 +13,7 @@
  * comes from SMQD_TEST_PG_DSN, or the file SMQD_TEST_PG_DIR/dsn; with
  * neither the program exits 77 (skipped).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,7 +179,7 @@ static void test_pg_open_reopen_keeps_data(void **state)
     struct queue_list ql = {.n = 0};
 
     assert_string_equal(store_backend_name(f->s), "postgresql");
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 2);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 3);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_lease WHERE id = 1"), 1);
     assert_int_equal(store_queue_insert(f->s, &q), 0);
     reopen(f);                                   /* a second open migrates nothing */
@@ -205,9 +206,9 @@ static void test_pg_refuses_newer_schema(void **state)
     struct fixture *f = *state;
 
     peek_exec(f, "CREATE TABLE smq_schema(version int NOT NULL);"
-                 "INSERT INTO smq_schema VALUES (3)");
+                 "INSERT INTO smq_schema VALUES (4)");
     expect_refusal(f, "created by a newer smqd");
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 3);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 4);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                  "current_schema()"), 1);          /* untouched */
 }
@@ -780,6 +781,89 @@ static void test_pg_notif_round_trip(void **state)
     notif_case_round_trip(*state);
 }
 
+static void test_pg_signing_key_put_if_absent(void **state)
+{
+    signing_key_case_put_if_absent(*state);
+}
+
+/* Two nodes' stores on one database, each putting a pair of its own (as
+ * two nodes making a key at the same first start do): both read back the
+ * one pair that was stored first. */
+static void test_pg_signing_key_two_nodes_one_key(void **state)
+{
+    struct fixture *f = *state;
+    struct smq_store *other = NULL;
+    char err[512] = "";
+
+    assert_int_equal(open_store(f, &other, err, sizeof err), 0);
+    assert_int_equal(store_signing_key_put_if_absent(other, "KEY-2\n", "CERT-2\n"), 0);
+    assert_int_equal(store_signing_key_put_if_absent(f->s, "KEY-1\n", "CERT-1\n"), 0);
+    assert_signing_key(f->s, "KEY-2\n", "CERT-2\n");
+    assert_signing_key(other, "KEY-2\n", "CERT-2\n");
+    store_close(other);
+}
+
+/* One node's first start, as signing.c makes it: put its own pair if
+ * none is stored, then read back which one is. */
+struct racer {
+    struct smq_store *s;
+    pthread_barrier_t *go;
+    const char *key, *cert;
+    char got[32];
+    int rc;
+};
+
+static void *race_first_start(void *arg)
+{
+    struct racer *r = arg;
+    struct smq_buf k, c;
+    int found = 0;
+
+    buf_init(&k);
+    buf_init(&c);
+    pthread_barrier_wait(r->go);
+    r->rc = store_signing_key_put_if_absent(r->s, r->key, r->cert);
+    if (r->rc == 0)
+        r->rc = store_signing_key_get(r->s, &k, &c, &found);
+    if (r->rc == 0 && found)
+        snprintf(r->got, sizeof r->got, "%.*s|%.*s", (int)k.len, k.data, (int)c.len, c.data);
+    buf_free(&k);
+    buf_free(&c);
+    return NULL;
+}
+
+/* Two nodes starting at the same moment on an empty database, many
+ * times: each time both end with the same one pair, one of the two. */
+static void test_pg_signing_key_race(void **state)
+{
+    struct fixture *f = *state;
+    struct racer r[2] = {{.key = "KA", .cert = "CA"}, {.key = "KB", .cert = "CB"}};
+    pthread_barrier_t go;
+    pthread_t t[2];
+    char err[512] = "";
+
+    r[0].s = f->s;
+    assert_int_equal(open_store(f, &r[1].s, err, sizeof err), 0);
+    for (int round = 0; round < 20; round++) {
+        peek_exec(f, "DELETE FROM smq_signing_key");
+        assert_int_equal(pthread_barrier_init(&go, NULL, 2), 0);
+        for (int i = 0; i < 2; i++) {
+            r[i].go = &go;
+            r[i].got[0] = '\0';
+            assert_int_equal(pthread_create(&t[i], NULL, race_first_start, &r[i]), 0);
+        }
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        assert_int_equal(r[0].rc, 0);
+        assert_int_equal(r[1].rc, 0);
+        assert_string_equal(r[0].got, r[1].got);
+        assert_true(strcmp(r[0].got, "KA|CA") == 0 || strcmp(r[0].got, "KB|CB") == 0);
+        assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_signing_key"), 1);
+    }
+    store_close(r[1].s);
+}
+
 /* Buffered: a missing topic or subscription inside a transaction fails
  * its commit, and nothing of it is applied. */
 static void test_pg_topic_missing_row_fails_the_transaction(void **state)
@@ -830,10 +914,10 @@ static void test_pg_v1_schema_gains_topic_tables(void **state)
     assert_int_equal(store_queue_insert(f->s, &q), 0);
     store_close(f->s);
     f->s = NULL;
-    peek_exec(f, "DROP TABLE smq_topic, smq_subscription, smq_tmsg, smq_tmsg_body, smq_notif;"
-                 "UPDATE smq_schema SET version = 1");
+    peek_exec(f, "DROP TABLE smq_topic, smq_subscription, smq_tmsg, smq_tmsg_body, smq_notif,"
+                 " smq_signing_key; UPDATE smq_schema SET version = 1");
     reopen(f);
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 2);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 3);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                  "current_schema() AND tablename IN ('smq_topic', "
                                  "'smq_subscription', 'smq_tmsg', 'smq_tmsg_body', "
@@ -872,6 +956,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pg_topic_missing_row_fails_the_transaction,
                                         store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_pg_tmsg_body_before_flush, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_signing_key_put_if_absent, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pg_signing_key_two_nodes_one_key, store_setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pg_signing_key_race, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_pg_v1_schema_gains_topic_tables, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_missing_row_fails_the_transaction, store_setup,

@@ -20,7 +20,7 @@
 
 #include "smqd/errors.h"
 
-#define PG_SCHEMA_VERSION 2
+#define PG_SCHEMA_VERSION 3
 /* Any fixed number: it only has to be the same for every smqd. */
 #define PG_MIGRATE_LOCK "SELECT pg_advisory_xact_lock(7235108310347141)"
 
@@ -87,10 +87,18 @@ static const char schema_v2[] =
     " attempts bigint NOT NULL, due_ms bigint NOT NULL, strategy int NOT NULL,"
     " PRIMARY KEY (sub_id, seq));";
 
+/* Version 3: the push signing key smqd made at first start and its
+ * self-signed certificate (docs/protocol.md §13.11), the same table as
+ * SQLite's schema 6: at most one row, so every node signs with one key. */
+static const char schema_v3[] =
+    "CREATE TABLE smq_signing_key(id int PRIMARY KEY CHECK (id = 1), key_pem text NOT NULL,"
+    " cert_pem text NOT NULL);";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[PG_SCHEMA_VERSION] = {
     schema_v1,
     schema_v2,
+    schema_v3,
 };
 
 static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)

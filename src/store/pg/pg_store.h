@@ -210,6 +210,11 @@ int pg_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
 int pg_notif_load(struct smq_store *s,
                   int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
 
+int pg_signing_key_get(struct smq_store *s, struct smq_buf *key_pem, struct smq_buf *cert_pem,
+                       int *found);
+int pg_signing_key_put_if_absent(struct smq_store *s, const char *key_pem,
+                                 const char *cert_pem);
+
 /* ---- pg_rows.c ---- the rows, written through pg_txn.c */
 /* Building a write: pg_w_init first, then its parameters in order. */
 void pg_w_init(struct pg_write *w, enum pg_stmt st);

@@ -6,7 +6,8 @@
  * built with pg_rows.c's builders and buffered in the open transaction
  * exactly as a queue row is (pg_txn.c): savepoints, the write-fault seam,
  * and an UPDATE that finds no row failing the transaction at commit.  The
- * loaders page by key like the queue loaders.
+ * loaders page by key like the queue loaders.  Also the push signing key's
+ * one row (§13.11), read and written at start-up outside any transaction.
  */
 #include "pg_store.h"
 
@@ -516,5 +517,47 @@ int pg_notif_load(struct smq_store *base,
         }
         PQclear(r);
     } while (rc == 0 && rows == atoi(PG_LOAD_PAGE));
+    return rc;
+}
+
+/* ---- the push signing key (docs/protocol.md §13.11) ---------------------- */
+
+/* Not buffered like the rows above: run at start-up, before the engine,
+ * each statement committed on its own on the engine's connection. */
+int pg_signing_key_get(struct smq_store *base, struct smq_buf *key_pem,
+                       struct smq_buf *cert_pem, int *found)
+{
+    struct pg_store *s = pg_of(base);
+    PGresult *r = PQexec(s->conn, "SELECT key_pem, cert_pem FROM smq_signing_key WHERE id = 1");
+    int rc = 0;
+
+    *found = 0;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = pg_err_fail("signing key read", PQerrorMessage(s->conn));
+    } else if (PQntuples(r) == 1) {
+        buf_append(key_pem, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
+        buf_append(cert_pem, PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1));
+        rc = buf_failed(key_pem) || buf_failed(cert_pem) ? SMQ_E_NOMEM : 0;
+        *found = rc == 0;
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* Two nodes starting at once both insert: the unique id makes the second
+ * wait for the first's commit and then insert nothing (store.h). */
+int pg_signing_key_put_if_absent(struct smq_store *base, const char *key_pem,
+                                 const char *cert_pem)
+{
+    struct pg_store *s = pg_of(base);
+    const char *vals[2] = {key_pem, cert_pem};
+    PGresult *r = PQexecParams(s->conn, "INSERT INTO smq_signing_key(id, key_pem, cert_pem) "
+                               "VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING", 2, NULL, vals,
+                               NULL, NULL, 0);
+    int rc = 0;
+
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        rc = pg_err_fail("signing key write", PQerrorMessage(s->conn));
+    PQclear(r);
     return rc;
 }

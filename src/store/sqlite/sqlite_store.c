@@ -149,6 +149,17 @@ static const char schema_v5[] =
     " PRIMARY KEY(sub_id, seq)"
     ") WITHOUT ROWID;";
 
+/* Version 6: the push signing key smqd made at first start and its
+ * self-signed certificate (docs/protocol.md §13.11), PEM text, at most one
+ * row.  A new table only: a database from before gets a key at its next
+ * start. */
+static const char schema_v6[] =
+    "CREATE TABLE signing_key("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " key_pem TEXT NOT NULL,"
+    " cert_pem TEXT NOT NULL"
+    ");";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v1,
@@ -156,6 +167,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
     schema_v3,
     schema_v4,
     schema_v5,
+    schema_v6,
 };
 
 /* ---- opening ---------------------------------------------------------- */
@@ -583,6 +595,8 @@ const struct store_backend store_sqlite_backend = {
     .notif_update = sqlite_notif_update,
     .notif_delete = sqlite_notif_delete,
     .notif_load = sqlite_notif_load,
+    .signing_key_get = sqlite_signing_key_get,
+    .signing_key_put_if_absent = sqlite_signing_key_put_if_absent,
     .reserve_init = sqlite_file_reserve_init,
     .reserve_restore = sqlite_file_reserve_restore,
     .reserve_bytes = sqlite_file_reserve_bytes,

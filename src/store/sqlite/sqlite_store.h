@@ -74,6 +74,8 @@ enum sqlite_tstmt {
     TS_NOTIF_UPDATE,
     TS_NOTIF_DELETE,
     TS_NOTIF_LOAD,
+    TS_SIGNKEY_GET,
+    TS_SIGNKEY_PUT,
     TS__COUNT
 };
 
@@ -139,6 +141,11 @@ int sqlite_notif_update(struct smq_store *s, const struct store_notif_rec *n);
 int sqlite_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
 int sqlite_notif_load(struct smq_store *s,
                       int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
+
+int sqlite_signing_key_get(struct smq_store *s, struct smq_buf *key_pem,
+                           struct smq_buf *cert_pem, int *found);
+int sqlite_signing_key_put_if_absent(struct smq_store *s, const char *key_pem,
+                                     const char *cert_pem);
 
 /* ---- sqlite_rows.c ---- */
 

@@ -3,7 +3,8 @@
  * store.h "topics"; docs/protocol.md §13): topics, their subscriptions,
  * the published messages kept for pending notifications (metadata in tmsg,
  * bodies in tmsg_body, apart for the same reason as msg and msg_body: a
- * load scans metadata without paging bodies in) and the notifications.
+ * load scans metadata without paging bodies in) and the notifications;
+ * and the push signing key's one row (§13.11).
  * Every write goes through sqlite_rows_write, so it runs inside the
  * engine's open transaction and savepoint and is counted by the
  * write-fault seam exactly as a queue row is.
@@ -57,6 +58,10 @@ static const char *const tstmt_sql[TS__COUNT] = {
     [TS_NOTIF_DELETE] = "DELETE FROM notif WHERE sub_id = ?1 AND seq = ?2",
     [TS_NOTIF_LOAD] = "SELECT sub_id, seq, attempts, due_ms, strategy FROM notif "
                       "ORDER BY sub_id, seq",
+    [TS_SIGNKEY_GET] = "SELECT key_pem, cert_pem FROM signing_key WHERE id = 1",
+    /* Insert-if-absent: the first pair stored stays (store.h). */
+    [TS_SIGNKEY_PUT] = "INSERT INTO signing_key(id, key_pem, cert_pem) VALUES (1, ?1, ?2) "
+                       "ON CONFLICT (id) DO NOTHING",
 };
 
 int sqlite_topic_prepare(struct sqlite_store *s, const char *path, char *err, size_t err_size)
@@ -459,4 +464,50 @@ int sqlite_notif_load(struct smq_store *base,
         ret = cb(arg, &n);
     }
     return load_end(s, st, rc, ret, "notification load");
+}
+
+/* ---- the push signing key (docs/protocol.md §13.11) ---------------------- */
+
+/* Appends column col of st's row as text to out: 0 or SMQ_E_NOMEM. */
+static int append_text(sqlite3_stmt *st, int col, struct smq_buf *out)
+{
+    const unsigned char *p = sqlite3_column_text(st, col);
+    int n = sqlite3_column_bytes(st, col);
+
+    if (p == NULL && n > 0)
+        return SMQ_E_NOMEM;
+    buf_append(out, p, (size_t)n);
+    return buf_failed(out) ? SMQ_E_NOMEM : 0;
+}
+
+int sqlite_signing_key_get(struct smq_store *base, struct smq_buf *key_pem,
+                           struct smq_buf *cert_pem, int *found)
+{
+    struct sqlite_store *s = sqlite_of(base);
+    sqlite3_stmt *st = s->tst[TS_SIGNKEY_GET];
+    int rc = sqlite3_step(st), ret = 0;
+
+    *found = 0;
+    if (rc == SQLITE_ROW) {
+        ret = append_text(st, 0, key_pem);
+        if (ret == 0)
+            ret = append_text(st, 1, cert_pem);
+        *found = ret == 0;
+    } else if (rc != SQLITE_DONE) {
+        ret = sqlite_err_fail("signing key read", SQLITE_ERROR, sqlite3_errmsg(s->db));
+    }
+    sqlite_stmt_reset(st);
+    return ret;
+}
+
+/* Outside a transaction the statement commits on its own (store.h). */
+int sqlite_signing_key_put_if_absent(struct smq_store *base, const char *key_pem,
+                                     const char *cert_pem)
+{
+    struct sqlite_store *s = sqlite_of(base);
+    struct binder b = {s->tst[TS_SIGNKEY_PUT], SQLITE_OK};
+
+    sqlite_bind_text(&b, 1, key_pem);
+    sqlite_bind_text(&b, 2, cert_pem);
+    return sqlite_rows_write(s, &b, "signing key write", NULL);
 }
