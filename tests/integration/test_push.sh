@@ -3,7 +3,9 @@
 # smqd binary to a loopback endpoint (push_endpoint.py, python3's http.server): the push of
 # each format with §13.10's headers and body, a 500 answered on purpose retried on
 # EXPONENTIAL_DECAY_RETRY's schedule (first retry after 1 s), and pushes pending at a kill -9
-# made after the restart. No signer is configured yet, so there is no authorization header.
+# made after the restart; every push signed (§13.11) and verified here with the certificate smqd
+# serves at its default certificate URL; and the verifier of docs/examples/push-verifier.js as
+# the endpoint: every push verifies, failures answered on purpose are retried, none doubled.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_push.sh (or ctest -L integration).
 
@@ -12,11 +14,11 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-require_tools curl openssl xmllint md5sum base64 awk sed python3
+require_tools curl openssl xmllint md5sum base64 awk sed python3 node
 require_bin
 
 NS='http://mns.aliyuncs.com/doc/v1/'
-CERT_URL='http://127.0.0.1:1/smqd/signing-cert.pem'
+VERIFIER="$HERE/../../docs/examples/push-verifier.js"
 EP_PIDS=()
 
 # Every endpoint this suite started, stopped by PID on exit (lib.sh's trap does the servers).
@@ -79,6 +81,28 @@ at_least() {   # at_least LOG PATH N — N requests or more were made on PATH
     [ "$(req "$1" "$2" 0 count)" -ge "$3" ]
 }
 
+# signed LOG PATH N — the N-th push on PATH carries an authorization that verifies (§13.11)
+# with the public key of the certificate at its x-mns-signing-cert-url, over the string to
+# sign rebuilt from the request as received.
+signed() {
+    local dir="$SUITE_TMP/verify.$RANDOM" url
+    mkdir -p "$dir"
+    url=$(req "$1" "$2" "$3" x-mns-signing-cert-url | base64 -d) || return 1
+    curl -sf -o "$dir/cert.pem" "$url" || return 1
+    openssl x509 -in "$dir/cert.pem" -noout -pubkey >"$dir/pub.pem" || return 1
+    req "$1" "$2" "$3" authorization | base64 -d >"$dir/sig" || return 1
+    python3 - "$1" "$2" "$3" >"$dir/data" <<'PY' || return 1
+import json, sys
+log, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+r = [r for r in map(json.loads, open(log)) if r["path"] == path][n]
+h = r["headers"]
+mns = "".join("%s:%s\n" % (k, v) for k, v in sorted(h.items()) if k.startswith("x-mns-"))
+sys.stdout.write("POST\n%s\n%s\n%s\n%s%s" % (h.get("content-md5", ""), h.get("content-type", ""),
+                                          h.get("date", ""), mns, path))
+PY
+    openssl dgst -sha1 -verify "$dir/pub.pem" -signature "$dir/sig" "$dir/data" >/dev/null
+}
+
 t_formats() {
     local log="$SUITE_TMP/formats.log" body='hello <push> & "all"' id path
     start_endpoint "$log" || return
@@ -98,7 +122,8 @@ t_formats() {
         assert_eq "$path: x-mns-topic-name" pt "$(req "$log" "$path" 0 x-mns-topic-name)"
         assert_eq "$path: x-mns-topic-owner" 1000000000000000 "$(req "$log" "$path" 0 x-mns-topic-owner)"
         assert_eq "$path: x-mns-subscriber" 1000000000000000 "$(req "$log" "$path" 0 x-mns-subscriber)"
-        assert_eq "$path: x-mns-signing-cert-url" "$(printf '%s' "$CERT_URL" | base64 -w0)" \
+        assert_eq "$path: x-mns-signing-cert-url, the listener's own" \
+            "$(printf 'http://%s/smqd/signing-cert.pem' "$SMQD_ADDR" | base64 -w0)" \
             "$(req "$log" "$path" 0 x-mns-signing-cert-url)"
         assert_match "$path: x-mns-publish-time in epoch ms" '^1[0-9]{12}$' "$(req "$log" "$path" 0 x-mns-publish-time)"
         assert_match "$path: x-mns-request-id" '^[0-9A-F]{24}$' "$(req "$log" "$path" 0 x-mns-request-id)"
@@ -107,7 +132,13 @@ t_formats() {
         assert_eq "$path: content-md5 of the body" \
             "$(req "$log" "$path" 0 body | md5sum | awk '{printf "%s", $1}' | base64 -w0)" \
             "$(req "$log" "$path" 0 content-md5)"
-        assert_eq "$path: no authorization without a signer (yet)" '<none>' "$(req "$log" "$path" 0 authorization)"
+        assert_match "$path: authorization, base64 of a 2048-bit signature" '^[A-Za-z0-9+/]{342}==$' \
+            "$(req "$log" "$path" 0 authorization)"
+        if signed "$log" "$path" 0; then
+            ok "$path: the signature verifies with the served certificate"
+        else
+            not_ok "$path: the signature verifies with the served certificate"
+        fi
     done
     assert_eq "x: subscription name" x "$(req "$log" '/x?a=1' 0 x-mns-subscription-name)"
     assert_eq "XML content type" 'text/xml;charset=utf-8' "$(req "$log" '/x?a=1' 0 content-type)"
@@ -163,11 +194,53 @@ t_pending_across_kill9() {
     assert_eq "with its body" survivor "$(req "$log" /k 0 body)"
 }
 
+# The verifier example as the endpoint: it trusts smqd's certificate URL, answers 500 to the
+# first verified push of each message, then 204; its log shows every attempt.
+t_verifier_example() {
+    local log="$SUITE_TMP/verifier.log" out="$SUITE_TMP/verifier.out" pid port i deadline
+    node "$VERIFIER" --allow-cert-url "http://$SMQD_ADDR/smqd/signing-cert.pem" --port 0 \
+        --log "$log" --fail-first 1 </dev/null >"$out" 2>"$SUITE_TMP/verifier.err" &
+    pid=$!
+    EP_PIDS+=("$pid")
+    deadline=$(( $(now_ms) + 10000 ))
+    until grep -q '"port"' "$out" 2>/dev/null; do
+        [ "$(now_ms)" -ge "$deadline" ] && { not_ok "the verifier did not start"; return 1; }
+        sleep 0.05
+    done
+    port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$out")
+    mns_request PUT /topics/vt
+    mns_request PUT /topics/vt/subscriptions/vx \
+        "$(sub_body Endpoint "http://127.0.0.1:$port/hook" NotifyStrategy EXPONENTIAL_DECAY_RETRY)"
+    mns_request PUT /topics/vt/subscriptions/vs \
+        "$(sub_body Endpoint "http://127.0.0.1:$port/hook?f=s" NotifyStrategy EXPONENTIAL_DECAY_RETRY NotifyContentFormat SIMPLIFIED)"
+    assert_status "two subscriptions to the verifier" 201
+    for i in 1 2 3 4 5; do
+        mns_request POST /topics/vt/messages "$(publish_body "verify me $i" "t$i")"
+        assert_status "PublishMessage $i" 201
+    done
+    wait_for "10 verified pushes answered 204" 20000 verifier_has "$log" 204 10
+    sleep 0.5          # a doubled push would land now
+    assert_eq "no push failed verification" 0 "$(verifier_count "$log" verified false)"
+    assert_eq "one 500 per message (the first attempt of each), then retried" 5 \
+        "$(verifier_count "$log" status 500)"
+    assert_eq "each subscription got each message once (no duplicates)" 10 \
+        "$(python3 -c 'import json,sys; print(len({(r["subscription"], r["messageId"]) for r in map(json.loads, open(sys.argv[1])) if r["status"] == 204}))' "$log")"
+    assert_eq "and 10 successes in all" 10 "$(verifier_count "$log" status 204)"
+}
+
+verifier_count() {   # verifier_count LOG FIELD VALUE — lines whose FIELD is VALUE (JSON)
+    python3 -c 'import json,sys; print(sum(1 for r in map(json.loads, open(sys.argv[1])) if json.dumps(r[sys.argv[2]]) == sys.argv[3]))' "$@" 2>/dev/null || echo 0
+}
+
+verifier_has() {     # verifier_has LOG STATUS N
+    [ "$(verifier_count "$1" status "$2")" -ge "$3" ]
+}
+
 new_server_dir
-printf '[topics]\ncertificate_url = %s\n' "$CERT_URL" >>"$NEW_DIR/smqd.conf"
 if smqd_start "$NEW_DIR"; then
     run_test t_formats
     run_test t_retry_after_500
+    run_test t_verifier_example
     run_test t_pending_across_kill9
     smqd_stop
 fi
