@@ -4,12 +4,14 @@ request smqd's push pool makes (time, path, headers, body) as one JSON line
 each, and answers 204, or 500 to the first request on a path containing
 "fail-once" (docs/protocol.md §13.10, §13.12).
 
-Usage: push_endpoint.py LOG PORTFILE [PORT] — binds 127.0.0.1 (PORT, default
-0 = any free one), writes the port to PORTFILE, and exits by itself after
-240 s so that a crashed suite cannot leave it behind."""
+Usage: push_endpoint.py LOG PORTFILE [PORT [CERT KEY]] — binds 127.0.0.1
+(PORT, default 0 = any free one; with CERT and KEY, PEM files, it serves
+HTTPS), writes the port to PORTFILE, and exits by itself after 240 s so that
+a crashed suite cannot leave it behind."""
 import base64
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -44,6 +46,10 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+if len(sys.argv) > 5:
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(sys.argv[4], sys.argv[5])
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
 with open(PORTFILE + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
 # renamed after the bind: the port file appears only once it listens

@@ -29,10 +29,11 @@ stop_endpoints() {
 }
 trap 'stop_endpoints; cleanup_all' EXIT
 
-# start_endpoint LOG [PORT] — an endpoint recording into LOG; sets EP_PORT and EP_PID.
+# start_endpoint LOG [PORT [CERT KEY]] — an endpoint recording into LOG (HTTPS with CERT and
+# KEY); sets EP_PORT and EP_PID.
 start_endpoint() {
     local portfile="$SUITE_TMP/port.$RANDOM" deadline=$(( $(now_ms) + 5000 ))
-    python3 "$HERE/push_endpoint.py" "$1" "$portfile" "${2:-0}" </dev/null >/dev/null 2>&1 &
+    python3 "$HERE/push_endpoint.py" "$1" "$portfile" "${2:-0}" "${@:3}" </dev/null >/dev/null 2>&1 &
     EP_PID=$!
     EP_PIDS+=("$EP_PID")
     while [ ! -s "$portfile" ]; do
@@ -236,12 +237,47 @@ verifier_has() {     # verifier_has LOG STATUS N
     [ "$(verifier_count "$1" status "$2")" -ge "$3" ]
 }
 
+topic_metric() {   # topic_metric FAMILY TOPIC — its value on /metrics (0 when absent)
+    curl -s "http://$SMQD_ADMIN/metrics" |
+        awk -v m="$1{topic=\"$2\"}" '$1 == m { v = $2 } END { print v + 0 }'
+}
+
+failed_attempts() {   # failed_attempts TOPIC N — N failed push attempts or more
+    [ "$(topic_metric smqd_topic_notification_failures_total "$1")" -ge "$2" ]
+}
+
+# An https:// endpoint whose certificate only [topics] push_ca_file vouches for: refused (a
+# failed attempt, retried) until smqd trusts that CA; then the pending push arrives, signed.
+t_https_ca_file() {
+    local log="$SUITE_TMP/https.log" dir="$SUITE_TMP/tlsep"
+    mkdir -p "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=smqd push endpoint" -addext "subjectAltName=IP:127.0.0.1" \
+        -keyout "$dir/ep.key" -out "$dir/ep.pem" 2>"$dir/err" || { not_ok "a certificate"; return 1; }
+    start_endpoint "$log" 0 "$dir/ep.pem" "$dir/ep.key" || return
+    mns_request PUT /topics/ht
+    mns_request PUT /topics/ht/subscriptions/h \
+        "$(sub_body Endpoint "https://127.0.0.1:$EP_PORT/tls" NotifyStrategy EXPONENTIAL_DECAY_RETRY NotifyContentFormat SIMPLIFIED)"
+    assert_status "an https:// subscription" 201
+    mns_request POST /topics/ht/messages "$(publish_body "over tls")"
+    assert_status "PublishMessage" 201
+    wait_for "an attempt failed on the unknown CA" 10000 failed_attempts ht 1
+    assert_eq "nothing reached the endpoint" 0 "$(req "$log" /tls 0 count)"
+    smqd_stop
+    printf '[topics]\npush_ca_file = %s\n' "$dir/ep.pem" >>"$SMQD_DIR/smqd.conf"
+    smqd_start "$SMQD_DIR" || return
+    wait_for "the push arrives once the CA is trusted" 15000 at_least "$log" /tls 1
+    assert_eq "with its body" "over tls" "$(req "$log" /tls 0 body)"
+    if signed "$log" /tls 0; then ok "signed"; else not_ok "signed"; fi
+}
+
 new_server_dir
 if smqd_start "$NEW_DIR"; then
     run_test t_formats
     run_test t_retry_after_500
     run_test t_verifier_example
     run_test t_pending_across_kill9
+    run_test t_https_ca_file
     smqd_stop
 fi
 finish
