@@ -14,11 +14,13 @@
 // After every cycle: the ledger against the rows in PostgreSQL, at most one /ready 200 in every
 // 100 ms sample, an old active's receipt handle works on the new one, every topic and
 // subscription acknowledged before a fault (one per cycle) is served as made by the new active
-// and the publish acknowledged to it reaches its subscribed queue,
-// takeover <= 15 s, and the
+// and the publish acknowledged to it reaches its subscribed queue and, signed with the one key
+// every node keeps in PostgreSQL, the harness's HTTP endpoint (a push a takeover repeats is
+// counted, never a lost one), takeover <= 15 s, and the
 // victim restarted with the same node_id and ports is standby (/ready 503) within 30 s.
 // The PostgreSQL failover (kill -9 of the primary, pg_ctl promote of the standby) runs last.
 
+const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -33,6 +35,7 @@ const traffic = require('../crashloop/traffic.js');
 const { Ledger } = require('../crashloop/ledger.js');
 const { rngFrom } = require('../crashloop/run.js');
 const pgcheck = require('./pgcheck.js');
+const { stringToSign } = require('../../docs/examples/push-verifier.js');
 const tcpproxy = require('./tcpproxy.js');
 
 const PG_SERVER = path.join(__dirname, '..', 'pg', 'pg-server.sh');
@@ -326,6 +329,48 @@ function checkRows(st) {
 const subBody = (queue) => '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">'
   + `<Endpoint>acs:mns:cn-hangzhou:1:queues/${queue}</Endpoint><NotifyContentFormat>SIMPLIFIED</NotifyContentFormat></Subscription>`;
 
+// The HTTP endpoint of every cycle's topic: records each push's body per path (SIMPLIFIED: the
+// published body) and whether its signature verified with the certificate the first active
+// node served — the same on every node, since they share the key in PostgreSQL (§13.11).
+async function startPushSink(st, active) {
+  const res = await fetch(`${active.endpoint}/smqd/signing-cert.pem`);
+  const cert = crypto.createPublicKey(await res.text());
+  st.pushes = new Map();          // path -> [{ body, verified }]
+  st.sink = http.createServer((req, rsp) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const h = new Map(Object.entries(req.headers));
+      const sig = Buffer.from(h.get('authorization') || '', 'base64');
+      const sts = Buffer.from(stringToSign(req.method, req.url, h), 'utf8');
+      const verified = sig.length > 0 && crypto.verify('RSA-SHA1', sts, cert, sig);
+      if (!st.pushes.has(req.url)) st.pushes.set(req.url, []);
+      st.pushes.get(req.url).push({ body: Buffer.concat(chunks).toString('utf8'), verified });
+      rsp.writeHead(verified ? 204 : 403).end();
+    });
+  });
+  await new Promise((r) => st.sink.listen(0, '127.0.0.1', r));
+  st.sinkUrl = `http://127.0.0.1:${st.sink.address().port}`;
+}
+
+const httpSubBody = (url) => '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">'
+  + `<Endpoint>${url}</Endpoint><NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy>`
+  + '<NotifyContentFormat>SIMPLIFIED</NotifyContentFormat></Subscription>';
+
+// The acknowledged publish of t pushed (signed) to the endpoint within ms; its duplicates counted.
+async function checkPushed(st, t, ms) {
+  const end = Date.now() + ms;
+  const got = () => (st.pushes.get(`/fo/${t.name}`) || []).filter((p) => p.body === t.body);
+  while (Date.now() < end && !got().some((p) => p.verified)) await sleep(100);
+  const all = got();
+  if (!all.some((p) => p.verified)) {
+    st.ledger.violation(st.cycle, 'push-lost', `${t.name}: ${all.length} pushes, none verified`);
+  } else if (all.length > 1) {
+    st.ledger.anomaly(st.cycle, 'push-repeated', `${t.name}: pushed ${all.length} times`);
+  }
+  t.pushed = true;
+}
+
 // One topic per cycle with one subscription into a queue of its own, made on the active node
 // just before the fault, and one publish to it; only what was answered 201 is recorded (in
 // st.topics), and the publish's body must then reach the queue, before or after the takeover.
@@ -337,6 +382,7 @@ async function makeTopic(st, active) {
     await mns.createQueue(queue, {});
     await mns.createTopic(name, { LoggingEnabled: true });
     await mns.put(`/topics/${name}/subscriptions/s`, 'Subscription', subBody(queue));
+    await mns.put(`/topics/${name}/subscriptions/h`, 'Subscription', httpSubBody(`${st.sinkUrl}/fo/${name}`));
     const t = { name, queue, body: null };
     st.topics.push(t);
     await mns.publishMessage(name, { MessageBody: `published in cycle ${st.cycle}` });
@@ -375,6 +421,7 @@ async function checkTopics(st, active) {
         if (got !== t.body) st.ledger.violation(st.cycle, 'publish-lost', `${t.name}: got ${JSON.stringify(got)}`);
         t.delivered = true;
       }
+      if (t.body !== null && !t.pushed) await checkPushed(st, t, 15000);
     } catch (e) {
       st.ledger.violation(st.cycle, 'topic-lost', `${t.name} on ${active.id}: ${e.name}: ${e.message}`);
     }
@@ -428,6 +475,9 @@ async function finish(st) {
   if (!st.topics.some((t) => t.delivered)) {
     st.ledger.violation(st.cycle, 'topics', 'no PublishMessage was acknowledged and checked');
   }
+  if (!st.topics.some((t) => t.pushed)) {
+    st.ledger.violation(st.cycle, 'topics', 'no acknowledged PublishMessage was checked at the HTTP endpoint');
+  }
   st.ledger.checkFinal(st.cycle);
 }
 
@@ -439,6 +489,7 @@ function cleanup(st) {
   }
   if (st.haproxy) { try { process.kill(st.haproxy.pid, 'SIGKILL'); } catch (e) { /* gone */ } }
   if (st.router) st.router.close();
+  if (st.sink) { st.sink.closeAllConnections(); st.sink.close(); }
   for (const pg of st.pg || []) {
     try { execFileSync('bash', [PG_SERVER, 'stop', pg.dir], { stdio: 'ignore' }); } catch (e) { /* gone */ }
     if (!st.opts.keep) fs.rmSync(pg.dir, { recursive: true, force: true });
@@ -455,6 +506,9 @@ function report(st, results) {
   const tks = results.map((r) => r.takeoverMs).filter((x) => x !== null);
   console.log(`front: ${st.front}; /ready samples: ${st.samples}; takeover ms: ${tks.join(' ')}` +
     (tks.length ? ` (max ${Math.max(...tks)})` : ''));
+  const pushes = [...(st.pushes || new Map()).values()].flat();
+  console.log(`HTTP pushes received: ${pushes.length}, verified ${pushes.filter((p) => p.verified).length}; ` +
+    `topics checked at the endpoint: ${st.topics.filter((t) => t.pushed).length}`);
   for (const v of st.ledger.violations.slice(0, 20)) console.log(`VIOLATION cycle ${v.cycle} ${v.kind}: ${v.detail}`);
   for (const a of st.ledger.anomalies.slice(0, 10)) console.log(`anomaly cycle ${a.cycle} ${a.kind}: ${a.detail}`);
   const ok = st.ledger.violations.length === 0;
@@ -483,6 +537,7 @@ async function main() {
     await traffic.createQueues(mnsOf(first.endpoint));
     await mnsOf(first.endpoint).createQueue(HANDLE_Q, { VisibilityTimeout: 30 });
     await mnsOf(first.endpoint).createQueue(PROBE_Q, {});
+    await startPushSink(st, first);
     const plan = [];
     for (let i = 0; i < opts.cycles; i++) plan.push(ACTIONS[(i + opts.seed) % ACTIONS.length]);
     for (let i = 0; i < opts.pgFailover && st.pg.length > 1; i++) plan.push('pg');
