@@ -15,7 +15,7 @@
 #   p50/p99 ms    per push, the publish's 201 at the generator → the whole request read at
 #                 the endpoint (both on CLOCK_MONOTONIC; matched by MessageId)
 #
-#   bench/push.sh [SECONDS] [CONNECTIONS] [PAUSE_MS]     (defaults 5, 2 and 5; about a minute)
+#   bench/push.sh [SECONDS] [CONNECTIONS] [PAUSE_MS]     (defaults 5, 2 and 20; 1–2 minutes)
 #
 # sync = full, 1 KiB bodies, format XML, the configuration of bench_conf (lib.sh), smqd's
 # default push_concurrency (64) unless PUSH_CONCURRENCY is set.  The binaries are built in
@@ -23,11 +23,14 @@
 # smoke.sh does).  Exits 1 when a run had errors, a fan-out was not delivered, or a push is
 # missing or unmatched: the short form (smoke.sh) is a check, never of speed.
 set -euo pipefail
+for v in SMQD_BIN LOADGEN SINK; do   # given relative to where we were started
+  if [ -n "${!v:-}" ]; then printf -v "$v" '%s' "$(realpath "${!v}")"; fi
+done
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 secs=${1:-5}
 conns=${2:-2}
-pause=${3:-5}
+pause=${3:-20}
 subs=${PUSH_SUBS:-1 10 100}
 if [ -n "${SMQD_BIN:-}" ] && [ -n "${LOADGEN:-}" ] && [ -n "${SINK:-}" ]; then
   smqd=$SMQD_BIN lg=$LOADGEN sink=$SINK
@@ -74,7 +77,7 @@ publish() {
 # so its log is complete; bounded by its own deadline as well.
 sink_start() {
   rm -f "$work/sink.port"
-  "$sink" "$work/sink.port" "$work/sink.log" $((secs + 120)) &
+  "$sink" "$work/sink.port" "$work/sink.log" $((secs + 660)) &
   spid=$!
   for _ in $(seq 200); do [ -s "$work/sink.port" ] && break; sleep 0.05; done
   sport=$(cat "$work/sink.port" 2>/dev/null) || { fail "the sink did not start"; exit 1; }
