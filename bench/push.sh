@@ -14,6 +14,8 @@
 #   push/queue    their ratio
 #   p50/p99 ms    per push, the publish's 201 at the generator → the whole request read at
 #                 the endpoint (both on CLOCK_MONOTONIC; matched by MessageId)
+#   missing/extra pushes never received / received more than once (a retry after a timeout:
+#                 allowed, pushes are at-least-once, §13.12)
 #
 #   bench/push.sh [SECONDS] [CONNECTIONS] [PAUSE_MS]     (defaults 5, 2 and 20; 1–2 minutes)
 #
@@ -88,17 +90,21 @@ sink_stop() {
   spid=""
 }
 
-# Joins the generator's acknowledgements with the sink's receipts (N per publish): prints
-# "receipts missing unmatched push_s p50_ms p99_ms".
+# Joins the generator's acknowledgements with the sink's receipts (N per publish, one per
+# subscription): prints "receipts missing extra unmatched push_s p50_ms p99_ms"; extra counts
+# receipts beyond N of one publish (a push repeated), unmatched those of no publish of the run.
 push_figures() {
   local n=$1
   awk -v n="$n" -v lat="$work/lat" '
     $1 == "s" { start = $2; next }
-    $1 == "a" { ack[$2] = $3; acked++; next }
+    $1 == "a" { ack[$2] = $3; next }
     $1 == "r" { got++; if ($3 > last) last = $3
-                if ($2 in ack) printf "%.3f\n", ($3 - ack[$2]) / 1e6 > lat; else unmatched++ }
-    END { close(lat); missing = acked * n - (got - unmatched); if (missing < 0) missing = 0
-          printf "%d %d %d %.0f", got, missing, unmatched, (last > start ? got / ((last - start) / 1e9) : 0) }
+                if ($2 in ack) { seen[$2]++; printf "%.3f\n", ($3 - ack[$2]) / 1e6 > lat }
+                else unmatched++ }
+    END { close(lat)
+          for (id in ack) { d = seen[id] - n; if (d < 0) missing -= d; else extra += d }
+          printf "%d %d %d %d %.0f", got, missing, extra, unmatched,
+                 (last > start ? got / ((last - start) / 1e9) : 0) }
   ' "$work/ack" "$work/sink.log"
   sort -n "$work/lat" | awk '{ v[NR] = $1 } END {
     if (NR == 0) { print " - -"; exit }
@@ -109,8 +115,8 @@ push_figures() {
 echo "== push.sh: $(nproc) cores, git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%F %T') UTC," \
      "load $(cut -d' ' -f1 /proc/loadavg)"
 echo "== $conns connections pausing ${pause} ms after each publish, ${secs}s per run, until delivered"
-fmt='%-6s %9s %9s %9s %11s %9s %9s %9s\n'
-printf "$fmt" subs pub/s queue/s push/s push/queue p50_ms p99_ms missing
+fmt='%-6s %11s %9s %9s %11s %9s %9s %13s\n'
+printf "$fmt" subs pub/s queue/s push/s push/queue p50_ms p99_ms missing/extra
 for n in $subs; do
   publish "queue x$n" --topic "pq-t$n" --create-topic "$n"
   qpub=$(num msg_per_s "$out")
@@ -121,12 +127,12 @@ for n in $subs; do
     --push-endpoint "http://127.0.0.1:$sport/p$n"
   ppub=$(num msg_per_s "$out")
   sink_stop
-  read -r got missing unmatched push_s p50 p99 <<<"$(push_figures "$n")"
+  read -r got missing extra unmatched push_s p50 p99 <<<"$(push_figures "$n")"
   [ "$missing" -eq 0 ] && [ "$unmatched" -eq 0 ] && [ "$got" -gt 0 ] ||
     fail "push x$n: $got pushes received, $missing missing, $unmatched not from this run"
   printf "$fmt" "$n" "$qpub/$ppub" "$queue_s" "$push_s" \
     "$(awk -v a="$push_s" -v b="$queue_s" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
-    "$p50" "$p99" "$missing"
+    "$p50" "$p99" "$missing/$extra"
   rm -f "$work/ack" "$work/sink.log" "$work/lat"
 done
 echo "(pub/s: queue run/push run; load at the end $(cut -d' ' -f1 /proc/loadavg))"
