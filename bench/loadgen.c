@@ -1504,7 +1504,7 @@ static void usage(FILE *f)
 "  --duration-s S (10)   --messages N (stop after N counted messages)\n"
 "  --body-bytes B (1024) --wait-s W (receive waitseconds: 30 longpoll, else 1)\n"
 "  --pause-ms MS (50)    --prefill N (batch-send N messages before measuring)\n"
-"                        (send: given, each connection pauses MS after each 201)\n"
+"                        (send: given, each connection pauses MS after each answer)\n"
 "  --create-queue        PUT the queue first (VisibilityTimeout 30)\n"
 "  --topic T             send: PublishMessage to topic T instead of SendMessage\n"
 "  --create-topic N      PUT topic T first, with N queue subscriptions into new\n"
