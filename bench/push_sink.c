@@ -133,7 +133,7 @@ static void accept_all(int lfd, int ep)
     }
 }
 
-/* Serves until a signal or the deadline; connections still open then are closed. */
+/* Serves until a signal or the deadline; connections still open then close with the process. */
 static void serve(int lfd, FILE *log, double max_s)
 {
     int ep = epoll_create1(0);
