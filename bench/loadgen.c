@@ -82,6 +82,9 @@ struct opts {
     const char *topic;            /* send: PublishMessage to this topic instead */
     int subscriptions;            /* --create-topic N: queue subscriptions made first */
     int wait_fanout;              /* after the run, wait for the topic's MessageCount 0 */
+    const char *push_endpoint;    /* --create-topic: HTTP subscriptions to this URL instead */
+    const char *ack_log;          /* send: "a MessageId t_ns" per 201, monotonic clock */
+    int paced;                    /* send: --pause-ms given, each connection pauses after a 201 */
     int port;
     enum scenario sc;
     int conns, producers, waiters, body_bytes, wait_s, pause_ms;
@@ -162,6 +165,7 @@ static struct {
     int waiting;
     struct rusage ru_start, ru_stop;
     double fanout_s;              /* --wait-fanout: run start -> MessageCount 0 (-1: never) */
+    FILE *ack;                    /* --ack-log, open for the measured run */
     struct stats st;
     struct lp_ent lp[LP_MAX];
     int lp_n;
@@ -545,6 +549,16 @@ static enum op first_op(enum role r)
     }
 }
 
+/* --ack-log: when each publish was acknowledged, on the monotonic clock that
+ * bench/push_sink.c stamps its receipts with (bench/push.sh joins the two). */
+static void log_ack(const char *b, const char *e, uint64_t now)
+{
+    const char *v;
+    size_t vl;
+    if (lg_xml_next(b, e, "MessageId", &v, &vl) != NULL)
+        fprintf(g.ack, "a %.*s %llu\n", (int)vl, v, (unsigned long long)now);
+}
+
 static void on_send(struct conn *c, int status, const char *b, const char *e, uint64_t us,
                     uint64_t now)
 {
@@ -557,6 +571,8 @@ static void on_send(struct conn *c, int status, const char *b, const char *e, ui
             if (lg_xml_next(b, e, "MessageId", &v, &vl) != NULL)
                 lp_note(v, vl, LP_SENT, now, c->t_start);
         }
+        if (g.ack != NULL && g.measured)
+            log_ack(b, e, now);
         g.st.sent += (uint64_t)n;
         record(c->op, us, 1);
         counted(M_SENT, now);
@@ -902,7 +918,7 @@ static int assign_roles(int measured)
         struct conn *c = &g.conns[i];
         switch (o->sc) {
         case SC_SEND:
-            c->role = R_SEND;
+            c->role = o->paced ? R_PACED : R_SEND;
             break;
         case SC_DRAIN:
             c->role = R_CONSUME;
@@ -1116,7 +1132,8 @@ static int create_queue(void)
 }
 
 /* The topic of --topic with N queue subscriptions (docs/protocol.md §13.6.1),
- * each into a queue of its own, TOPIC-s0 .. TOPIC-s(N-1), made first; the
+ * each into a queue of its own, TOPIC-s0 .. TOPIC-s(N-1), made first; or, with
+ * --push-endpoint, N HTTP subscriptions to that URL (pushed, §13.10).  The
  * subscriptions use the default format (XML, §13.9). */
 static int create_topic(void)
 {
@@ -1128,14 +1145,20 @@ static int create_topic(void)
     snprintf(res, sizeof res, "/topics/%s", g.o.topic);
     status = sync_request("PUT", res, NULL, 0, NULL, code, sizeof code);
     for (int i = 0; i < g.o.subscriptions && (status == 201 || status == 204); i++) {
-        snprintf(res, sizeof res, "/queues/%s-s%d", g.o.topic, i);
-        status = sync_request("PUT", res, qbody, sizeof qbody - 1, NULL, code, sizeof code);
-        if (status != 201 && status != 204)
-            break;
+        char endpoint[300];
+        if (g.o.push_endpoint != NULL) {
+            snprintf(endpoint, sizeof endpoint, "%s", g.o.push_endpoint);
+        } else {
+            snprintf(res, sizeof res, "/queues/%s-s%d", g.o.topic, i);
+            status = sync_request("PUT", res, qbody, sizeof qbody - 1, NULL, code, sizeof code);
+            if (status != 201 && status != 204)
+                break;
+            snprintf(endpoint, sizeof endpoint, "acs:mns:bench:1:queues/%s-s%d", g.o.topic, i);
+        }
         snprintf(res, sizeof res, "/topics/%s/subscriptions/s%d", g.o.topic, i);
         int n = snprintf(body, sizeof body, "<?xml version=\"1.0\" encoding=\"utf-8\"?>"
                          "<Subscription xmlns=\"http://mns.aliyuncs.com/doc/v1/\"><Endpoint>"
-                         "acs:mns:bench:1:queues/%s-s%d</Endpoint></Subscription>", g.o.topic, i);
+                         "%s</Endpoint></Subscription>", endpoint);
         status = sync_request("PUT", res, body, (size_t)n, NULL, code, sizeof code);
     }
     if (status == 201 || status == 204)
@@ -1481,11 +1504,15 @@ static void usage(FILE *f)
 "  --duration-s S (10)   --messages N (stop after N counted messages)\n"
 "  --body-bytes B (1024) --wait-s W (receive waitseconds: 30 longpoll, else 1)\n"
 "  --pause-ms MS (50)    --prefill N (batch-send N messages before measuring)\n"
+"                        (send: given, each connection pauses MS after each answer)\n"
 "  --create-queue        PUT the queue first (VisibilityTimeout 30)\n"
 "  --topic T             send: PublishMessage to topic T instead of SendMessage\n"
 "  --create-topic N      PUT topic T first, with N queue subscriptions into new\n"
 "                        queues T-s0 .. T-s(N-1) (format XML)\n"
 "  --wait-fanout         after the run, wait until T's MessageCount is 0 (fanout_s)\n"
+"  --push-endpoint URL   --create-topic makes N HTTP subscriptions to URL instead\n"
+"  --ack-log FILE        send: \"a MessageId t_ns\" per 201 and \"s t_ns\" (the start),\n"
+"                        CLOCK_MONOTONIC, for matching with bench/push_sink.c\n"
 "  --json                one JSON line instead of the text report\n");
 }
 
@@ -1522,6 +1549,8 @@ static int valid_queue_name(const char *q)
     return 1;
 }
 
+static void check_args(struct opts *o);
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {
@@ -1532,6 +1561,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         { "wait-s", 1, 0, 'w' }, { "pause-ms", 1, 0, 'z' }, { "prefill", 1, 0, 'f' },
         { "create-queue", 0, 0, 'C' }, { "json", 0, 0, 'j' }, { "self-test", 0, 0, 'T' },
         { "topic", 1, 0, 't' }, { "create-topic", 1, 0, 'S' }, { "wait-fanout", 0, 0, 'F' },
+        { "push-endpoint", 1, 0, 'U' }, { "ack-log", 1, 0, 'A' },
         { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
     };
     *o = (struct opts){ .host = "127.0.0.1", .port = 8080, .queue = "loadgen", .conns = 1,
@@ -1553,12 +1583,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
         case 'n': o->messages = num_arg("messages", optarg, 1, 1000000000000LL); break;
         case 'b': o->body_bytes = (int)num_arg("body-bytes", optarg, 1, 65536); break;
         case 'w': o->wait_s = (int)num_arg("wait-s", optarg, 0, 30); break;
-        case 'z': o->pause_ms = (int)num_arg("pause-ms", optarg, 0, 60000); break;
+        case 'z': o->pause_ms = (int)num_arg("pause-ms", optarg, 0, 60000); o->paced = 1; break;
         case 'f': o->prefill = num_arg("prefill", optarg, 1, 1000000000000LL); break;
         case 'C': o->create_queue = 1; break;
         case 't': o->topic = optarg; break;
         case 'S': o->subscriptions = (int)num_arg("create-topic", optarg, 0, 100000); break;
         case 'F': o->wait_fanout = 1; break;
+        case 'U': o->push_endpoint = optarg; break;
+        case 'A': o->ack_log = optarg; break;
         case 'j': o->json = 1; break;
         case 'T': o->self_test = 1; break;
         case 'h': usage(stdout); exit(0);
@@ -1571,12 +1603,24 @@ static void parse_args(int argc, char **argv, struct opts *o)
         usage(stderr);
         exit(EXIT_USAGE);
     }
+    check_args(o);
+}
+
+/* The combinations parse_args lets through that make no sense. */
+static void check_args(struct opts *o)
+{
     if (!valid_queue_name(o->queue))
         die("--queue: 1..120 characters of A-Z a-z 0-9 -, not starting with -");
     if (o->topic != NULL && (o->sc != SC_SEND || !valid_queue_name(o->topic) || strlen(o->topic) > 100))
         die("--topic: only with --scenario send; 1..100 characters of A-Z a-z 0-9 -");
     if (o->topic == NULL && (o->subscriptions > 0 || o->wait_fanout))
         die("--create-topic and --wait-fanout need --topic");
+    if ((o->push_endpoint != NULL || o->ack_log != NULL) && o->topic == NULL)
+        die("--push-endpoint and --ack-log need --topic");
+    if (o->push_endpoint != NULL && (strncmp(o->push_endpoint, "http", 4) != 0
+                                     || strlen(o->push_endpoint) > 250
+                                     || strpbrk(o->push_endpoint, "<>&\"'") != NULL))
+        die("--push-endpoint: an http(s):// URL of at most 250 characters, no < > & \" '");
     if (o->wait_s < 0)
         o->wait_s = o->sc == SC_LONGPOLL ? 30 : 1;
 }
@@ -1633,6 +1677,19 @@ static int prefill(void)
     return failed;
 }
 
+/* Ends --ack-log with the run's start ("s t_ns"), what its pushes/s are counted from. */
+static int ack_close(void)
+{
+    if (g.ack == NULL)
+        return 0;
+    fprintf(g.ack, "s %llu\n", (unsigned long long)g.t_start);
+    int bad = ferror(g.ack) | fclose(g.ack);
+    g.ack = NULL;
+    if (bad)
+        fprintf(stderr, "smqd-loadgen: writing %s failed\n", g.o.ack_log);
+    return bad ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setup(argc, argv);
@@ -1643,10 +1700,16 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
     if (rc == 0 && g.o.prefill > 0 && prefill() != 0)
         rc = EXIT_ERRORS;
+    if (rc == 0 && g.o.ack_log != NULL && (g.ack = fopen(g.o.ack_log, "w")) == NULL) {
+        fprintf(stderr, "smqd-loadgen: %s: %s\n", g.o.ack_log, strerror(errno));
+        rc = EXIT_USAGE;
+    }
     if (rc != EXIT_USAGE && g_signals == 0) {
         run_phase(1);
         if (g.o.wait_fanout)
             wait_fanout();
+        if (ack_close() != 0)
+            rc = EXIT_ERRORS;
         if (g.o.json)
             print_json();
         else

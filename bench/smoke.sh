@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # smoke.sh — the benchmark in CI form (ctest bench.smoke): every smqd-loadgen
 # scenario for a couple of seconds against a real smqd on 127.0.0.1, and a
-# publish to a topic with 10 queue subscriptions, so the benchmark cannot rot.  It fails on errors, lost requests, zero throughput,
+# publish to a topic with 10 queue subscriptions, and bench/push.sh's short form (HTTP
+# pushes to a loopback sink next to queue fan-out, 1 and 10 subscriptions, 1 s runs), so the benchmark cannot rot.  It fails on errors, lost requests, zero throughput,
 # a long poll that was never woken, or an unclean server exit — never on
 # speed (CI machines are noisy; there is no timed assertion here).
 #
-#   SMQD_BIN=build/smqd LOADGEN=build/bench/smqd-loadgen bench/smoke.sh [SECONDS]
+#   SMQD_BIN=build/smqd LOADGEN=build/bench/smqd-loadgen SINK=build/bench/smqd-bench-sink \
+#     bench/smoke.sh [SECONDS]
 #
 # sync = full (the default), the same settings as bench/loadgen.sh.
 set -euo pipefail
@@ -13,6 +15,7 @@ set -euo pipefail
 secs=${1:-2}
 smqd=${SMQD_BIN:?set SMQD_BIN to the smqd binary}
 lg=${LOADGEN:?set LOADGEN to the smqd-loadgen binary}
+: "${SINK:?set SINK to the smqd-bench-sink binary}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/smqd-smoke.XXXXXX")
 pid=""
 cleanup() {
@@ -78,5 +81,8 @@ pid=""
 if grep -q "ERROR\|runtime error\|Sanitizer" "$work/smqd.log"; then
   fail "smqd logged errors:"; grep "ERROR\|runtime error\|Sanitizer" "$work/smqd.log" | head -20
 fi
+# Pushes: push.sh on its own smqd (every push must arrive and match its publish).
+PUSH_SUBS="1 10" bash "$(dirname "$0")/push.sh" 1 2 20 || fail "push.sh (pushes next to queue fan-out)"
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "smoke: every scenario ran without errors"
