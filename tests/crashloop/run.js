@@ -142,10 +142,19 @@ async function start(st, sync) {
   current = await harness.startServer(dir);
   current.startMs = traffic.now() - t0;
   // Pushes signed by this server name its own listener's certificate URL: trusted from now on.
-  if (st.endpoint && !await st.endpoint.trust(current.endpoint)) {
-    st.ledger.violation(st.cycleNow, 'signing-key-changed', `${current.endpoint} serves another signing key than the first server`);
-  }
+  if (st.endpoint) await trustServer(st, current);
   return current;
+}
+
+async function trustServer(st, server) {
+  let sameKey;
+  try {
+    sameKey = await st.endpoint.trust(server.endpoint);
+  } catch (e) {
+    st.ledger.violation(st.cycleNow, 'signing-cert', `the certificate of ${server.endpoint}: ${e.message}`);
+    return;
+  }
+  if (!sameKey) st.ledger.violation(st.cycleNow, 'signing-key-changed', `${server.endpoint} serves another signing key than the first server`);
 }
 
 function withTimeout(promise, ms, what) {
