@@ -1,8 +1,8 @@
 'use strict';
 // topic.js — the publish side of one crash cycle (docs/protocol.md §13.5, §13.8-§13.12): a topic
-// with three queue subscriptions, one per NotifyContentFormat, and two HTTP subscriptions, a
-// publisher using the SDK's publishMessage, and one consumer per subscribed queue.  What the clients were told goes to a
-// PublishLedger (publish_ledger.js).
+// with three queue subscriptions, one per NotifyContentFormat, a late one (below) and two HTTP
+// subscriptions, a publisher using the SDK's publishMessage, and one consumer per subscribed
+// queue.  What the clients were told goes to a PublishLedger (publish_ledger.js).
 //
 // Two HTTP subscriptions, h-xml (XML, BACKOFF_RETRY) and h-simple (SIMPLIFIED,
 // EXPONENTIAL_DECAY_RETRY), push to the harness's loopback endpoint (push_endpoint.js), which
