@@ -12,7 +12,10 @@
 # deleted-twice.  Before the 8th it writes a fake AddressSanitizer report to the log: expect
 # sanitizer.  Before the 5th it empties the subscribed queue cl-t-simple (topic.js) behind the
 # fan-out's back: expect publish-lost or copy-lost at the next kill, publish-never-delivered at the
-# end, for the publishes whose copies were there.
+# end, for the publishes whose copies were there.  Before the 7th it deletes the notifications
+# pending for the HTTP subscription h-simple (as if a push had been recorded delivered that the
+# endpoint never answered with a 2xx): expect publish-lost for h-simple at the next kill and
+# publish-never-delivered at the end.
 set -euo pipefail
 real=${SMQD_REAL_BIN:?set SMQD_REAL_BIN to the real smqd binary}
 conf=$2                                   # run.js starts "smqd -c DIR/smqd.conf"
@@ -31,6 +34,7 @@ case $n in
                     INSERT INTO msg SELECT queue_id, seq + 1000000, priority, enqueue_ms, first_dequeue_ms,
                       visible_ms, expire_ms, dequeue_count, handle_gen, src_queue_id FROM msg WHERE seq IN (SELECT seq FROM v);
                     INSERT INTO msg_body SELECT seq + 1000000, body, md5, ext FROM msg_body WHERE seq IN (SELECT seq FROM v);" ;;
+  7) sqlite3 "$db" "DELETE FROM notif WHERE sub_id = (SELECT id FROM subscription WHERE name = 'h-simple');" ;;
   8) echo "==1==ERROR: AddressSanitizer: heap-use-after-free (injected by faulty-smqd.sh)" >&2 ;;
 esac
 exec "$real" "$@"                         # same PID: run.js kills the real server by it

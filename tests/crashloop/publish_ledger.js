@@ -13,6 +13,13 @@
 // seen twice), an acknowledged delete does not come back, a received copy that was not deleted is
 // still on disk.  Violations and anomalies go to the run's Ledger (ledger.js), so they are counted
 // and printed with everything else.
+//
+// HTTP subscriptions (§13.10, §13.12) have no queue: a publish reaches one when the endpoint
+// answered one of its pushes with a 2xx.  A push answered otherwise (the endpoint's 500 on
+// purpose) is a failed attempt: the notification must stay pending until a retry gets its 2xx.
+// A push after a 2xx is a duplicate (at least once: allowed, counted).  So after a kill, an
+// acknowledged publish is either pending for the HTTP subscription or was pushed with a 2xx;
+// otherwise it was lost for it, as for a queue.
 
 const { md5Upper } = require('./ledger.js');
 
@@ -54,6 +61,7 @@ function decode(format, text) {
 function newPublish(tag, nSubs) {
   return {
     tag,               // MessageTag sent ('' = none)
+    pushed: new Map(), // HTTP subscription -> {n: pushes received, ok: answered 2xx}
     id: undefined,     // the publish's MessageId (its 201, or the first XML/JSON notification)
     ackCycle: -1,      // cycle of the 201
     unseen: nSubs,     // subscriptions not yet delivered from
@@ -67,11 +75,13 @@ function newCopy(sub, body) {
 }
 
 class PublishLedger {
-  // subs: [{name, queue, format}]; ledger: the run's Ledger (violations, anomalies).
+  // subs: [{name, queue, format}] for queue subscriptions, [{name, format, http: true,
+  // okStatus}] for HTTP ones; ledger: the run's Ledger (violations, anomalies).
   constructor(topic, subs, ledger) {
     this.topic = topic;
     this.subs = subs;
-    this.subOfQueue = new Map(subs.map((s) => [s.queue, s]));
+    this.subOfQueue = new Map(subs.filter((s) => !s.http).map((s) => [s.queue, s]));
+    this.subOfName = new Map(subs.map((s) => [s.name, s]));
     this.ledger = ledger;
     this.pubs = new Map();     // published body -> record, for every publish attempted
     this.open = new Set();     // acknowledged bodies not yet delivered from every subscription,
@@ -80,7 +90,8 @@ class PublishLedger {
     this.ids = new Map();      // MessageId (publish or copy) -> what it names
     this.counts = { publishesAcked: 0, unknownPublishes: 0, copiesReceived: 0, duplicates: 0,
                     redeliveries: 0, copyDeletesAcked: 0, seenAfterRestart: 0, doubledOnDisk: 0,
-                    pendingAfterKill: 0 };
+                    pendingAfterKill: 0, pushes: 0, pushesFailedOnPurpose: 0, pushRetries: 0,
+                    pushDuplicates: 0 };
   }
 
   isSubQueue(queue) {
@@ -165,14 +176,63 @@ class PublishLedger {
       this.counts.redeliveries++;
     }
     this.checkCopy(cycle, m, copy, dc, startedAt);
-    if (!p.seen.has(sub.name)) {
-      p.seen.set(sub.name, cycle);
-      p.unseen--;
-      // First delivered in a later cycle than its acknowledgement: it crossed a SIGKILL.
-      if (p.ackCycle >= 0 && p.ackCycle < cycle) this.counts.seenAfterRestart++;
-    }
+    this.markSeen(cycle, p, sub.name);
     if (inDrain) copy.inDrain = true;
     copy.delUnknown = false;   // delivered again: a delete in flight at the kill did not happen
+  }
+
+  markSeen(cycle, p, name) {
+    if (p.seen.has(name)) return;
+    p.seen.set(name, cycle);
+    p.unseen--;
+    // First delivered in a later cycle than its acknowledgement: it crossed a SIGKILL.
+    if (p.ackCycle >= 0 && p.ackCycle < cycle) this.counts.seenAfterRestart++;
+  }
+
+  // One push the endpoint received and verified (§13.10, §13.11): name is the subscription its
+  // path names, h its headers (lower-case names -> value), text its body.  failFirst: the
+  // endpoint wants this publish's first push to that subscription answered 500 (a retry must
+  // follow, §13.12).  -> the status to answer: 500 then, else the subscription's 2xx.
+  pushed(cycle, name, h, text, failFirst) {
+    const sub = this.subOfName.get(name);
+    if (!sub || !sub.http) {
+      this.ledger.violation(cycle, 'unknown-push', `a push for ${name}, not an HTTP subscription of ${this.topic}`);
+      return 204;
+    }
+    this.counts.pushes++;
+    const dec = decode(sub.format, text);
+    const p = dec && this.pubs.get(dec.body);
+    if (!p) {
+      this.ledger.violation(cycle, dec ? 'unknown-push' : 'bad-push', `${name} got ${JSON.stringify(text).slice(0, 300)}`);
+      return 204;
+    }
+    this.checkPush(cycle, sub, h, dec, p);
+    const rec = p.pushed.get(name) || { n: 0, ok: false };
+    p.pushed.set(name, rec);
+    rec.n++;
+    if (rec.ok) this.counts.pushDuplicates++;
+    else if (rec.n > 1) this.counts.pushRetries++;
+    if (rec.n === 1 && failFirst) {
+      this.counts.pushesFailedOnPurpose++;
+      return 500;
+    }
+    rec.ok = true;
+    this.markSeen(cycle, p, name);
+    return sub.okStatus || 204;
+  }
+
+  // What a push's headers (and an XML body) say of its publish: §13.10's table.
+  checkPush(cycle, sub, h, dec, p) {
+    const bad = [];
+    if (h.get('x-mns-topic-name') !== this.topic) bad.push(`x-mns-topic-name ${h.get('x-mns-topic-name')}`);
+    if (h.get('x-mns-subscription-name') !== sub.name) bad.push(`x-mns-subscription-name ${h.get('x-mns-subscription-name')}`);
+    if (sub.format === 'SIMPLIFIED' && (h.get('x-mns-message-tag') || '') !== p.tag) {
+      bad.push(`x-mns-message-tag ${h.get('x-mns-message-tag')} (published ${JSON.stringify(p.tag)})`);
+    }
+    if (bad.length) this.ledger.violation(cycle, 'push-headers', `${sub.name} ${dec.body}: ${bad.join(', ')}`);
+    if (sub.format !== 'SIMPLIFIED') this.checkNotification(cycle, sub, dec, p);
+    else if (!h.get('x-mns-message-id')) this.ledger.violation(cycle, 'push-headers', `${sub.name} ${dec.body}: no x-mns-message-id`);
+    else this.bindPublishId(cycle, dec.body, p, h.get('x-mns-message-id'), `${sub.name} push`);
   }
 
   // The queue guarantees, per copy (ledger.js checks the same for sent messages).
@@ -276,7 +336,8 @@ class PublishLedger {
       }
       if (!p.seen.has(sub.name)) {
         this.ledger.violationOnce(cycle, 'publish-lost', key, `${body} (${p.id}, acknowledged in cycle ${p.ackCycle}) ` +
-          `is neither pending for ${sub.name}, nor in ${sub.queue}, nor was it ever delivered from there`);
+          `is neither pending for ${sub.name}, nor ` + (sub.http ? 'was a push of it answered 2xx' :
+            `in ${sub.queue}, nor was it ever delivered from there`));
         continue;
       }
       for (const copy of live) {
@@ -294,7 +355,8 @@ class PublishLedger {
       for (const sub of this.subs) {
         if (!p.seen.has(sub.name)) {
           this.ledger.violationOnce(cycle, 'publish-never-delivered', `${sub.name} ${body}`,
-            `${body} (${p.id}, acknowledged in cycle ${p.ackCycle}) never reached ${sub.queue}`);
+            `${body} (${p.id}, acknowledged in cycle ${p.ackCycle}) never reached ` +
+            (sub.http ? `${sub.name}'s endpoint with a 2xx answer` : sub.queue));
         }
       }
     }

@@ -165,3 +165,107 @@ test('one id for a publish and a copy, or for two copies, is reported', () => {
   b.received(0, JSN.queue, copy(JSN, 'b', 'P2', 'Q5', 1), 1, false);
   assert.deepEqual(kinds(l), ['id-duplicated', 'id-duplicated']);
 });
+
+// ---- HTTP subscriptions: pushes (docs/protocol.md §13.10, §13.12) ----
+
+const HXML = { name: 'h-xml', format: 'XML', http: true, okStatus: 201 };
+const HSIMPLE = { name: 'h-simple', format: 'SIMPLIFIED', http: true, okStatus: 204 };
+const HSUBS = [SIMPLE, HXML, HSIMPLE];
+
+function pushBook() {
+  const l = new Ledger();
+  return { l, b: new PublishLedger(T, HSUBS, l) };
+}
+
+// The headers and body of one push of body (published as pubId) to sub, as §13.10 makes them.
+function push(sub, body, pubId, tag = '', over = {}) {
+  const h = new Map([['x-mns-topic-name', T], ['x-mns-subscription-name', sub.name]]);
+  if (sub.format === 'SIMPLIFIED') {
+    h.set('x-mns-message-id', pubId);
+    if (tag) h.set('x-mns-message-tag', tag);
+  }
+  for (const [k, v] of Object.entries(over)) h.set(k, v);
+  return { h, text: notification(sub, body, pubId, tag) };
+}
+
+function pushTo(b, cycle, sub, body, pubId, failFirst = false, tag = '', over = {}) {
+  const { h, text } = push(sub, body, pubId, tag, over);
+  return b.pushed(cycle, sub.name, h, text, failFirst);
+}
+
+test('pushes answered 2xx deliver a publish to HTTP subscriptions; a clean history has no violation', () => {
+  const { l, b } = pushBook();
+  published(b, 'a', 'P1', 'red');
+  assert.equal(b.backlog(), 3);
+  assert.equal(pushTo(b, 0, HXML, 'a', 'P1', false, 'red'), 201);
+  assert.equal(pushTo(b, 0, HSIMPLE, 'a', 'P1', false, 'red'), 204);
+  assert.equal(b.backlog(), 1);
+  b.checkDisk(0, [{ queue: 'q-simple', body: 'a' }], []);
+  b.received(1, SIMPLE.queue, copy(SIMPLE, 'a', 'P1', 'Q1', 1), 1, false);
+  b.deleteAcked(1, copy(SIMPLE, 'a', 'P1', 'Q1', 1), 2);
+  b.checkDisk(1, [], []);
+  b.checkFinal(1);
+  assert.deepEqual(l.violations, []);
+  assert.equal(b.open.size, 0);
+  assert.deepEqual([b.counts.pushes, b.counts.pushDuplicates, b.counts.pushRetries], [2, 0, 0]);
+});
+
+test('a publish neither pending for an HTTP subscription nor pushed with a 2xx is lost', () => {
+  const { l, b } = pushBook();
+  published(b, 'a', 'P1');
+  published(b, 'b', 'P2');
+  pushTo(b, 0, HXML, 'a', 'P1');
+  // a: h-simple's notification is gone, never pushed; b: h-xml's push was only answered 500.
+  assert.equal(pushTo(b, 0, HXML, 'b', 'P2', true), 500);
+  b.checkDisk(0, [{ queue: 'q-simple', body: 'a' }, { queue: 'q-simple', body: 'b' }], [{ sub: 'h-simple', body: 'b' }]);
+  assert.deepEqual(kinds(l), ['publish-lost', 'publish-lost']);
+  assert.match(l.violations[0].detail, /^a .*h-simple, nor was a push of it answered 2xx/);
+  assert.match(l.violations[1].detail, /^b .*h-xml/);
+  b.checkFinal(1);
+  // s-simple never got either; h-simple never got a or b (still pending), h-xml never got b.
+  assert.deepEqual(kinds(l).slice(2), Array(5).fill('publish-never-delivered'));
+  assert.match(l.violations[3].detail, /never reached h-simple's endpoint/);
+});
+
+test('a push failed on purpose is retried; a push after a 2xx is a duplicate, counted, not a violation', () => {
+  const { l, b } = pushBook();
+  published(b, 'a', 'P1');
+  // The first push is answered 500 whatever failFirst says later; the retry gets its 2xx.
+  assert.equal(pushTo(b, 0, HSIMPLE, 'a', 'P1', true), 500);
+  assert.equal(b.backlog(), 3);
+  b.checkDisk(0, [], [{ sub: 'h-simple', body: 'a' }, { sub: 'h-xml', body: 'a' }, { sub: 's-simple', body: 'a' }]);
+  assert.equal(pushTo(b, 1, HSIMPLE, 'a', 'P1', true), 204);
+  assert.equal(b.counts.seenAfterRestart, 1);
+  // Answered 2xx, but smqd was killed before it recorded the delivery: pending, pushed again.
+  pushTo(b, 1, HXML, 'a', 'P1');
+  b.checkDisk(1, [], [{ sub: 'h-xml', body: 'a' }, { sub: 's-simple', body: 'a' }]);
+  pushTo(b, 2, HXML, 'a', 'P1');
+  assert.deepEqual(kinds(l), []);
+  assert.deepEqual([b.counts.pushes, b.counts.pushesFailedOnPurpose, b.counts.pushRetries, b.counts.pushDuplicates],
+    [4, 1, 1, 1]);
+});
+
+test('a push that misstates its publish or its subscription is reported', () => {
+  const { l, b } = pushBook();
+  published(b, 'a', 'P1', 'red');
+  pushTo(b, 0, HSIMPLE, 'a', 'P1', false, 'blue');
+  pushTo(b, 0, HSIMPLE, 'a', 'P9', false, 'red');
+  pushTo(b, 0, HSIMPLE, 'a', 'P1', false, 'red', { 'x-mns-subscription-name': 'h-xml', 'x-mns-topic-name': 'other' });
+  const { h } = push(HSIMPLE, 'a', 'P1', 'red');
+  h.delete('x-mns-message-id');
+  b.pushed(0, HSIMPLE.name, h, 'a', false);
+  pushTo(b, 0, HXML, 'a', 'P1', false, 'blue');
+  assert.deepEqual(kinds(l), ['push-headers', 'id-changed', 'push-headers', 'push-headers', 'notification']);
+  assert.match(l.violations[2].detail, /x-mns-topic-name other, x-mns-subscription-name h-xml/);
+});
+
+test('pushes of what was never published, or for no HTTP subscription, are reported', () => {
+  const { l, b } = pushBook();
+  published(b, 'a', 'P1');
+  pushTo(b, 0, HSIMPLE, 'zzz', 'P7');
+  assert.equal(b.pushed(0, HXML.name, new Map(), '<not a notification/>', false), 204);
+  pushTo(b, 0, SIMPLE, 'a', 'P1');
+  b.pushed(0, 'nobody', new Map(), 'a', false);
+  assert.deepEqual(kinds(l), ['unknown-push', 'bad-push', 'unknown-push', 'unknown-push']);
+  assert.equal(b.backlog(), 3);
+});

@@ -8,8 +8,10 @@
 //       [--producers 4] [--consumers 3] [--long-pollers 4] [--publishers 1] [--max-seconds T]
 //       [--json FILE] [--power-cut off|all|some|mixed] [--expect-loss]
 //
-// --publishers N publishes to a topic with three queue subscriptions (topic.js); 0 leaves the
-// topic out.  Every acknowledged publish must reach every subscribed queue (publish_ledger.js).
+// --publishers N publishes to a topic with four queue subscriptions and two HTTP subscriptions
+// (topic.js), whose pushes go to an endpoint in this process (push_endpoint.js, up for the whole
+// run); 0 leaves the topic out.  Every acknowledged publish must reach every subscribed queue and
+// every HTTP subscription's endpoint, with a verified signature (publish_ledger.js).
 //
 // --power-cut puts the database on powerfs (tests/powercut/, POWERFS_BIN names it) and follows
 // every SIGKILL with a power cut: all unsynced writes lost, or a random subset of them kept
@@ -27,6 +29,7 @@ const { Ledger } = require('./ledger.js');
 const dbcheck = require('./dbcheck.js');
 const traffic = require('./traffic.js');
 const topic = require('./topic.js');
+const pushEndpoint = require('./push_endpoint.js');
 const powerfs = require('../powercut/powerfs.js');
 
 const SANITIZER = /ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)|runtime error:|SUMMARY: \w+Sanitizer/;
@@ -138,7 +141,20 @@ async function start(st, sync) {
   const t0 = traffic.now();
   current = await harness.startServer(dir);
   current.startMs = traffic.now() - t0;
+  // Pushes signed by this server name its own listener's certificate URL: trusted from now on.
+  if (st.endpoint) await trustServer(st, current);
   return current;
+}
+
+async function trustServer(st, server) {
+  let sameKey;
+  try {
+    sameKey = await st.endpoint.trust(server.endpoint);
+  } catch (e) {
+    st.ledger.violation(st.cycleNow, 'signing-cert', `the certificate of ${server.endpoint}: ${e.message}`);
+    return;
+  }
+  if (!sameKey) st.ledger.violation(st.cycleNow, 'signing-key-changed', `${server.endpoint} serves another signing key than the first server`);
 }
 
 function withTimeout(promise, ms, what) {
@@ -199,10 +215,11 @@ async function runCycle(st, cycle) {
   const { opts, ledger, rng, dir } = st;
   const sync = syncFor(opts, cycle);
   const killAfter = Math.round(opts.minMs + rng() * (opts.maxMs - opts.minMs));
+  st.cycleNow = cycle;
   const server = await start(st, sync);
   const mns = harness.client(server);
   if (cycle === 0) await traffic.createQueues(mns);
-  if (cycle === 0 && opts.publishers > 0) await topic.setup(mns);
+  if (cycle === 0 && opts.publishers > 0) await topic.setup(mns, st.endpoint);
   if (cycle === 1 && opts.publishers > 0) await topic.createLateQueues(mns);
 
   const ctx = traffic.newContext(mns, cycle, rng, ledger);
@@ -264,6 +281,7 @@ async function finish(st) {
   const { opts, ledger, rng, dir } = st;
   const cycle = opts.cycles;
   const sync = syncFor(opts, cycle);
+  st.cycleNow = cycle;
   const server = await start(st, sync);
   const ctx = traffic.newContext(harness.client(server), cycle, rng, ledger);
   let queueLost = false;
@@ -402,12 +420,17 @@ async function main() {
   installGuards(opts, dir);
   const ledger = new Ledger();
   const st = { opts, reader, dir, dataDir: dir, disk: null, ledger, book: topic.newLedger(ledger),
-               rng: rngFrom(opts.seed), prevLog: '', t0: traffic.now() };
+               rng: rngFrom(opts.seed), prevLog: '', t0: traffic.now(), endpoint: null, cycleNow: 0 };
   console.log(`crashloop: ${opts.cycles} cycles, seed ${opts.seed}, sync ${opts.sync}, ` +
     `kill after ${opts.minMs}..${opts.maxMs} ms, power cut ${opts.powerCut}, data ${dir}, smqd ${process.env.SMQD_BIN}`);
   const results = [];
   try {
     if (opts.powerCut !== 'off') await mountDisk(st);
+    // One endpoint for the whole run, in this process: it outlives every kill of smqd.
+    if (opts.publishers > 0) {
+      st.endpoint = await pushEndpoint.start({ book: st.book, ledger, cycleOf: () => st.cycleNow,
+                                               failFirst: topic.failFirst });
+    }
     for (let cycle = 0; cycle < opts.cycles; cycle++) {
       const s = await runCycle(st, cycle);
       results.push(s);
@@ -420,6 +443,7 @@ async function main() {
     if (current) saveLog(dir, 'aborted.log', current.log());
   } finally {
     killCurrent();
+    if (st.endpoint) await st.endpoint.close();
     await unmountDisk(st);
   }
   const t = report(st, results);

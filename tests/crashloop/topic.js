@@ -1,8 +1,12 @@
 'use strict';
-// topic.js — the publish side of one crash cycle (docs/protocol.md §13.5, §13.8, §13.9): a topic
-// with three queue subscriptions, one per NotifyContentFormat, a publisher using the SDK's
-// publishMessage, and one consumer per subscribed queue.  What the clients were told goes to a
-// PublishLedger (publish_ledger.js).
+// topic.js — the publish side of one crash cycle (docs/protocol.md §13.5, §13.8-§13.12): a topic
+// with three queue subscriptions, one per NotifyContentFormat, a late one (below) and two HTTP
+// subscriptions, a publisher using the SDK's publishMessage, and one consumer per subscribed
+// queue.  What the clients were told goes to a PublishLedger (publish_ledger.js).
+//
+// Two HTTP subscriptions, h-xml (XML, BACKOFF_RETRY) and h-simple (SIMPLIFIED,
+// EXPONENTIAL_DECAY_RETRY), push to the harness's loopback endpoint (push_endpoint.js), which
+// verifies every push's signature and answers 500 to the first push of some publishes.
 //
 // A fourth subscription, s-late, names a queue that exists only from cycle 1 on, with
 // EXPONENTIAL_DECAY_RETRY (§13.12): the notifications of cycle 0's publishes fail, wait on
@@ -13,6 +17,7 @@
 // The Node SDK has no subscribe call (its subscribe() is an empty stub), so the subscriptions
 // are made with the SDK's own signed request, as tests/integration/node/topic.test.js does.
 
+const crypto = require('crypto');
 const traffic = require('./traffic.js');
 const { PublishLedger } = require('./publish_ledger.js');
 
@@ -21,8 +26,16 @@ const SUBS = [
   { name: 's-simple', queue: 'cl-t-simple', format: 'SIMPLIFIED' },
   { name: 's-json', queue: 'cl-t-json', format: 'JSON' },
   { name: 's-xml', queue: 'cl-t-xml', format: 'XML' },
-  { name: 's-late', queue: 'cl-t-late', format: 'SIMPLIFIED', late: true }
+  { name: 's-late', queue: 'cl-t-late', format: 'SIMPLIFIED', late: true, strategy: 'EXPONENTIAL_DECAY_RETRY' },
+  // HTTP subscriptions to the harness's endpoint (push_endpoint.js), path /<name>.  h-simple's
+  // endpoint answers 500 to the first push of one publish in FAIL_FIRST_OF: retried 1 s later
+  // on EXPONENTIAL_DECAY_RETRY (§13.12).  h-xml (BACKOFF_RETRY, whose retries come 10-20 s
+  // apart) is never failed on purpose, and answered 201: any 2xx is a success (§13.10).
+  { name: 'h-xml', format: 'XML', http: true, okStatus: 201 },
+  { name: 'h-simple', format: 'SIMPLIFIED', http: true, okStatus: 204, strategy: 'EXPONENTIAL_DECAY_RETRY',
+    failFirst: true }
 ];
+const FAIL_FIRST_OF = 8;
 const BATCH = 16;
 const MAX_BACKLOG = 1500;          // (subscription, publish) pairs owed a delivery: publishers pause
 const ABANDON_P = 0.05;            // share of received copies left to time out
@@ -32,13 +45,23 @@ function newLedger(ledger) {
   return new PublishLedger(TOPIC, SUBS, ledger);
 }
 
-async function setup(mns) {
-  for (const s of SUBS) if (!s.late) await mns.createQueue(s.queue, traffic.QUEUE_ATTRS);
+// Whether the endpoint answers 500 to the first push of this body to subscription name: one
+// publish in FAIL_FIRST_OF, picked by the body (not the run's rng, which the scheduler would
+// reorder) so a seed fails the same publishes.
+function failFirst(name, body) {
+  const s = SUBS.find((x) => x.name === name);
+  return Boolean(s && s.failFirst) && crypto.createHash('md5').update(body).digest()[0] % FAIL_FIRST_OF === 0;
+}
+
+// endpoint: the harness's push endpoint (push_endpoint.js), for the HTTP subscriptions.
+async function setup(mns, endpoint) {
+  for (const s of SUBS) if (!s.late && !s.http) await mns.createQueue(s.queue, traffic.QUEUE_ATTRS);
   await mns.createTopic(TOPIC);
   for (const s of SUBS) {
+    const target = s.http ? endpoint.url(`/${s.name}`) : `acs:mns:cn-hangzhou:1:queues/${s.queue}`;
     const body = '<?xml version="1.0" encoding="UTF-8"?><Subscription xmlns="http://mns.aliyuncs.com/doc/v1/">' +
-      `<Endpoint>acs:mns:cn-hangzhou:1:queues/${s.queue}</Endpoint>` +
-      (s.late ? '<NotifyStrategy>EXPONENTIAL_DECAY_RETRY</NotifyStrategy>' : '') +
+      `<Endpoint>${target}</Endpoint>` +
+      (s.strategy ? `<NotifyStrategy>${s.strategy}</NotifyStrategy>` : '') +
       `<NotifyContentFormat>${s.format}</NotifyContentFormat></Subscription>`;
     await mns.put(`/topics/${TOPIC}/subscriptions/${s.name}`, 'Subscription', body, ['location']);
   }
@@ -153,18 +176,25 @@ function start(ctx, book, publishers) {
   if (publishers === 0) return [];
   const loops = [];
   for (let p = 0; p < publishers; p++) loops.push(publisher(ctx, book, p));
-  for (const s of SUBS) if (!s.late || ctx.cycle > 0) loops.push(consumer(ctx, book, s.queue));
+  for (const s of SUBS) if (!s.http && (!s.late || ctx.cycle > 0)) loops.push(consumer(ctx, book, s.queue));
   return loops;
 }
 
 // Receives and deletes until the subscribed queues are empty and the topic keeps no message
-// (MessageCount 0: no notification pending, §13.2) for two rounds in a row.
+// (MessageCount 0: no notification pending, §13.2) for two rounds in a row.  The HTTP
+// subscriptions' pushes drain meanwhile: what was pending at the last kill goes out right
+// after the restart, a first push failed on purpose is retried 1 s later (§13.12), so the
+// deadline (60 s) is far above what they need.
 async function drain(ctx, book, deadlineMs) {
   const end = traffic.now() + deadlineMs;
   for (let emptyRounds = 0; emptyRounds < 2;) {
-    if (traffic.now() > end) throw new Error(`final drain did not empty the subscribed queues within ${deadlineMs} ms`);
+    if (traffic.now() > end) {
+      throw new Error(`final drain did not empty the subscribed queues and the topic within ${deadlineMs} ms ` +
+        `(${book.backlog()} deliveries or pushes still owed)`);
+    }
     let got = 0;
     for (const s of SUBS) {
+      if (s.http) continue;
       for (let msgs; (msgs = await receive(ctx, book, s.queue, BATCH, 0)).length > 0;) {
         got += msgs.length;
         await deleteCopies(ctx, book, s.queue, msgs);
@@ -180,10 +210,11 @@ async function allEmpty(ctx) {
   const t = (await ctx.mns.getTopicAttributes(TOPIC)).body;
   if (t.MessageCount !== '0') return false;
   for (const s of SUBS) {
+    if (s.http) continue;
     const a = (await ctx.mns.getQueueAttributes(s.queue)).body;
     if (a.ActiveMessages !== '0' || a.InactiveMessages !== '0' || a.DelayMessages !== '0') return false;
   }
   return true;
 }
 
-module.exports = { TOPIC, SUBS, newLedger, setup, createLateQueues, start, drain };
+module.exports = { TOPIC, SUBS, newLedger, setup, createLateQueues, start, drain, failFirst };
