@@ -255,6 +255,11 @@ struct smq_sub_info {
     uint64_t failed;                         /* attempts that failed, since start (metrics) */
     uint64_t dead;                           /* notifications given up (to the DLQ or dropped) */
     uint64_t rejected;                       /* HTTP attempts answered 403, since start */
+    /* HTTP attempts' latencies since start: the sum, the count, and per
+     * bucket those <= smq_push_latency_bound_us(i) (not cumulative; the
+     * last bucket is beyond every bound). */
+    uint64_t push_latency_us_sum, push_latency_n;
+    uint64_t push_latency_buckets[SMQ_PUSH_LATENCY_BUCKETS + 1];
 };
 
 struct smq_op_topic {                        /* CREATE_TOPIC, SET_TOPIC, GET_TOPIC */

@@ -554,6 +554,23 @@ void admin_api_topic_json(struct smq_buf *b, const struct smq_topic_info *t)
                (long long)t->attrs.max_msg_size, t->attrs.logging ? "true" : "false");
 }
 
+/* A subscription's HTTP push latencies (docs/admin-api.md): count, sum and
+ * the cumulative count at each bucket bound, as /metrics' histogram has
+ * them per topic. */
+static void push_latency_json(struct smq_buf *b, const struct smq_sub_info *s)
+{
+    uint64_t cumulative = 0;
+
+    buf_printf(b, "\"push_latency\":{\"count\":%llu,\"sum_seconds\":%.6f,\"buckets\":[",
+               (unsigned long long)s->push_latency_n, (double)s->push_latency_us_sum / 1e6);
+    for (size_t i = 0; i < SMQ_PUSH_LATENCY_BUCKETS; i++) {
+        cumulative += s->push_latency_buckets[i];
+        buf_printf(b, "%s{\"le_seconds\":%g,\"count\":%llu}", i ? "," : "",
+                   (double)smq_push_latency_bound_us(i) / 1e6, (unsigned long long)cumulative);
+    }
+    buf_puts(b, "]}");
+}
+
 void admin_api_sub_json(struct smq_buf *b, const struct smq_sub_info *s)
 {
     const struct smq_sub_attrs *a = &s->attrs;
@@ -564,10 +581,13 @@ void admin_api_sub_json(struct smq_buf *b, const struct smq_sub_info *s)
     json_cstr(b, s->topic);
     buf_printf(b, ",\"create_time\":%lld,\"modify_time\":%lld,\"pending\":%llu,"
                "\"retrying\":%llu,\"counters\":{\"delivered\":%llu,\"failed\":%llu,"
-               "\"dead\":%llu},\"attributes\":{\"Endpoint\":",
+               "\"dead\":%llu,\"rejected\":%llu},",
                (long long)s->create_s, (long long)s->modify_s, (unsigned long long)s->pending,
                (unsigned long long)s->retrying, (unsigned long long)s->delivered,
-               (unsigned long long)s->failed, (unsigned long long)s->dead);
+               (unsigned long long)s->failed, (unsigned long long)s->dead,
+               (unsigned long long)s->rejected);
+    push_latency_json(b, s);
+    buf_puts(b, ",\"attributes\":{\"Endpoint\":");
     json_cstr(b, a->endpoint);
     buf_puts(b, ",\"FilterTag\":");
     json_cstr(b, a->filter_tag);

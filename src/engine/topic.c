@@ -341,6 +341,10 @@ void topic_sub_info(const struct smq_sub *s, struct smq_sub_info *out)
     out->failed = s->count.failed;
     out->dead = s->count.dead;
     out->rejected = s->count.rejected;
+    out->push_latency_us_sum = s->count.push_latency_us_sum;
+    out->push_latency_n = s->count.push_latency_n;
+    memcpy(out->push_latency_buckets, s->count.push_latency_buckets,
+           sizeof out->push_latency_buckets);
 }
 
 bool topic_sub_matches(const struct smq_sub *s, const char *tag)

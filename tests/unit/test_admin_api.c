@@ -297,6 +297,16 @@ static void test_admin_api_render_topics(void **state)
     assert_string_equal(f->reply.body.data, "{\"topics\":[],\"next_marker\":\"\"}\n");
 }
 
+
+/* The cumulative buckets of three pushes of 4 ms, 40 ms and 20 s. */
+#define BUCKETS_JSON                                                                        \
+    "{\"le_seconds\":0.005,\"count\":1},{\"le_seconds\":0.01,\"count\":1},"                \
+    "{\"le_seconds\":0.025,\"count\":1},{\"le_seconds\":0.05,\"count\":2},"                \
+    "{\"le_seconds\":0.1,\"count\":2},{\"le_seconds\":0.25,\"count\":2},"                  \
+    "{\"le_seconds\":0.5,\"count\":2},{\"le_seconds\":1,\"count\":2},"                     \
+    "{\"le_seconds\":2.5,\"count\":2},{\"le_seconds\":5,\"count\":2},"                     \
+    "{\"le_seconds\":10,\"count\":2}"
+
 static void test_admin_api_render_subscriptions(void **state)
 {
     struct fx *f = *state;
@@ -326,12 +336,21 @@ static void test_admin_api_render_subscriptions(void **state)
     s->delivered = 7;
     s->failed = 2;
     s->dead = 1;
+    s->rejected = 1;
+    /* Three pushes: 4 ms, 40 ms and 20 s (beyond every bound). */
+    s->push_latency_n = 3;
+    s->push_latency_us_sum = 20044000;
+    s->push_latency_buckets[0] = 1;
+    s->push_latency_buckets[3] = 1;
+    s->push_latency_buckets[SMQ_PUSH_LATENCY_BUCKETS] = 1;
     admin_api_render(&f->job, NULL, 0, &f->reply);
     assert_int_equal(f->reply.status, 200);
     assert_string_equal(f->reply.body.data,
         "{\"subscriptions\":[{\"name\":\"to-pager\",\"topic\":\"alerts\","
         "\"create_time\":10,\"modify_time\":11,\"pending\":3,\"retrying\":1,"
-        "\"counters\":{\"delivered\":7,\"failed\":2,\"dead\":1},"
+        "\"counters\":{\"delivered\":7,\"failed\":2,\"dead\":1,\"rejected\":1},"
+        "\"push_latency\":{\"count\":3,\"sum_seconds\":20.044000,\"buckets\":["
+        BUCKETS_JSON "]},"
         "\"attributes\":{\"Endpoint\":\"http://h:8/p?a=\\\"x\\\"\",\"FilterTag\":\"urgent\","
         "\"NotifyStrategy\":\"EXPONENTIAL_DECAY_RETRY\",\"NotifyContentFormat\":\"JSON\","
         "\"DlqEnabled\":true,\"DlqTargetQueue\":\"pager-dlq\"}}],\"next_marker\":\"\"}\n");

@@ -714,6 +714,10 @@ static void test_push_after_commit_ok_retires(void **state)
     feed(f, p, 0, SMQ_PUSH_OK);
     assert_int_equal(get_sub(f, "t", "h").pending, 0);
     assert_int_equal(get_sub(f, "t", "h").delivered, 1);
+    /* Its 3 ms latency, in the subscription's first bucket (<= 5 ms). */
+    assert_int_equal(get_sub(f, "t", "h").push_latency_n, 1);
+    assert_int_equal(get_sub(f, "t", "h").push_latency_us_sum, 3000);
+    assert_int_equal(get_sub(f, "t", "h").push_latency_buckets[0], 1);
     assert_int_equal(get_topic(f, "t").message_count, 0);
     if (!f->pg)
         assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM notif"), 0);
