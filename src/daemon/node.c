@@ -210,7 +210,7 @@ static void push_cert_url(const struct node_opts *o, char url[NOTIFY_CERT_URL_MA
 
     url[0] = '\0';
     if (port == 0 && cfg->topics_certificate_url[0] == '\0') {
-        /* listen = HOST:0 and the listener not bound before the node. */
+        /* Not expected: node_start_push's callers know the bound port. */
         SMQ_WARN("push: the default certificate URL needs the MNS listener's port, not known "
                  "when the push pool starts; pushes name none: set [topics] certificate_url");
         return;
