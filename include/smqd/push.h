@@ -41,17 +41,22 @@ struct push_opts {
     int concurrency;                         /* attempts in flight at most, 1..1024 */
     int64_t timeout_ms;                      /* per attempt: connect to response headers */
     const char *ca_file;                     /* NULL = the system's CAs */
-    /* Borrowed: outlives the pool, and only the pool's thread uses it
-     * while the pool runs (crypto_signer_sign's contract).  Each attempt
+    /* Borrowed: outlives the pool, and nothing else frees or changes it
+     * while the pool runs; the pool's signer threads call
+     * crypto_signer_sign on it at the same time (each call has OpenSSL
+     * contexts of its own and writes nothing in it).  Each attempt
      * sends authorization: the signature of §13.11 over its string to
      * sign; an attempt whose signature cannot be made is not sent and ends
      * as SMQ_PUSH_SIGN_ERROR.  push_start signs once to refuse a key that
      * cannot sign.  NULL sends no authorization header at all. */
     const struct crypto_signer *signer;
+    /* Threads making signatures (with a signer): 0 = one per online CPU,
+     * at most 8; or 1..64. */
+    int sign_threads;
     const char *cert_url;                    /* copied */
     const char *account_id;                  /* copied */
     const struct smq_clock *clock;           /* Date headers and latencies */
-    /* Called on the pool's thread once per job taken, with its outcome. */
+    /* Called on the pool's curl thread once per job taken, with its outcome. */
     void (*done)(void *arg, const struct smq_op_push *result);
     void *done_arg;
 };

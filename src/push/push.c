@@ -7,7 +7,16 @@
  * hands its outcome to opts->done and frees the job.  With a signer each
  * attempt carries §13.11's authorization header.  It never retries:
  * the schedule (§13.12) is the engine's.
+ *
+ * An RSA signature (§13.11) costs far more CPU than the rest of an
+ * attempt, so with a signer a few signer threads (one per online CPU, at
+ * most PUSH_SIGNERS_DEFAULT_MAX) take the submitted jobs, build each
+ * attempt's headers, string to sign and signature together (the Date
+ * signed is the Date sent) and hand the prepared attempt to the curl
+ * thread, which starts it.  Outcomes are still handed out on the curl
+ * thread alone, and a job being signed counts as in flight.
  */
+#define _GNU_SOURCE       /* pthread_setname_np */
 #include "smqd/push.h"
 
 #include <curl/curl.h>
@@ -15,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "smqd/errors.h"
 #include "smqd/notify.h"
@@ -29,29 +39,54 @@
  * bits: 4 * ceil(bytes / 3) + 1, as crypto_signer_sign asks.  push_start's
  * trial signature refuses a key whose signature would not fit. */
 #define PUSH_SIG_MAX (4 * ((16384 / 8 + 2) / 3) + 1)
+/* Signer threads: push_opts.sign_threads at most PUSH_SIGNERS_MAX; by
+ * default one per online CPU, at most PUSH_SIGNERS_DEFAULT_MAX. */
+#define PUSH_SIGNERS_MAX 64
+#define PUSH_SIGNERS_DEFAULT_MAX 8
 
 /* One attempt in flight: its job, its easy handle and what it received. */
 struct attempt {
     struct push_job *job;
     CURL *easy;
     struct curl_slist *headers;
+    char url[SMQ_ENDPOINT_MAX + 310];
+    bool failed;                             /* not to be started: ends as fail_outcome */
+    enum smq_push_outcome fail_outcome;
     uint64_t start_ms;
     size_t body_read;
     bool headers_done;                       /* a final (non-1xx) status and its headers */
-    struct attempt *prev, *next;
+    struct attempt *prev, *next;             /* the multi's list, or the ready list (next) */
 };
 
 struct push_pool {
     struct push_opts opts;                   /* the strings below are the pool's copies */
     char *cert_url, *account_id, *ca_file;
     struct worker w;                         /* w.lock guards queue_* and w.stopping */
-    struct push_job *queue_head, *queue_tail;
+    struct push_job *queue_head, *queue_tail; /* for the curl thread to prepare and start */
+    /* With signer threads: jobs waiting for one (sign_*), attempts they
+     * prepared for the curl thread to start (ready_*); all under w.lock. */
+    struct push_job *sign_head, *sign_tail;
+    struct attempt *ready_head, *ready_tail;
+    pthread_cond_t sign_wake;                /* a job to sign, or signers_stopping */
+    bool signers_stopping;                   /* under w.lock: push_stop began */
+    pthread_t signers[PUSH_SIGNERS_MAX];
+    int n_signers;                           /* started; 0: the curl thread signs */
     size_t in_flight;                        /* atomic; raised under w.lock (the cap) */
     CURLM *multi;                            /* the thread's, after push_start */
     struct attempt *attempts;                /* the thread's: in the multi handle */
     char id_prefix[13];                      /* x-mns-request-id: prefix, then a counter */
-    uint64_t id_counter;
+    uint64_t id_counter;                     /* atomic: signer threads take ids */
 };
+
+static void job_append(struct push_job **head, struct push_job **tail, struct push_job *job)
+{
+    job->next = NULL;
+    if (*tail != NULL)
+        (*tail)->next = job;
+    else
+        *head = job;
+    *tail = job;
+}
 
 void push_job_free(struct push_job *job)
 {
@@ -156,7 +191,9 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 
 static void next_request_id(struct push_pool *p, char out[25])
 {
-    snprintf(out, 25, "%s%012" PRIX64, p->id_prefix, (uint64_t)(p->id_counter++ & 0xFFFFFFFFFFFFull));
+    uint64_t n = __atomic_fetch_add(&p->id_counter, 1, __ATOMIC_RELAXED);
+
+    snprintf(out, 25, "%s%012" PRIX64, p->id_prefix, (uint64_t)(n & 0xFFFFFFFFFFFFull));
 }
 
 static int append_header(struct curl_slist **list, const char *line)
@@ -257,42 +294,57 @@ static void set_transfer(struct push_pool *p, struct attempt *a, const char *url
     curl_easy_setopt(e, CURLOPT_PRIVATE, a);
 }
 
-/* Starts job's attempt; a job that cannot even be started ends at once:
- * SIGN_ERROR when its signature could not be made, CONNECT_ERROR for the
- * rest (an endpoint that does not parse, no memory). */
-static void attempt_start(struct push_pool *p, struct push_job *job)
+/* Everything an attempt needs before libcurl: its URL and its headers,
+ * signed.  Any thread (a signer's or the curl thread's): it reads only
+ * what push_start set.  NULL when out of memory; an attempt that cannot be
+ * sent is marked failed, SIGN_ERROR when its signature could not be made,
+ * CONNECT_ERROR for the rest (an endpoint that does not parse). */
+static struct attempt *attempt_prepare(struct push_pool *p, struct push_job *job)
 {
     struct notify_endpoint ep;
-    char trimmed[SMQ_ENDPOINT_MAX + 1], url[SMQ_ENDPOINT_MAX + 310];
+    char trimmed[SMQ_ENDPOINT_MAX + 1];
     struct attempt *a = calloc(1, sizeof *a);
-    int rc = a == NULL ? SMQ_E_NOMEM : 0;
     bool sign_failed = false;
+    int rc;
 
-    if (rc == 0) {
-        a->job = job;
-        a->start_ms = clock_mono_ms(p->opts.clock);
-        rc = notify_endpoint_parse(job->endpoint, strlen(job->endpoint), &ep, trimmed);
-    }
+    if (a == NULL)
+        return NULL;
+    a->job = job;
+    a->start_ms = clock_mono_ms(p->opts.clock);
+    rc = notify_endpoint_parse(job->endpoint, strlen(job->endpoint), &ep, trimmed);
     if (rc == 0 && ep.kind != NOTIFY_EP_HTTP)
         rc = SMQ_E_ENDPOINT_INVALID;
     if (rc == 0)
         rc = build_headers(p, job, &ep, &a->headers, &sign_failed);
+    if (rc == 0)
+        snprintf(a->url, sizeof a->url, "%s://%s%s", ep.https ? "https" : "http", ep.authority,
+                 ep.target);
+    a->failed = rc != 0;
+    a->fail_outcome = sign_failed ? SMQ_PUSH_SIGN_ERROR : SMQ_PUSH_CONNECT_ERROR;
+    return a;
+}
+
+/* Curl thread: starts a prepared attempt (a NULL one ran out of memory);
+ * one that cannot be started ends at once. */
+static void attempt_launch(struct push_pool *p, struct push_job *job, struct attempt *a)
+{
+    int rc = a == NULL ? SMQ_E_NOMEM : a->failed ? SMQ_E_INTERNAL : 0;
+
     if (rc == 0 && (a->easy = curl_easy_init()) == NULL)
         rc = SMQ_E_NOMEM;
     if (rc == 0) {
-        snprintf(url, sizeof url, "%s://%s%s", ep.https ? "https" : "http", ep.authority,
-                 ep.target);
-        set_transfer(p, a, url);
+        set_transfer(p, a, a->url);
         rc = curl_multi_add_handle(p->multi, a->easy) == CURLM_OK ? 0 : SMQ_E_NOMEM;
     }
     if (rc == 0) {
+        a->prev = NULL;
         a->next = p->attempts;
         if (p->attempts != NULL)
             p->attempts->prev = a;
         p->attempts = a;
         return;
     }
-    finish_job(p, job, sign_failed ? SMQ_PUSH_SIGN_ERROR : SMQ_PUSH_CONNECT_ERROR, 0,
+    finish_job(p, job, a != NULL && a->failed ? a->fail_outcome : SMQ_PUSH_CONNECT_ERROR, 0,
                a != NULL ? a->start_ms : clock_mono_ms(p->opts.clock));
     if (a != NULL) {
         curl_easy_cleanup(a->easy);
@@ -301,17 +353,110 @@ static void attempt_start(struct push_pool *p, struct push_job *job)
     }
 }
 
+/* ---- the signer threads ---- */
+
+/* Takes jobs to sign until push_stop; each prepared attempt goes on the
+ * ready list (a job whose attempt could not even be allocated goes back
+ * to the curl thread's queue, which prepares it itself). */
+static void *signer_main(void *arg)
+{
+    struct push_pool *p = arg;
+
+    pthread_mutex_lock(&p->w.lock);
+    for (;;) {
+        struct push_job *job;
+        struct attempt *a;
+
+        while (!p->signers_stopping && p->sign_head == NULL)
+            pthread_cond_wait(&p->sign_wake, &p->w.lock);
+        if (p->signers_stopping)
+            break;
+        job = p->sign_head;
+        p->sign_head = job->next;
+        if (p->sign_head == NULL)
+            p->sign_tail = NULL;
+        pthread_mutex_unlock(&p->w.lock);
+        a = attempt_prepare(p, job);
+        pthread_mutex_lock(&p->w.lock);
+        if (a == NULL) {
+            job_append(&p->queue_head, &p->queue_tail, job);
+        } else {
+            a->next = NULL;
+            if (p->ready_tail != NULL)
+                p->ready_tail->next = a;
+            else
+                p->ready_head = a;
+            p->ready_tail = a;
+        }
+        pthread_mutex_unlock(&p->w.lock);
+        curl_multi_wakeup(p->multi);
+        pthread_mutex_lock(&p->w.lock);
+    }
+    pthread_mutex_unlock(&p->w.lock);
+    return NULL;
+}
+
+/* How many signer threads opts asks for (0: one per online CPU, capped). */
+static int signers_wanted(const struct push_opts *opts)
+{
+    long cpus;
+
+    if (opts->signer == NULL)
+        return 0;
+    if (opts->sign_threads > 0)
+        return opts->sign_threads;
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1)
+        return 1;
+    return cpus > PUSH_SIGNERS_DEFAULT_MAX ? PUSH_SIGNERS_DEFAULT_MAX : (int)cpus;
+}
+
+/* Starts the signer threads; fewer (even none) when threads cannot be
+ * had: the curl thread signs whatever no signer thread takes. */
+static void signers_start(struct push_pool *p)
+{
+    int want = signers_wanted(&p->opts);
+
+    while (p->n_signers < want) {
+        if (pthread_create(&p->signers[p->n_signers], NULL, signer_main, p) != 0)
+            break;
+        pthread_setname_np(p->signers[p->n_signers], "smqd-push-sign");
+        p->n_signers++;
+    }
+}
+
+/* Lets each signer finish the attempt in its hands and joins them all;
+ * jobs still waiting for one stay on sign_* for the curl thread to cancel. */
+static void signers_stop(struct push_pool *p)
+{
+    pthread_mutex_lock(&p->w.lock);
+    p->signers_stopping = true;
+    pthread_cond_broadcast(&p->sign_wake);
+    pthread_mutex_unlock(&p->w.lock);
+    for (int i = 0; i < p->n_signers; i++)
+        pthread_join(p->signers[i], NULL);
+}
+
 /* ---- the thread ---- */
 
-/* Takes the queued jobs; false when the pool is stopping. */
-static bool take_queue(struct push_pool *p, struct push_job **jobs)
+/* Takes the queued jobs and the prepared attempts; false when the pool is
+ * stopping (the signers are joined by then: the jobs they left unsigned
+ * come along, to be cancelled). */
+static bool take_queue(struct push_pool *p, struct push_job **jobs, struct attempt **ready)
 {
     bool stopping;
 
     pthread_mutex_lock(&p->w.lock);
     stopping = p->w.stopping;
+    if (stopping && p->sign_head != NULL) {
+        p->sign_tail->next = p->queue_head;
+        p->queue_head = p->sign_head;
+        p->sign_head = p->sign_tail = NULL;
+    }
     *jobs = p->queue_head;
     p->queue_head = p->queue_tail = NULL;
+    *ready = p->ready_head;
+    p->ready_head = p->ready_tail = NULL;
     pthread_mutex_unlock(&p->w.lock);
     return !stopping;
 }
@@ -334,14 +479,23 @@ static void reap_done(struct push_pool *p)
     }
 }
 
-/* Ends every attempt and queued job with CANCELLED (the pool is stopping). */
-static void cancel_all(struct push_pool *p, struct push_job *jobs)
+/* Ends every attempt, prepared attempt and queued job with CANCELLED (the
+ * pool is stopping). */
+static void cancel_all(struct push_pool *p, struct push_job *jobs, struct attempt *ready)
 {
     while (p->attempts != NULL) {
         struct attempt *a = p->attempts;
 
         finish_job(p, a->job, SMQ_PUSH_CANCELLED, 0, a->start_ms);
         attempt_free(p, a);
+    }
+    while (ready != NULL) {
+        struct attempt *next = ready->next;
+
+        finish_job(p, ready->job, SMQ_PUSH_CANCELLED, 0, ready->start_ms);
+        curl_slist_free_all(ready->headers);
+        free(ready);
+        ready = next;
     }
     while (jobs != NULL) {
         struct push_job *next = jobs->next;
@@ -355,21 +509,28 @@ static void *push_main(void *arg)
 {
     struct push_pool *p = arg;
     struct push_job *jobs;
+    struct attempt *ready;
     int running;
 
-    while (take_queue(p, &jobs)) {
+    while (take_queue(p, &jobs, &ready)) {
+        while (ready != NULL) {
+            struct attempt *next = ready->next;
+
+            attempt_launch(p, ready->job, ready);
+            ready = next;
+        }
         while (jobs != NULL) {
             struct push_job *next = jobs->next;
 
-            attempt_start(p, jobs);
+            attempt_launch(p, jobs, attempt_prepare(p, jobs));
             jobs = next;
         }
         curl_multi_perform(p->multi, &running);
         reap_done(p);
-        /* curl_multi_wakeup (push_submit, push_stop) ends the wait early */
+        /* curl_multi_wakeup (push_submit, a signer, push_stop) ends the wait early */
         curl_multi_poll(p->multi, NULL, 0, 1000, NULL);
     }
-    cancel_all(p, jobs);
+    cancel_all(p, jobs, ready);
     return NULL;
 }
 
@@ -380,6 +541,7 @@ static void pool_free(struct push_pool *p)
     if (p->multi != NULL)
         curl_multi_cleanup(p->multi);
     worker_destroy(&p->w);
+    pthread_cond_destroy(&p->sign_wake);
     free(p->cert_url);
     free(p->account_id);
     free(p->ca_file);
@@ -441,7 +603,7 @@ int push_start(const struct push_opts *opts, struct push_pool **out, char *err, 
 
     *out = NULL;
     if (opts == NULL || opts->concurrency < 1 || opts->concurrency > 1024
-        || opts->timeout_ms < 1 || opts->clock == NULL || opts->done == NULL) {
+        || opts->sign_threads < 0 || opts->sign_threads > PUSH_SIGNERS_MAX || opts->timeout_ms < 1 || opts->clock == NULL || opts->done == NULL) {
         snprintf(err, err_size, "push pool: bad options");
         return SMQ_E_INTERNAL;
     }
@@ -458,6 +620,7 @@ int push_start(const struct push_opts *opts, struct push_pool **out, char *err, 
         return SMQ_E_INTERNAL;
     }
     worker_init(&p->w);
+    pthread_cond_init(&p->sign_wake, NULL);
     rc = pool_setup(p, opts, err, err_size);
     if (rc == 0 && worker_start(&p->w, "smqd-push", push_main, p) != 0) {
         snprintf(err, err_size, "push pool: cannot start its thread");
@@ -467,6 +630,7 @@ int push_start(const struct push_opts *opts, struct push_pool **out, char *err, 
         pool_free(p);
         return rc;
     }
+    signers_start(p);
     *out = p;
     return 0;
 }
@@ -476,20 +640,20 @@ int push_submit(struct push_pool *p, struct push_job *job)
     int rc = 0;
 
     pthread_mutex_lock(&p->w.lock);
-    if (p->w.stopping || __atomic_load_n(&p->in_flight, __ATOMIC_ACQUIRE)
-                             >= (size_t)p->opts.concurrency) {
+    if (p->w.stopping || p->signers_stopping
+        || __atomic_load_n(&p->in_flight, __ATOMIC_ACQUIRE) >= (size_t)p->opts.concurrency) {
         rc = SMQ_E_SERVICE_UNAVAILABLE;
     } else {
         __atomic_fetch_add(&p->in_flight, 1, __ATOMIC_ACQ_REL);
-        job->next = NULL;
-        if (p->queue_tail != NULL)
-            p->queue_tail->next = job;
-        else
-            p->queue_head = job;
-        p->queue_tail = job;
+        if (p->n_signers > 0) {
+            job_append(&p->sign_head, &p->sign_tail, job);
+            pthread_cond_signal(&p->sign_wake);
+        } else {
+            job_append(&p->queue_head, &p->queue_tail, job);
+        }
     }
     pthread_mutex_unlock(&p->w.lock);
-    if (rc == 0)
+    if (rc == 0 && p->n_signers == 0)
         curl_multi_wakeup(p->multi);
     return rc;
 }
@@ -498,6 +662,9 @@ void push_stop(struct push_pool *p)
 {
     if (p == NULL)
         return;
+    /* The signers first, so that no attempt reaches the ready list after
+     * the curl thread's last look at it. */
+    signers_stop(p);
     pthread_mutex_lock(&p->w.lock);
     p->w.stopping = true;
     pthread_mutex_unlock(&p->w.lock);

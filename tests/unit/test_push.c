@@ -6,7 +6,9 @@
  * headers as received, keep-alive reuse, the in-flight cap and a stop
  * with attempts in flight; and the signature of §13.11, checked the way an
  * endpoint would: the string to sign rebuilt from the request as received
- * and verified with the certificate's public key by OpenSSL directly.
+ * and verified with the certificate's public key by OpenSSL directly, also
+ * for many signed pushes at once (the pool's signer threads), and a stop
+ * with jobs still waiting for a signer.
  */
 #define _GNU_SOURCE       /* strcasestr */
 #include <stdarg.h>
@@ -122,6 +124,7 @@ struct server {
     bool stopping;                           /* under lock: /slow answers are released */
     int accepts, requests, ok_hits;          /* under lock */
     bool huge_sent_whole;                    /* under lock: the client read all of /huge */
+    int signed_ok, signed_bad;               /* under lock: signed requests that verified, not */
     char last_head[8192];                    /* under lock: the last request's head */
     char last_body[4096];
     size_t last_body_len;
@@ -180,11 +183,24 @@ static bool read_request(int fd, char *buf, size_t cap, size_t *have, size_t *he
     }
 }
 
+static bool push_verifies(const char *head, const char *body, size_t body_len);
+
+/* Every request is recorded, and each signed one checked as an endpoint
+ * would (§13.11) as it comes. */
 static void record(struct server *s, const char *req, size_t head_len, size_t req_len,
                    const char *path)
 {
+    static __thread char head[8192];
+    bool is_signed, ok = false;
+
+    snprintf(head, sizeof head, "%.*s", (int)head_len, req);
+    is_signed = strstr(head, "\r\nauthorization: ") != NULL;
+    if (is_signed)
+        ok = push_verifies(head, req + head_len, req_len - head_len);
     pthread_mutex_lock(&s->lock);
     s->requests++;
+    s->signed_ok += is_signed && ok;
+    s->signed_bad += is_signed && !ok;
     if (strcmp(path, "/ok") == 0)
         s->ok_hits++;
     snprintf(s->last_head, sizeof s->last_head, "%.*s", (int)head_len, req);
@@ -468,15 +484,17 @@ static struct crypto_signer *load_test_signer(void)
     return k;
 }
 
-/* Starts the server and a pool, signing with the test key when sign. */
-static void fx_start_with(struct fx *f, int concurrency, int64_t timeout_ms, bool sign)
+/* Starts the server and a pool, signing with the test key when sign, with
+ * sign_threads signer threads (0: the pool's default). */
+static void fx_start_opts(struct fx *f, int concurrency, int64_t timeout_ms, bool sign,
+                          int sign_threads)
 {
     char err[200] = "";
     struct push_opts o = {
         .concurrency = concurrency, .timeout_ms = timeout_ms,
         .cert_url = "http://127.0.0.1:8080/smqd/signing-cert.pem",
         .account_id = "1000000000000000", .clock = &f->clock.clock,
-        .done = on_done, .done_arg = &f->rs,
+        .done = on_done, .done_arg = &f->rs, .sign_threads = sign_threads,
     };
 
     memset(f, 0, sizeof *f);
@@ -491,6 +509,17 @@ static void fx_start_with(struct fx *f, int concurrency, int64_t timeout_ms, boo
     f->started = true;
     if (push_start(&o, &f->pool, err, sizeof err) != 0)
         fail_msg("push_start: %s", err);
+}
+
+static void fx_start_with(struct fx *f, int concurrency, int64_t timeout_ms, bool sign)
+{
+    fx_start_opts(f, concurrency, timeout_ms, sign, 0);
+}
+
+/* A signing pool with threads signer threads; its attempts time out after 30 s. */
+static void fx_start_signing(struct fx *f, int concurrency, int threads)
+{
+    fx_start_opts(f, concurrency, 30000, true, threads);
 }
 
 static void fx_start(struct fx *f, int concurrency, int64_t timeout_ms)
@@ -989,6 +1018,85 @@ static void test_signed_push_tampered(void **state)
     fx_stop(f);
 }
 
+/* A copy of the first n results once they all came (secs at most: under
+ * valgrind 64 signatures take seconds), taken out from under the lock so
+ * that a failed assertion leaves the pool able to stop.  The count seen. */
+static int results_copy(struct results *rs, int n, int secs, struct smq_op_push *out)
+{
+    struct timespec until;
+    int got;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += secs;
+    pthread_mutex_lock(&rs->lock);
+    while (rs->n < n && pthread_cond_timedwait(&rs->cond, &rs->lock, &until) == 0) {
+    }
+    got = rs->n;
+    memcpy(out, rs->r, sizeof rs->r[0] * (size_t)(n < MAX_RESULTS ? n : MAX_RESULTS));
+    pthread_mutex_unlock(&rs->lock);
+    return got;
+}
+
+/* Each of sub ids 1..n once among r[0..n). */
+static void assert_each_once(const struct smq_op_push *r, int n)
+{
+    bool seen[MAX_RESULTS + 1] = {false};
+
+    for (int i = 0; i < n; i++) {
+        assert_true(r[i].sub_id >= 1 && r[i].sub_id <= MAX_RESULTS);
+        assert_false(seen[r[i].sub_id]);
+        seen[r[i].sub_id] = true;
+    }
+}
+
+/* Many signed pushes at once (the signer threads sign them side by side):
+ * each comes back once, OK, and each verifies as received. */
+static void test_signed_many(void **state)
+{
+    struct fx *f = *state;
+    static struct smq_op_push r[MAX_RESULTS];
+    int ok, bad;
+
+    fx_start_with(f, MAX_RESULTS, 120000, true);
+    for (int i = 0; i < MAX_RESULTS; i++)
+        assert_int_equal(push_submit(f->pool, make_job(f, f->srv.port, "/ok")), 0);
+    assert_int_equal(results_copy(&f->rs, MAX_RESULTS, 120, r), MAX_RESULTS);
+    for (int i = 0; i < MAX_RESULTS; i++)
+        assert_int_equal(r[i].outcome, SMQ_PUSH_OK);
+    assert_each_once(r, MAX_RESULTS);
+    assert_int_equal(push_in_flight(f->pool), 0);
+    pthread_mutex_lock(&f->srv.lock);
+    ok = f->srv.signed_ok;
+    bad = f->srv.signed_bad;
+    pthread_mutex_unlock(&f->srv.lock);
+    assert_int_equal(ok, MAX_RESULTS);
+    assert_int_equal(bad, 0);
+    fx_stop(f);
+}
+
+/* A stop while jobs wait for a signer (64 signatures queued behind one
+ * thread, stopped at once): every job comes back CANCELLED, once, before
+ * push_stop returns — whether it was waiting, signed and not yet started,
+ * or held on the wire by /slow. */
+static void test_stop_while_signing(void **state)
+{
+    struct fx *f = *state;
+    static struct smq_op_push r[MAX_RESULTS];
+
+    fx_start_signing(f, MAX_RESULTS, 1);
+    for (int i = 0; i < MAX_RESULTS; i++)
+        assert_int_equal(push_submit(f->pool, make_job(f, f->srv.port, "/slow")), 0);
+    assert_int_equal(push_in_flight(f->pool), MAX_RESULTS);
+    push_stop(f->pool);
+    f->pool = NULL;
+    /* all came before push_stop returned: no wait */
+    assert_int_equal(results_copy(&f->rs, MAX_RESULTS, 0, r), MAX_RESULTS);
+    for (int i = 0; i < MAX_RESULTS; i++)
+        assert_int_equal(r[i].outcome, SMQ_PUSH_CANCELLED);
+    assert_each_once(r, MAX_RESULTS);
+    fx_stop(f);
+}
+
 static void test_start_refusals(void **state)
 {
     struct test_clock c = {.clock = {tc_mono, tc_epoch, NULL}};
@@ -1007,6 +1115,11 @@ static void test_start_refusals(void **state)
     o.concurrency = 4;
     o.timeout_ms = 0;
     assert_int_equal(push_start(&o, &p, err, sizeof err), SMQ_E_INTERNAL);
+    o.timeout_ms = 1000;
+    o.sign_threads = 65;
+    assert_int_equal(push_start(&o, &p, err, sizeof err), SMQ_E_INTERNAL);
+    o.sign_threads = -1;
+    assert_int_equal(push_start(&o, &p, err, sizeof err), SMQ_E_INTERNAL);
     push_stop(NULL);
 }
 
@@ -1024,6 +1137,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_with_queue, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_signed_push, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_signed_push_tampered, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_signed_many, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_stop_while_signing, fx_setup, fx_teardown),
         cmocka_unit_test(test_start_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
