@@ -71,10 +71,10 @@ int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_pat
  * least 4 * ceil(key bytes / 3) + 1 (345 for 2048 bits; 700 holds 4096).
  * 0, or SMQ_E_INTERNAL (out_size too small, or OpenSSL failed; out then
  * holds "" when out_size > 0).
- * Threads: meant for the push thread alone.  Each call signs with a context
- * of its own and writes nothing in k, but the contract is one caller at a
- * time, with nothing else using or freeing k meanwhile; load and free
- * happen before the push thread starts and after it stops. */
+ * Threads: any number of callers at once on one k (the push pool's signer
+ * threads): each call signs with an OpenSSL context of its own and writes
+ * nothing in k.  Loading and freeing k happen before the first caller
+ * starts and after the last one is joined. */
 int crypto_signer_sign(const struct crypto_signer *k, const void *data, size_t len, char *out,
                        size_t out_size);
 /* NULL is a no-op. */
