@@ -2,7 +2,8 @@
 # test_diskfull.sh — smqd on a really full filesystem (a 16 MiB tmpfs):
 # sends fail with a clear 500 InternalError, nothing acknowledged is lost
 # (also across a kill -9), receives and deletes keep working, and sends are
-# accepted again once space is back.  Needs root (mount -t tmpfs), as the
+# accepted again once space is back; publishes to a topic are refused the same
+# way while it is full, and fan out again once space is back.  Needs root (mount -t tmpfs), as the
 # README's test command runs; without it the suite fails, it never skips.
 #
 # Run: SMQD_BIN=build/smqd bash tests/integration/test_diskfull.sh
@@ -67,6 +68,44 @@ t_fill() {
     assert_eq "/metrics says the storage is full" 1 "$(storage_metric smqd_storage_full)"
     assert_eq "and that the reserve is not spent" 0 "$(storage_metric smqd_storage_reserve_spent)"
     assert_match "the server says so in its log" "storage is full" "$(cat "$SMQD_LOG")"
+}
+
+NS='http://mns.aliyuncs.com/doc/v1/'
+publish_xml() { printf '<Message xmlns="%s"><MessageBody>%s</MessageBody></Message>' "$NS" "$1"; }
+
+# A topic with a queue subscription, made while there is room.
+t_topic_before_fill() {
+    mns_request PUT /queues/fanq
+    assert_status "the subscribed queue" 201
+    mns_request PUT /topics/fullt
+    assert_status "a topic" 201
+    mns_request PUT /topics/fullt/subscriptions/s \
+        "<Subscription xmlns=\"$NS\"><Endpoint>acs:mns:cn-hangzhou:1:queues/fanq</Endpoint><NotifyContentFormat>SIMPLIFIED</NotifyContentFormat></Subscription>"
+    assert_status "its subscription" 201
+}
+
+# While the disk is full a publish is refused like a send (docs/operations.md "Topics"),
+# and nothing of it is kept or delivered.
+t_publish_refused_while_full() {
+    mns_request POST /topics/fullt/messages "$(publish_xml "while full")"
+    assert_error "a publish is refused on the full disk" 500 InternalError
+    assert_match "as storage full" "storage is full" "$RESP_BODY"
+    mns_request GET /queues/fanq
+    assert_xml "nothing reached the subscribed queue" ActiveMessages 0
+}
+
+# Once space is back, a publish is accepted and fans out again.
+t_publish_after_space_back() {
+    mns_request POST /topics/fullt/messages "$(publish_xml "space is back")"
+    assert_status "a publish is accepted again" 201
+    wait_for "and delivered into the subscribed queue" 10000 fanq_has_one
+    mns_request GET /queues/fanq/messages
+    assert_eq "only the publish made with room, not the refused one" "space is back" "$(xml_get MessageBody)"
+}
+
+fanq_has_one() {
+    mns_request GET /queues/fanq
+    [ "$(xml_get ActiveMessages)" = 1 ]
 }
 
 # Every acknowledged send survives a crash while the disk is full.
@@ -200,10 +239,13 @@ if ! mount -t tmpfs -o size=16m tmpfs "$MNT" 2>"$SUITE_TMP/mount.err"; then
 fi
 trap 'cleanup_all; unmount' EXIT
 if start_on_tmpfs; then
+    run_test t_topic_before_fill
     run_test t_fill
+    run_test t_publish_refused_while_full
     run_test t_refused_until_reserve_back
     run_test t_nothing_lost
     run_test t_drain_and_resume
+    run_test t_publish_after_space_back
     run_test t_second_fill
     smqd_stop
 fi
