@@ -52,20 +52,6 @@ struct crypto_signer;
  * SMQ_E_INTERNAL (*out NULL) with a reason in err. */
 int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
                        size_t err_size);
-/* Makes a 2048-bit RSA key and a self-signed X.509 v3 certificate for it
- * (subject and issuer CN = cn, valid from now for ten years, signed with
- * SHA-256), and writes both as PEM: the certificate mode 0644 and then the
- * key mode 0600 (PKCS#8), each written whole under a temporary name, synced
- * and renamed over what was there, so no half-written file is ever seen and
- * a key on disk always has its certificate.  0, or SMQ_E_INTERNAL with a
- * reason in err. */
-int crypto_signer_generate(const char *key_path, const char *cert_path, const char *cn,
-                           char *err, size_t err_size);
-/* Whether the PEM certificate at cert_path holds k's public key and is
- * valid now.  0, or SMQ_E_INTERNAL with a reason in err (unreadable, not a
- * certificate, another key, not valid yet, or expired). */
-int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_path, char *err,
-                             size_t err_size);
 /* The signature of §13.11: base64(RSASSA-PKCS1-v1_5(SHA-1(data))) with
  * padding and no prefix, NUL-terminated, into out.  out_size must be at
  * least 4 * ceil(key bytes / 3) + 1 (345 for 2048 bits; 700 holds 4096).
@@ -80,20 +66,23 @@ int crypto_signer_sign(const struct crypto_signer *k, const void *data, size_t l
 /* NULL is a no-op. */
 void crypto_signer_free(struct crypto_signer *k);
 
-/* ---- the same in memory: a key and certificate kept in the store
- * (docs/operations.md, "Push signing key") rather than in files ---- */
+/* ---- in memory: the certificate (and a key kept in the store,
+ * docs/operations.md, "Push signing key") as PEM text ---- */
 
 /* crypto_signer_load from the len bytes of PEM at pem; what names them in
  * err (e.g. "in the database").  The same refusals. */
 int crypto_signer_load_pem(const char *pem, size_t len, const char *what,
                            struct crypto_signer **out, char *err, size_t err_size);
-/* crypto_signer_check_cert on the len bytes of PEM at pem; what names
- * them in err. */
+/* Whether the len bytes of PEM at pem are a certificate holding k's public
+ * key and valid now; what names it in err.  0, or SMQ_E_INTERNAL with a
+ * reason in err (not a certificate, another key, not valid yet, expired). */
 int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem, size_t len,
                                  const char *what, char *err, size_t err_size);
-/* crypto_signer_generate into two malloc'ed, NUL-terminated PEM strings:
- * *key_pem (PKCS#8; free it with crypto_pem_free) and *cert_pem (free()).
- * 0, or SMQ_E_INTERNAL (both NULL) with a reason in err. */
+/* Makes a 2048-bit RSA key and a self-signed X.509 v3 certificate for it
+ * (subject and issuer CN = cn, valid from now for ten years, signed with
+ * SHA-256) as two malloc'ed, NUL-terminated PEM strings: *key_pem (PKCS#8;
+ * free it with crypto_pem_free) and *cert_pem (free()).  0, or
+ * SMQ_E_INTERNAL (both NULL) with a reason in err. */
 int crypto_signer_generate_pem(const char *cn, char **key_pem, char **cert_pem, char *err,
                                size_t err_size);
 /* Overwrites len bytes at p (a private key's text) so that freeing them

@@ -19,15 +19,12 @@
 #include <openssl/x509v3.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /*
  * Every request is signed with one of a handful of secrets, so each thread
@@ -426,23 +423,6 @@ out:
     return rc;
 }
 
-int crypto_signer_check_cert(const struct crypto_signer *k, const char *cert_path, char *err,
-                             size_t err_size)
-{
-    X509 *cert;
-    FILE *f;
-
-    ERR_clear_error();
-    f = fopen(cert_path, "r");
-    if (f == NULL) {
-        snprintf(err, err_size, "signing certificate %s: %s", cert_path, strerror(errno));
-        return SMQ_E_INTERNAL;
-    }
-    cert = PEM_read_X509(f, NULL, no_passphrase, NULL);
-    fclose(f);
-    return cert_check(k, cert, cert_path, err, err_size);
-}
-
 int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem, size_t len,
                                  const char *what, char *err, size_t err_size)
 {
@@ -505,115 +485,6 @@ static X509 *cert_make(EVP_PKEY *pkey, const char *cn)
         return NULL;
     }
     return cert;
-}
-
-/* Syncs the directory holding path, so that a rename into it survives a
- * power loss.  Best effort: the file itself is whole either way. */
-static void sync_parent_dir(const char *path)
-{
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    int dfd;
-
-    if (slash == NULL)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
-}
-
-/* Writes a PEM file whole or not at all: into a temporary file beside path
- * (mode `mode` before a byte is written), synced, then renamed over path,
- * and the directory synced so that the rename survives a power loss.
- * Exactly one of pkey (a private key, PKCS#8) and cert is given. */
-static int pem_write_atomic(const char *path, mode_t mode, EVP_PKEY *pkey, X509 *cert,
-                            char *err, size_t err_size)
-{
-    char tmp[4096];
-    FILE *f = NULL;
-    int fd = -1, rc = SMQ_E_INTERNAL;
-    bool wrote;
-
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= sizeof tmp) {
-        snprintf(err, err_size, "%s: path too long", path);
-        return SMQ_E_INTERNAL;
-    }
-    fd = mkstemp(tmp);   /* made 0600: the key is never readable by others */
-    if (fd < 0) {
-        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
-        return SMQ_E_INTERNAL;
-    }
-    if (fchmod(fd, mode) != 0 || (f = fdopen(fd, "w")) == NULL) {
-        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    fd = -1;   /* f owns it */
-    wrote = pkey != NULL ? PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL) == 1
-                         : PEM_write_X509(f, cert) == 1;
-    if (!wrote) {
-        signer_fail(err, err_size, "%s: cannot write PEM", tmp);
-        goto out;
-    }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    if (fclose(f) != 0) {
-        f = NULL;
-        snprintf(err, err_size, "%s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    f = NULL;
-    if (rename(tmp, path) != 0) {
-        snprintf(err, err_size, "rename %s to %s: %s", tmp, path, strerror(errno));
-        goto out;
-    }
-    tmp[0] = '\0';   /* nothing left to remove */
-    sync_parent_dir(path);
-    rc = 0;
-out:
-    if (f != NULL)
-        fclose(f);
-    if (fd >= 0)
-        close(fd);
-    if (tmp[0] != '\0')
-        unlink(tmp);
-    return rc;
-}
-
-int crypto_signer_generate(const char *key_path, const char *cert_path, const char *cn,
-                           char *err, size_t err_size)
-{
-    EVP_PKEY *pkey = NULL;
-    X509 *cert = NULL;
-    int rc = SMQ_E_INTERNAL;
-
-    ERR_clear_error();
-    pkey = EVP_RSA_gen(SIGNER_GEN_BITS);
-    if (pkey == NULL) {
-        rc = signer_fail(err, err_size, "cannot generate an RSA key");
-        goto out;
-    }
-    cert = cert_make(pkey, cn);
-    if (cert == NULL) {
-        rc = signer_fail(err, err_size, "cannot make a certificate for CN %s", cn);
-        goto out;
-    }
-    /* The certificate first and the key last: a key file on disk then
-     * always has its certificate beside it, so a start that finds the key
-     * need not generate, and one interrupted before the key is written
-     * simply generates again. */
-    rc = pem_write_atomic(cert_path, 0644, NULL, cert, err, err_size);
-    if (rc == 0)
-        rc = pem_write_atomic(key_path, 0600, pkey, NULL, err, err_size);
-out:
-    X509_free(cert);
-    EVP_PKEY_free(pkey);
-    return rc;
 }
 
 /* The PEM of pkey (PKCS#8) or cert as a malloc'ed, NUL-terminated string;

@@ -144,6 +144,8 @@ t_bad_configured_pairs_refuse_to_start() {
         "signing certificate $SUITE_TMP/ops.key: not a PEM X.509 certificate"
     refused_start "a key that is not one" "$SUITE_TMP/ops.pem" "$SUITE_TMP/ops.pem" \
         "signing key $SUITE_TMP/ops.pem: not an unencrypted PEM private key"
+    refused_start "a certificate file that is not there" "$SUITE_TMP/ops.key" \
+        "$SUITE_TMP/none.pem" "signing certificate $SUITE_TMP/none.pem: No such file"
     # An expired certificate: `openssl ca` is the one tool of OpenSSL 3.0 that sets dates
     # in the past (a one-day certificate of 2020).
     local ca="$SUITE_TMP/ca"

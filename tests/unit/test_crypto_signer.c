@@ -12,73 +12,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "scratch_dir.h"
+#include "signing_test_key.h"
 #include "smqd/crypto.h"
 #include "smqd/errors.h"
 
-/* The fixtures were made once with OpenSSL 3.0's command line:
- *   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem
- *   openssl req -new -x509 -key key.pem -subj /CN=smqd-test -days 36500 -sha256 -out cert.pem
+/* KEY and CERT are signing_test_key.h's; the others were made once with
+ * OpenSSL 3.0's command line:
  *   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ec.pem
  *   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out k1024.pem
  * and CERT_EXPIRED (KEY's public key, valid 2020-01-01 to 2021-01-01) with
  * Python's cryptography package, since `openssl req` cannot backdate. */
-static const char KEY[] =
-    "-----BEGIN PRIVATE KEY-----\n"
-    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDiKrN4NgiGJJPX\n"
-    "3clejnzon9JUEzOKzqrxqFlTrlfv/1nzQToy8/htFqAoLADcOXvRFLPPK93QFzsX\n"
-    "oAdmksONCxRENzvnCuHXK3u/RGMIqZYDRxgUX+fpvCwrgjZbq2H8LT6qdbOox9Ww\n"
-    "2hPbOXi3Df7JvOGIQqBfu4Uh6ZKXUFu59/LbDxbEs/8C58tpWe+GgCv65ER3yn5t\n"
-    "L1+cbCe/NBvjxaqauBLSRTaBpf61/Wi8rJcmS4J63y61XDcZULDNxWZzkSfclORT\n"
-    "HfXQk+k9LJBQZ9BYb5BolvYNrlR6Nj5Wuzv/GTUr3EpmAgtCdVtaSLoEd359lo4n\n"
-    "RXgkAjezAgMBAAECggEAGhhb3W/mleEHNJire6nXHFlsbDT29STEBolVHS74Myx0\n"
-    "VXkzh4jXeMbBM0FjLAXElSrdVaG1wHpzCqvKjs7k7z4rAsqYsnTH+rVSsY6Tb/7D\n"
-    "3JxJrqLONbgiJIxWofG+ptkVlOzAY6YDBZpz62R7MCvWN7KqbGK7nFrHkVJ2OS0I\n"
-    "kFArr/uT6yfJpvwdDAAjsZ5Ag/YV6Z0HtwNY+js4gfzl31ID/2QJUALfrVpuaYlV\n"
-    "sBEue/xKdWunDgkrA1BZRdWB2XLbW/1+NgspqxVlBtV7o4PQb6UCkvI4o7asHuyB\n"
-    "KNBPa1ZGhN0xugq3FTi4VPQRcbvj6NfjNvQZV9SnoQKBgQDzxyUcfYJ6TJib8/oF\n"
-    "r7jc87GLKoZzUwmSB5NwTsl9mEOsCRo6ZSOhzkdyJn0zMrNnHMcHUuhbVKadytqh\n"
-    "Hg5U+pc446uTUeOuRXg8Jodypn7LCl4S2dFY/qyYB/ni7XJCiQuvZ/50HiGrQTJr\n"
-    "aEuCMcXxypJv80bd7mU0F0NIIwKBgQDtgYUeHDYjPllb/YYkJ2/nJU+LGw2BhuDn\n"
-    "vvvvvxC/Te0oYQKPGAX3nCyiAhgz44k6gomgfO3ozzuEl5OYVcONTazUL7xuLY/s\n"
-    "xeJ+TuLrYWhc+k/MkS2S1b09yISzznITB0p+2IXMECR0cda1CUj0G0hYpZlBnScd\n"
-    "6uuEqKMDMQKBgFzY75CPWR+9hq53WTXLPMyi4G9Rzg2khdOhoQ04ZNO6J6Qhf2TY\n"
-    "Wp7pExst/6d9Wwkd08w9TpRihGc6+NQ+v1SscOZRCGs+2Enq2aWHQzVupoIsu7HQ\n"
-    "VkTgEtqAxzMgHtGqotG2+Ro+07IHTe3Mtl2rGWpDLk0HSmmCv/b8GTsjAoGAOKLG\n"
-    "J6P6lPTtQi52qnBtEuWmzjkpQ1Xyk9DLKySYzcW7ZAGeJplH8v/e9NMjClycAMPY\n"
-    "JdkksnuYacnrfEwXUb7QE9k+Sde7lm6p0Aznt9GGnYVjOhj0kSs+8Vi7rFTyhu8a\n"
-    "KJ1haoP+7XWoCYupReyrl9gFb8wV4+B9QSkllkECgYEA0rt+rlq138zSrxZ2bs6G\n"
-    "WKVRI2mU8oOs1M3RKU6vAqJubL+Nca/pphm/LeLclLrpFlN3bfzxGa2G16hI8X0k\n"
-    "dfiNOLKicOU0hhlDnBoHFhwsf5ONQGxV0LpifbzFNHai9Tpa8KUm/RZLj0Pc6P6O\n"
-    "qGQKvtjhlwmWMzL6y3C8W2I=\n"
-    "-----END PRIVATE KEY-----\n";
-static const char CERT[] =
-    "-----BEGIN CERTIFICATE-----\n"
-    "MIIDCzCCAfOgAwIBAgIUIi3OwzgHjh+Z+cS1foggzUWD8UAwDQYJKoZIhvcNAQEL\n"
-    "BQAwFDESMBAGA1UEAwwJc21xZC10ZXN0MCAXDTI2MTIwNzE5MDAyOFoYDzIxMjYx\n"
-    "MTEzMTkwMDI4WjAUMRIwEAYDVQQDDAlzbXFkLXRlc3QwggEiMA0GCSqGSIb3DQEB\n"
-    "AQUAA4IBDwAwggEKAoIBAQDiKrN4NgiGJJPX3clejnzon9JUEzOKzqrxqFlTrlfv\n"
-    "/1nzQToy8/htFqAoLADcOXvRFLPPK93QFzsXoAdmksONCxRENzvnCuHXK3u/RGMI\n"
-    "qZYDRxgUX+fpvCwrgjZbq2H8LT6qdbOox9Ww2hPbOXi3Df7JvOGIQqBfu4Uh6ZKX\n"
-    "UFu59/LbDxbEs/8C58tpWe+GgCv65ER3yn5tL1+cbCe/NBvjxaqauBLSRTaBpf61\n"
-    "/Wi8rJcmS4J63y61XDcZULDNxWZzkSfclORTHfXQk+k9LJBQZ9BYb5BolvYNrlR6\n"
-    "Nj5Wuzv/GTUr3EpmAgtCdVtaSLoEd359lo4nRXgkAjezAgMBAAGjUzBRMB0GA1Ud\n"
-    "DgQWBBSTybuaP4XXYVHk/k0gMqPbGAp2SzAfBgNVHSMEGDAWgBSTybuaP4XXYVHk\n"
-    "/k0gMqPbGAp2SzAPBgNVHRMBAf8EBTADAQH/MA0GCSqGSIb3DQEBCwUAA4IBAQCl\n"
-    "CcR2LIb1U/tKM3PPxnIxG4ixhVP2dsmNSY5L1Vm/703PMz7WpO+kvm2fv0A6O1D7\n"
-    "25Ygozqm65INPrIakj5TnhMpEiKUe3iiuBR28BmlCYpu4J7hyLIlybsGky0jPX9g\n"
-    "sp8EgEfcJb86zs34lwS2sY7HSdhjHBzcTvy9jJC1WJfZhj0AgUWNBXTw+uqYveI4\n"
-    "9K+OLnQzErRQYNAKJhrbTRd4RpLw0AC8eVg3FhyHJ8NgYe38MBMFFxiz47i/8Rvz\n"
-    "gL+SNjFpsvPH7SZ9bJOwIXDvT7VQAefcQTFpfqTC1fNhfiv7g77sQy/UEG1plcRM\n"
-    "H7GbChSBoNNGgASB0W2h\n"
-    "-----END CERTIFICATE-----\n";
 static const char CERT_EXPIRED[] =
     "-----BEGIN CERTIFICATE-----\n"
     "MIICxDCCAaygAwIBAgIUQlGlkQf6yFv/W7Rrgez71wKfKMAwDQYJKoZIhvcNAQEL\n"
@@ -150,10 +98,14 @@ static const char EXAMPLE_SIG[] =
     "ymMvdjhiNpeYGhGw+IKnkH33SBV9aV7qSwddw3xAJBlRT3aYi4BSejBw1iNik03TE0PVVtaGS+9T1+FIuHOLH+LZ"
     "1RXdAYbEnGbd39p2v364TDpmxl0bWcJNjqShDo9OWmRirlZ4qiB21Cxk4Hk9VAmwZ5Rb/81lp5XJ9g==";
 
+/* PEM armour around what is not base64. */
+static const char JUNK[] = "-----BEGIN PRIVATE KEY-----\nnot base64 at all!\n"
+                           "-----END PRIVATE KEY-----\n";
+
 struct fx {
     char dir[64];
     char key[128], cert[128], cert_expired[128], key_ec[128], key_1024[128];
-    char truncated[128], garbage[128], gen_key[128], gen_cert[128];
+    char truncated[128], garbage[128];
 };
 
 static void write_file(const char *path, const char *text, size_t len)
@@ -181,8 +133,6 @@ static int setup(void **state)
     PATH(key_1024, "k1024.pem");
     PATH(truncated, "truncated.pem");
     PATH(garbage, "garbage.pem");
-    PATH(gen_key, "gen.key");
-    PATH(gen_cert, "gen.pem");
 #undef PATH
     write_file(f.key, KEY, strlen(KEY));
     write_file(f.cert, CERT, strlen(CERT));
@@ -190,11 +140,7 @@ static int setup(void **state)
     write_file(f.key_ec, KEY_EC, strlen(KEY_EC));
     write_file(f.key_1024, KEY_1024, strlen(KEY_1024));
     write_file(f.truncated, KEY, strlen(KEY) / 2);   /* cut in the middle of the base64 */
-    {
-        static const char junk[] = "-----BEGIN PRIVATE KEY-----\nnot base64 at all!\n"
-                                   "-----END PRIVATE KEY-----\n";
-        write_file(f.garbage, junk, strlen(junk));
-    }
+    write_file(f.garbage, JUNK, strlen(JUNK));
     *state = &f;
     return 0;
 }
@@ -215,6 +161,13 @@ static struct crypto_signer *load_ok(const char *path)
     assert_int_equal(crypto_signer_load(path, &k, err, sizeof err), 0);
     assert_non_null(k);
     return k;
+}
+
+/* crypto_signer_check_cert_pem on the NUL-terminated PEM text. */
+static int check_pem(const struct crypto_signer *k, const char *pem, const char *what, char *err,
+                     size_t err_size)
+{
+    return crypto_signer_check_cert_pem(k, pem, strlen(pem), what, err, err_size);
 }
 
 /* A load that must fail: no signer, and err says why, naming the file. */
@@ -245,7 +198,7 @@ static void test_example_signature(void **state)
     /* Another string, another signature. */
     assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE) - 1, out, sizeof out), 0);
     assert_string_not_equal(out, EXAMPLE_SIG);
-    assert_int_equal(crypto_signer_check_cert(k, f->cert, err, sizeof err), 0);
+    assert_int_equal(check_pem(k, CERT, "cert.pem", err, sizeof err), 0);
     crypto_signer_free(k);
 }
 
@@ -265,110 +218,50 @@ static void test_out_too_small(void **state)
     crypto_signer_free(k);
 }
 
-/* The directory holds exactly n entries besides . and .. (no temporary
- * file left behind by generate). */
-static void assert_entries(const char *dir, int n)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int count = 0;
-
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            count++;
-    closedir(d);
-    assert_int_equal(count, n);
-}
-
-static void test_generate_round_trip(void **state)
-{
-    struct fx *f = *state;
-    struct crypto_signer *k;
-    struct stat st;
-    char err[512] = "", out[700];
-
-    assert_int_equal(crypto_signer_generate(f->gen_key, f->gen_cert, "smqd test", err, sizeof err),
-                     0);
-    assert_int_equal(stat(f->gen_key, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0600);
-    assert_int_equal(stat(f->gen_cert, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0644);
-    assert_entries(f->dir, 9);   /* setup's seven files and the two generated */
-    k = load_ok(f->gen_key);
-    assert_int_equal(crypto_signer_check_cert(k, f->gen_cert, err, sizeof err), 0);
-    assert_int_equal(crypto_signer_sign(k, EXAMPLE, strlen(EXAMPLE), out, sizeof out), 0);
-    assert_int_equal(strlen(out), 344);   /* a 2048-bit key */
-    assert_string_not_equal(out, EXAMPLE_SIG);
-    crypto_signer_free(k);
-
-    /* A second generate replaces both files whole: a new key, still 0600,
-     * and the old certificate no longer matches it. */
-    k = load_ok(f->gen_key);
-    assert_int_equal(crypto_signer_generate(f->gen_key, f->gen_cert, "smqd test", err, sizeof err),
-                     0);
-    assert_int_equal(stat(f->gen_key, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0600);
-    assert_int_equal(crypto_signer_check_cert(k, f->gen_cert, err, sizeof err), SMQ_E_INTERNAL);
-    crypto_signer_free(k);
-    assert_entries(f->dir, 9);
-}
-
-static void test_generate_unwritable(void **state)
-{
-    struct fx *f = *state;
-    char key[160], cert[160], err[512] = "";
-
-    snprintf(key, sizeof key, "%s/missing/gen.key", f->dir);
-    snprintf(cert, sizeof cert, "%s/missing/gen.pem", f->dir);
-    assert_int_equal(crypto_signer_generate(key, cert, "smqd test", err, sizeof err),
-                     SMQ_E_INTERNAL);
-    assert_non_null(strstr(err, "missing"));
-    assert_entries(f->dir, 7);
-}
-
 static void test_mismatched_cert(void **state)
 {
     struct fx *f = *state;
-    struct crypto_signer *k = load_ok(f->key), *g;
-    char err[512] = "";
+    struct crypto_signer *k = load_ok(f->key), *g = NULL;
+    char err[512] = "", *gen_key = NULL, *gen_cert = NULL;
 
-    assert_int_equal(crypto_signer_generate(f->gen_key, f->gen_cert, "smqd test", err, sizeof err),
+    assert_int_equal(crypto_signer_generate_pem("smqd test", &gen_key, &gen_cert, err, sizeof err),
                      0);
     /* The committed key against the generated certificate... */
-    assert_int_equal(crypto_signer_check_cert(k, f->gen_cert, err, sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(check_pem(k, gen_cert, "gen.pem", err, sizeof err), SMQ_E_INTERNAL);
     assert_non_null(strstr(err, "public key"));
-    assert_non_null(strstr(err, f->gen_cert));
+    assert_non_null(strstr(err, "gen.pem"));
     /* ...and the generated key against the committed certificate. */
-    g = load_ok(f->gen_key);
+    assert_int_equal(crypto_signer_load_pem(gen_key, strlen(gen_key), "gen.key", &g, err,
+                                            sizeof err), 0);
     err[0] = '\0';
-    assert_int_equal(crypto_signer_check_cert(g, f->cert, err, sizeof err), SMQ_E_INTERNAL);
+    assert_int_equal(check_pem(g, CERT, "cert.pem", err, sizeof err), SMQ_E_INTERNAL);
     assert_non_null(strstr(err, "public key"));
     crypto_signer_free(g);
     crypto_signer_free(k);
+    crypto_pem_free(gen_key);
+    free(gen_cert);
 }
 
 static void test_bad_certs(void **state)
 {
     struct fx *f = *state;
     struct crypto_signer *k = load_ok(f->key);
-    char err[512] = "", missing[160];
+    char err[512] = "";
 
     /* The right key, but expired since 2021. */
-    assert_int_equal(crypto_signer_check_cert(k, f->cert_expired, err, sizeof err),
-                     SMQ_E_INTERNAL);
+    assert_int_equal(check_pem(k, CERT_EXPIRED, "expired.pem", err, sizeof err), SMQ_E_INTERNAL);
     assert_non_null(strstr(err, "expired"));
     /* A private key is not a certificate. */
     err[0] = '\0';
-    assert_int_equal(crypto_signer_check_cert(k, f->key, err, sizeof err), SMQ_E_INTERNAL);
-    assert_non_null(strstr(err, f->key));
+    assert_int_equal(check_pem(k, KEY, "key.pem", err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "key.pem"));
     err[0] = '\0';
-    assert_int_equal(crypto_signer_check_cert(k, f->garbage, err, sizeof err), SMQ_E_INTERNAL);
-    assert_non_null(strstr(err, f->garbage));
-    snprintf(missing, sizeof missing, "%s/none.pem", f->dir);
+    assert_int_equal(check_pem(k, JUNK, "garbage.pem", err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "garbage.pem"));
+    /* Nothing at all. */
     err[0] = '\0';
-    assert_int_equal(crypto_signer_check_cert(k, missing, err, sizeof err), SMQ_E_INTERNAL);
-    assert_non_null(strstr(err, missing));
+    assert_int_equal(check_pem(k, "", "empty.pem", err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "empty.pem"));
     crypto_signer_free(k);
 }
 
@@ -476,8 +369,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_example_signature, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_too_small, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_generate_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_generate_unwritable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatched_cert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_certs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_keys, setup, teardown),
