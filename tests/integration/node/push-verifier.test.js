@@ -2,7 +2,7 @@
 // push-verifier.test.js — docs/examples/push-verifier.js without smqd: the verifier is started
 // as operators would start it, a tiny HTTP server on 127.0.0.1 serves the test certificate, and
 // hand-made pushes signed as docs/protocol.md §13.11 says (Node's crypto.sign, under the test key
-// of tests/unit/test_crypto_signer.c) are sent to it: a valid one (204), tampered ones (403), one
+// of tests/unit/signing_test_key.h) are sent to it: a valid one (204), tampered ones (403), one
 // naming a certificate URL not on the allow-list (403), and --fail-first's 500s per message id.
 // Every process is bound to 127.0.0.1, killed by PID in after(), and each wait is bounded.
 
@@ -16,7 +16,7 @@ const path = require('path');
 const { spawn } = require('child_process');
 
 const VERIFIER = path.join(__dirname, '../../../docs/examples/push-verifier.js');
-const KEYS_FROM = path.join(__dirname, '../../unit/test_crypto_signer.c');
+const KEYS_FROM = path.join(__dirname, '../../unit/signing_test_key.h');
 const WAIT_MS = 10000;
 
 // A `static const char NAME[] = "..." "...";` PEM literal of the C test, as text.
