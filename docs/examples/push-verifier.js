@@ -120,6 +120,14 @@ function stringToSign(method, target, h) {
     `${h.get('date') || ''}\n${mns}${target}`;
 }
 
+// Whether the push's authorization is §13.11's signature of the request as received under key
+// (an RSA public key: the certificate's).
+function signatureOk(method, target, h, key) {
+  const sig = Buffer.from(h.get('authorization') || '', 'base64');
+  const sts = Buffer.from(stringToSign(method, target, h), 'utf8');
+  return sig.length > 0 && crypto.verify('RSA-SHA1', sts, key, sig);
+}
+
 // content-md5 as §13.10 makes it: base64 of the lower-case hex MD5 of the body.
 function bodyMd5(body) {
   return Buffer.from(crypto.createHash('md5').update(body).digest('hex')).toString('base64');
@@ -148,11 +156,7 @@ async function verify(req, h, body, opts, keyOf) {
   } catch (e) {
     return { status: 503, reason: `certificate from ${url}: ${e.message}` };
   }
-  const sig = Buffer.from(h.get('authorization') || '', 'base64');
-  const sts = Buffer.from(stringToSign(req.method, req.url, h), 'utf8');
-  if (sig.length === 0 || !crypto.verify('RSA-SHA1', sts, key, sig)) {
-    return { status: 403, reason: 'signature does not verify' };
-  }
+  if (!signatureOk(req.method, req.url, h, key)) return { status: 403, reason: 'signature does not verify' };
   return null;
 }
 
@@ -228,4 +232,4 @@ function main() {
 }
 
 if (require.main === module) main();
-module.exports = { stringToSign, bodyMd5 };
+module.exports = { stringToSign, signatureOk, bodyMd5, headerMap, readBody };

@@ -14,9 +14,8 @@
 
 const crypto = require('crypto');
 const http = require('http');
-const { stringToSign, bodyMd5 } = require('../../docs/examples/push-verifier.js');
+const { signatureOk, bodyMd5, headerMap, readBody } = require('../../docs/examples/push-verifier.js');
 
-const BODY_CAP = 1024 * 1024;
 // A push may reach the endpoint before the harness has fetched the certificate of the server
 // that sent it (pushes pending at a kill go out right after the restart): it waits that long
 // for the URL to be trusted, well inside smqd's push timeout (5 s, §13.10).
@@ -34,17 +33,6 @@ function getText(url) {
     req.setTimeout(CERT_TIMEOUT_MS, () => req.destroy(new Error(`${url}: timed out`)));
     req.on('error', reject);
   });
-}
-
-// Header name (lower case) -> value; null when a signed header came twice.
-function headerMap(rawHeaders) {
-  const m = new Map();
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i].toLowerCase();
-    if (m.has(name)) return null;
-    m.set(name, rawHeaders[i + 1]);
-  }
-  return m;
 }
 
 // The certificate keys of the servers of this run, by certificate URL.
@@ -89,24 +77,8 @@ async function verify(req, h, body, trust, waitMs) {
   if (h.get('content-md5') !== bodyMd5(body)) return 'body does not match content-md5';
   const key = await trust.keyOf(url, waitMs);
   if (key === null) return `certificate URL ${JSON.stringify(url)} is not one of this run's servers`;
-  const sig = Buffer.from(h.get('authorization') || '', 'base64');
-  const sts = Buffer.from(stringToSign(req.method, req.url, h), 'utf8');
-  if (sig.length === 0 || !crypto.verify('RSA-SHA1', sts, key, sig)) return 'signature does not verify';
+  if (!signatureOk(req.method, req.url, h, key)) return 'signature does not verify';
   return null;
-}
-
-function readBody(req) {
-  return new Promise((resolve, reject) => {
-    const parts = [];
-    let len = 0;
-    req.on('data', (d) => {
-      len += d.length;
-      if (len > BODY_CAP) req.destroy(new Error('body too large'));
-      else parts.push(d);
-    });
-    req.on('end', () => resolve(Buffer.concat(parts)));
-    req.on('error', reject);
-  });
 }
 
 // One push: verified, then recorded and answered as the ledger says.
@@ -160,4 +132,4 @@ function start(o) {
   });
 }
 
-module.exports = { start, headerMap };
+module.exports = { start };

@@ -35,7 +35,7 @@ const traffic = require('../crashloop/traffic.js');
 const { Ledger } = require('../crashloop/ledger.js');
 const { rngFrom } = require('../crashloop/run.js');
 const pgcheck = require('./pgcheck.js');
-const { stringToSign } = require('../../docs/examples/push-verifier.js');
+const { signatureOk, headerMap } = require('../../docs/examples/push-verifier.js');
 const tcpproxy = require('./tcpproxy.js');
 
 const PG_SERVER = path.join(__dirname, '..', 'pg', 'pg-server.sh');
@@ -340,10 +340,8 @@ async function startPushSink(st, active) {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      const h = new Map(Object.entries(req.headers));
-      const sig = Buffer.from(h.get('authorization') || '', 'base64');
-      const sts = Buffer.from(stringToSign(req.method, req.url, h), 'utf8');
-      const verified = sig.length > 0 && crypto.verify('RSA-SHA1', sts, cert, sig);
+      const h = headerMap(req.rawHeaders);
+      const verified = h !== null && signatureOk(req.method, req.url, h, cert);
       if (!st.pushes.has(req.url)) st.pushes.set(req.url, []);
       st.pushes.get(req.url).push({ body: Buffer.concat(chunks).toString('utf8'), verified });
       rsp.writeHead(verified ? 204 : 403).end();
