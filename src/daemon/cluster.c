@@ -77,7 +77,7 @@ int cluster_start_keeper(struct cluster *c)
 static int activate(struct cluster *c, const struct lease_grant *g)
 {
     struct node_opts o = {.cfg = c->cfg, .metrics = c->metrics, .holder_token = c->token,
-                          .epoch = g->epoch, .mns_port = (unsigned)mns_listener_port(c->http)};
+                          .epoch = g->epoch, .cert_url = c->cert_url};
     uint64_t start_us = clock_mono_us();
     const struct handle_keys *keys;
     int code = node_start(&o, c->node);

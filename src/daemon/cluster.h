@@ -32,6 +32,7 @@ struct cluster {
     struct smq_metrics *metrics;
     struct smq_admin *admin;       /* may be NULL */
     struct mns_listener *http;
+    const char *cert_url;          /* main.c's, once http is bound: what pushes name */
     struct node_parts *node;       /* the process's, serving while active */
     struct smq_role role;          /* read by the listeners' gates */
     struct smq_keeper *keeper;

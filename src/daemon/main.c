@@ -278,6 +278,9 @@ struct daemon_parts {
     struct smq_metrics *metrics;         /* borrowed by the MNS and admin listeners */
     struct smq_ratelimit *ratelimit;     /* borrowed by the MNS listener */
     struct cluster *cluster;             /* NULL on SQLite */
+    /* What pushes name as their certificate URL (docs/protocol.md §13.11),
+     * made once the MNS listener is bound; "" when there is none. */
+    char cert_url[NOTIFY_CERT_URL_MAX + 1];
 };
 
 /* The request counters and rate limits, before any listener uses them;
@@ -362,12 +365,26 @@ static int start_mns_listener(const struct smq_config *cfg, struct daemon_parts 
     return SMQD_EXIT_OK;
 }
 
-/* SQLite: the push pool last, once the listener's port (which the default
- * certificate URL names) is known. */
+/* The certificate URL pushes name: [topics] certificate_url, or by default
+ * this listener's own, which needs its bound port; a start-up warning says
+ * why when there is none. */
+static void make_cert_url(const struct smq_config *cfg, struct daemon_parts *p)
+{
+    struct smq_errinfo ei = {0};
+
+    if (notify_cert_url(cfg->topics_certificate_url, url_scheme(cfg), cfg->listen_host,
+                        (unsigned)mns_listener_port(p->http), p->cert_url, &ei) != 0) {
+        p->cert_url[0] = '\0';
+        SMQ_WARN("topics: %s", ei.msg);
+    }
+    if (p->cluster != NULL)
+        p->cluster->cert_url = p->cert_url;
+}
+
+/* SQLite: the push pool last, once the certificate URL is known. */
 static int start_local_push(const struct smq_config *cfg, struct daemon_parts *p)
 {
-    struct node_opts o = {.cfg = cfg, .metrics = p->metrics,
-                          .mns_port = (unsigned)mns_listener_port(p->http)};
+    struct node_opts o = {.cfg = cfg, .metrics = p->metrics, .cert_url = p->cert_url};
 
     return node_exit_code(node_start_push(&o, &p->node));
 }
@@ -383,14 +400,18 @@ static int start_parts(const struct smq_config *cfg, struct daemon_parts *p)
         code = start_local_node(cfg, p);
         if (code == SMQD_EXIT_OK)
             code = start_mns_listener(cfg, p);
+        if (code == SMQD_EXIT_OK)
+            make_cert_url(cfg, p);
         return code == SMQD_EXIT_OK ? start_local_push(cfg, p) : code;
     }
     notify_systemd("STATUS=checking the PostgreSQL database");
     code = node_exit_code(cluster_check_store(p->cluster));
     if (code == SMQD_EXIT_OK)
         code = start_mns_listener(cfg, p);
-    if (code == SMQD_EXIT_OK)
+    if (code == SMQD_EXIT_OK) {
+        make_cert_url(cfg, p);
         code = node_exit_code(cluster_start_keeper(p->cluster));
+    }
     return code;
 }
 
@@ -537,18 +558,6 @@ static int start_admin(const struct smq_config *cfg, struct daemon_parts *p)
     return SMQD_EXIT_OK;
 }
 
-/* The signing certificate's URL is settled at start: a wildcard listen
- * address without [topics] certificate_url gives pushes none to name. */
-static void check_cert_url(const struct smq_config *cfg, unsigned port)
-{
-    char url[NOTIFY_CERT_URL_MAX + 1];
-    struct smq_errinfo ei = {0};
-
-    if (notify_cert_url(cfg->topics_certificate_url, url_scheme(cfg), cfg->listen_host, port, url,
-                        &ei) != 0)
-        SMQ_WARN("topics: %s", ei.msg);
-}
-
 /* Scripts wait for "listening on" to learn the MNS address, on either
  * backend; a node on PostgreSQL is a standby until it holds the lease. */
 static void announce_ready(const struct smq_config *cfg, const struct daemon_parts *p)
@@ -566,7 +575,6 @@ static void announce_ready(const struct smq_config *cfg, const struct daemon_par
     SMQ_INFO("smqd %s listening on %s://%s%s%s:%u (%s)", SMQD_VERSION,
              p->tls.mns != NULL ? "https" : "http", v6 ? "[" : "", cfg->listen_host,
              v6 ? "]" : "", port, storage);
-    check_cert_url(cfg, port);
     admin_set_state(p->admin, p->cluster != NULL ? ADMIN_STANDBY : ADMIN_READY);
     notify_systemd("READY=1\nSTATUS=%s on port %u",
                    p->cluster != NULL ? "standby or active" : "serving", port);

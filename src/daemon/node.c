@@ -197,43 +197,19 @@ static void push_done(void *arg, const struct smq_op_push *result)
     engine_thread_submit(np->thread, op);
 }
 
-/* The certificate URL pushes name (docs/protocol.md §13.11), as main.c's
- * start-up check computes it; "" when there is none to name. */
-static void push_cert_url(const struct node_opts *o, char url[NOTIFY_CERT_URL_MAX + 1])
-{
-    const struct smq_config *cfg = o->cfg;
-    const char *scheme = cfg->url_scheme == SMQ_SCHEME_HTTPS
-                             || (cfg->url_scheme == SMQ_SCHEME_AUTO && cfg->tls_cert_file[0])
-                             ? "https" : "http";
-    unsigned port = o->mns_port != 0 ? o->mns_port : cfg->listen_port;
-    struct smq_errinfo ei = {0};
-
-    url[0] = '\0';
-    if (port == 0 && cfg->topics_certificate_url[0] == '\0') {
-        /* Not expected: node_start_push's callers know the bound port. */
-        SMQ_WARN("push: the default certificate URL needs the MNS listener's port, not known "
-                 "when the push pool starts; pushes name none: set [topics] certificate_url");
-        return;
-    }
-    if (notify_cert_url(cfg->topics_certificate_url, scheme, cfg->listen_host, port, url,
-                        &ei) != 0)
-        url[0] = '\0';          /* main.c's check_cert_url has said why */
-}
-
 static int start_push_pool(const struct node_opts *o, struct node_push *np,
                            const struct crypto_signer *signer)
 {
     const struct smq_config *cfg = o->cfg;
-    char url[NOTIFY_CERT_URL_MAX + 1], err[512] = "";
+    char err[512] = "";
     struct push_opts popts = {
         .concurrency = cfg->topics_push_concurrency, .timeout_ms = cfg->topics_push_timeout_ms,
         .ca_file = cfg->topics_push_ca_file[0] ? cfg->topics_push_ca_file : NULL,
         .signer = signer,               /* start_signing's, outlives the pool */
-        .cert_url = url, .account_id = cfg->topics_account_id, .clock = clock_system(),
+        .cert_url = o->cert_url != NULL ? o->cert_url : "", .account_id = cfg->topics_account_id, .clock = clock_system(),
         .done = push_done, .done_arg = np};
     struct push_pool *pool;
 
-    push_cert_url(o, url);
     if (push_start(&popts, &pool, err, sizeof err) != 0) {
         /* Queues are served on; HTTP notifications stay stored and wait. */
         SMQ_ERROR("push: cannot start the push pool (%s); HTTP notifications wait", err);

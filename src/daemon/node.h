@@ -54,18 +54,18 @@ struct node_opts {
      * fence every commit checks (store_fence). */
     const char *holder_token;
     int64_t epoch;
-    /* The MNS listener's port, for the default certificate URL pushes name
-     * (notify_cert_url); 0 = not bound yet: [server] listen's port. */
-    unsigned mns_port;
+    /* For node_start_push: the certificate URL pushes name (docs/protocol.md
+     * §13.11), which main.c makes once the MNS listener is bound; NULL or ""
+     * = none can be named. */
+    const char *cert_url;
 };
 
 /* Opens the store, recovers the engine, applies the declared queues, and
- * starts the syncer, the engine thread and the HTTP push pool.  0, or the NODE_E_* of what
+ * starts the syncer and the engine thread.  0, or the NODE_E_* of what
  * failed (logged); p then holds what did start, for node_close. */
 int node_start(const struct node_opts *o, struct node_parts *p);
-/* After node_start and once the MNS listener is bound (o->mns_port is what
- * the default certificate URL names, docs/protocol.md §13.11): the push
- * pool, until then holding the engine's pushes back.  0, or NODE_E_*. */
+/* After node_start and once the MNS listener is bound (o->cert_url): the
+ * push pool, until then holding the engine's pushes back.  0, or NODE_E_*. */
 int node_start_push(const struct node_opts *o, struct node_parts *p);
 /* Whether the node can no longer commit (a flush failed): it must stop. */
 bool node_failed(const struct node_parts *p);
