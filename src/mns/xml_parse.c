@@ -175,10 +175,30 @@ static int parse_dlq_policy(const xmlNode *policy, struct xml_queue_attrs *out,
     return rc;
 }
 
-/* One child of <Queue>. */
-static int parse_queue_child(const xmlNode *c, struct xml_queue_attrs *out,
-                             struct smq_errinfo *ei)
+/* The walk the attribute and publish documents share: doc's root must be
+ * root_name, and child reads each child of the root in order (with arg)
+ * until one fails.  0, or that failure; the document is freed either way
+ * and the caller clears what it filled. */
+static int walk_children(const char *doc, size_t len, const char *root_name,
+                         int (*child)(const xmlNode *c, void *arg, struct smq_errinfo *ei),
+                         void *arg, struct smq_errinfo *ei)
 {
+    xmlDocPtr d;
+    xmlNodePtr root;
+    int rc = xml_load_root(doc, len, root_name, &d, &root, ei);
+
+    if (rc != 0)
+        return rc;
+    for (const xmlNode *c = root->children; c != NULL && rc == 0; c = c->next)
+        rc = child(c, arg, ei);
+    xmlFreeDoc(d);
+    return rc;
+}
+
+/* One child of <Queue> (arg: the struct xml_queue_attrs). */
+static int parse_queue_child(const xmlNode *c, void *arg, struct smq_errinfo *ei)
+{
+    struct xml_queue_attrs *out = arg;
     const struct opt_field *f =
         find_field(queue_fields, sizeof queue_fields / sizeof queue_fields[0], c);
 
@@ -201,17 +221,10 @@ static int parse_queue_child(const xmlNode *c, struct xml_queue_attrs *out,
 int xml_parse_queue_attrs(const char *doc, size_t len, struct xml_queue_attrs *out,
                           struct smq_errinfo *ei)
 {
-    xmlDocPtr d;
-    xmlNodePtr root, c;
     int rc;
 
     memset(out, 0, sizeof *out);
-    rc = xml_load_root(doc, len, "Queue", &d, &root, ei);
-    if (rc != 0)
-        return rc;
-    for (c = root->children; c != NULL && rc == 0; c = c->next)
-        rc = parse_queue_child(c, out, ei);
-    xmlFreeDoc(d);
+    rc = walk_children(doc, len, "Queue", parse_queue_child, out, ei);
     if (rc != 0)
         memset(out, 0, sizeof *out);
     return rc;
@@ -224,24 +237,22 @@ static const struct opt_field topic_fields[] = {
     {"LoggingEnabled", offsetof(struct xml_topic_attrs, logging), true},
 };
 
+/* One child of <Topic> (arg: the struct xml_topic_attrs). */
+static int parse_topic_child(const xmlNode *c, void *arg, struct smq_errinfo *ei)
+{
+    const struct opt_field *f =
+        find_field(topic_fields, sizeof topic_fields / sizeof topic_fields[0], c);
+
+    return f != NULL ? parse_field(c, f, arg, ei) : 0;
+}
+
 int xml_parse_topic_attrs(const char *doc, size_t len, struct xml_topic_attrs *out,
                           struct smq_errinfo *ei)
 {
-    xmlDocPtr d;
-    xmlNodePtr root, c;
     int rc;
 
     memset(out, 0, sizeof *out);
-    rc = xml_load_root(doc, len, "Topic", &d, &root, ei);
-    if (rc != 0)
-        return rc;
-    for (c = root->children; c != NULL && rc == 0; c = c->next) {
-        const struct opt_field *f =
-            find_field(topic_fields, sizeof topic_fields / sizeof topic_fields[0], c);
-        if (f != NULL)
-            rc = parse_field(c, f, out, ei);
-    }
-    xmlFreeDoc(d);
+    rc = walk_children(doc, len, "Topic", parse_topic_child, out, ei);
     if (rc != 0)
         memset(out, 0, sizeof *out);
     return rc;
@@ -359,21 +370,20 @@ static int parse_sub_child(const xmlNode *c, bool nested, struct sub_reader *r,
     return rc;
 }
 
+/* One child of <Subscription> itself (arg: the struct sub_reader). */
+static int parse_sub_top_child(const xmlNode *c, void *arg, struct smq_errinfo *ei)
+{
+    return parse_sub_child(c, false, arg, ei);
+}
+
 int xml_parse_sub_attrs(const char *doc, size_t len, struct xml_sub_attrs *out,
                         struct smq_errinfo *ei)
 {
     struct sub_reader r = {out, 0};
-    xmlDocPtr d;
-    xmlNodePtr root, c;
     int rc;
 
     memset(out, 0, sizeof *out);
-    rc = xml_load_root(doc, len, "Subscription", &d, &root, ei);
-    if (rc != 0)
-        return rc;
-    for (c = root->children; c != NULL && rc == 0; c = c->next)
-        rc = parse_sub_child(c, false, &r, ei);
-    xmlFreeDoc(d);
+    rc = walk_children(doc, len, "Subscription", parse_sub_top_child, &r, ei);
     if (rc != 0)
         memset(out, 0, sizeof *out);
     return rc;
@@ -568,14 +578,20 @@ static int parse_tag(const xmlNode *el, bool *seen, struct xml_publish *out,
 /* Only MessageBody and MessageTag are read: the attributes, the Java
  * extensions and anything else are not kept by a publish, so their content
  * is not judged either (only the document's well-formedness, §4). */
-static int parse_publish_child(const xmlNode *c, bool *tag_seen, struct xml_publish *out,
-                               struct smq_errinfo *ei)
+struct publish_reader {
+    struct xml_publish *out;
+    bool tag_seen;
+};
+
+static int parse_publish_child(const xmlNode *c, void *arg, struct smq_errinfo *ei)
 {
+    struct publish_reader *r = arg;
+    struct xml_publish *out = r->out;
     struct xml_send_item body;
     int rc;
 
     if (is_element(c, "MessageTag"))
-        return parse_tag(c, tag_seen, out, ei);
+        return parse_tag(c, &r->tag_seen, out, ei);
     if (!is_element(c, "MessageBody"))
         return 0;
     if (out->body_present)
@@ -592,18 +608,11 @@ static int parse_publish_child(const xmlNode *c, bool *tag_seen, struct xml_publ
 int xml_parse_publish(const char *doc, size_t len, struct xml_publish *out,
                       struct smq_errinfo *ei)
 {
-    bool tag_seen = false;
-    xmlDocPtr d;
-    xmlNodePtr root;
+    struct publish_reader r = {out, false};
     int rc;
 
     memset(out, 0, sizeof *out);
-    rc = xml_load_root(doc, len, "Message", &d, &root, ei);
-    if (rc != 0)
-        return rc;
-    for (const xmlNode *c = root->children; c != NULL && rc == 0; c = c->next)
-        rc = parse_publish_child(c, &tag_seen, out, ei);
-    xmlFreeDoc(d);
+    rc = walk_children(doc, len, "Message", parse_publish_child, &r, ei);
     if (rc != 0)
         xml_publish_free(out);
     return rc;
