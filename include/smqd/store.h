@@ -47,7 +47,7 @@
 #include "smqd/mns.h"
 #include "smqd/storage.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 #define STORE_QUEUE_NAME_MAX 120
 
 struct smq_store;
@@ -312,7 +312,7 @@ int store_notif_insert(struct smq_store *s, const struct store_notif_rec *n);
 int store_notif_update(struct smq_store *s, const struct store_notif_rec *n);
 /* Absent is not an error. */
 int store_notif_delete(struct smq_store *s, int64_t sub_id, uint64_t seq);
-/* In (sub_id, seq) order. */
+/* In (seq, sub_id) order: the key's, so each subscription's in seq order. */
 int store_notif_load(struct smq_store *s,
                      int (*cb)(void *arg, const struct store_notif_rec *n), void *arg);
 

@@ -408,9 +408,9 @@ static void notif_case_round_trip(struct fixture *f)
     assert_int_equal(topic_peek(f, "SELECT count(*) FROM notif"), 3);
     assert_int_equal(store_notif_load(f->s, collect_notif, &nl), 0);
     assert_int_equal(nl.n, 3);
-    assert_notif_equal(&nl.r[0], &b);                  /* (sub_id, seq) order */
-    assert_notif_equal(&nl.r[1], &c);
-    assert_notif_equal(&nl.r[2], &a);
+    assert_notif_equal(&nl.r[0], &c);                  /* (seq, sub_id) order */
+    assert_notif_equal(&nl.r[1], &a);
+    assert_notif_equal(&nl.r[2], &b);
     assert_int_equal(store_notif_delete(f->s, 2, 3), 0);
     assert_int_equal(store_notif_delete(f->s, 2, 3), 0);
     assert_int_equal(topic_peek(f, "SELECT count(*) FROM notif"), 2);

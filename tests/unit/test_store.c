@@ -283,17 +283,17 @@ static void test_store_open_reopen_keeps_data(void **state)
     buf_free(&body);
 }
 
-static void test_store_user_version_is_6(void **state)
+static void test_store_user_version_is_7(void **state)
 {
     struct fixture *f = *state;
 
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
-    assert_int_equal(STORE_SCHEMA_VERSION, 6);
+    assert_int_equal(STORE_SCHEMA_VERSION, 7);
     /* A new database is created with incremental auto-vacuum (reclamation). */
     assert_int_equal(db_peek_int(f->path, "PRAGMA auto_vacuum"), 2);
     /* Reopening an up-to-date database runs no migration step again. */
     reopen(f);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 6);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 7);
     /* meta, queue, msg, msg_body; topic, subscription, tmsg, tmsg_body, notif; signing_key */
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"),
                      10);
@@ -381,8 +381,8 @@ static void test_store_refuses_newer_schema(void **state)
 {
     struct fixture *f = *state;
 
-    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 7;");
-    expect_refusal(f, "database schema version 7 is newer than this smqd supports (6); "
+    make_raw_db(f->path, "CREATE TABLE future(x); PRAGMA user_version = 8;");
+    expect_refusal(f, "database schema version 8 is newer than this smqd supports (7); "
                       "refusing to open");
 }
 
@@ -1464,7 +1464,7 @@ static void test_store_v5_database_gains_signing_key(void **state)
     make_raw_db(f->path, "DROP TABLE signing_key; PRAGMA user_version = 5;");
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 5);
     reopen(f);
-    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 6);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM sqlite_schema WHERE "
                                           "name = 'signing_key'"), 1);
     assert_int_equal(store_topic_load(f->s, collect_topic, &tl), 0);
@@ -1474,11 +1474,43 @@ static void test_store_v5_database_gains_signing_key(void **state)
     assert_signing_key(f->s, "K\n", "C\n");
 }
 
+/* A schema-6 database (notif keyed by subscription first) is rekeyed by
+ * message first on open, every notification kept as it was. */
+static void test_store_v6_database_rekeys_notifications(void **state)
+{
+    struct fixture *f = *state;
+    struct notif_list nl = {.n = 0};
+
+    store_close(f->s);
+    f->s = NULL;
+    make_raw_db(f->path,
+                "DROP TABLE notif;"
+                "CREATE TABLE notif(sub_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
+                " attempts INTEGER NOT NULL, due_ms INTEGER NOT NULL,"
+                " strategy INTEGER NOT NULL, PRIMARY KEY(sub_id, seq)) WITHOUT ROWID;"
+                "INSERT INTO notif VALUES (2, 9, 3, 7000, 1), (1, 30, 0, 5000, 0),"
+                " (2, 3, 0, 5000, 0);"
+                "PRAGMA user_version = 6;");
+    /* column 0 (sub_id) leads the old key */
+    assert_int_equal(db_peek_int(f->path, "SELECT cid FROM pragma_index_info("
+                                          "'sqlite_autoindex_notif_1') WHERE seqno = 0"), 0);
+    reopen(f);
+    assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 7);
+    assert_int_equal(db_peek_int(f->path, "SELECT cid FROM pragma_index_info("
+                                          "'sqlite_autoindex_notif_1') WHERE seqno = 0"), 1);
+    assert_int_equal(store_notif_load(f->s, collect_notif, &nl), 0);
+    assert_int_equal(nl.n, 3);
+    assert_true(nl.r[0].sub_id == 2 && nl.r[0].seq == 3);
+    assert_true(nl.r[1].sub_id == 2 && nl.r[1].seq == 9 && nl.r[1].attempts == 3 &&
+                nl.r[1].due_ms == 7000 && nl.r[1].strategy == 1);
+    assert_true(nl.r[2].sub_id == 1 && nl.r[2].seq == 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_store_open_reopen_keeps_data, store_setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_user_version_is_6, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_user_version_is_7, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_topic_round_trip, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_topic_refusals, store_setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sub_round_trip_1024_endpoint, store_setup,
@@ -1545,6 +1577,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_store_v5_database_gains_signing_key, store_setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_store_v6_database_rekeys_notifications,
+                                        store_setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

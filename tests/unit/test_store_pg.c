@@ -179,7 +179,7 @@ static void test_pg_open_reopen_keeps_data(void **state)
     struct queue_list ql = {.n = 0};
 
     assert_string_equal(store_backend_name(f->s), "postgresql");
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 3);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 4);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM smq_lease WHERE id = 1"), 1);
     assert_int_equal(store_queue_insert(f->s, &q), 0);
     reopen(f);                                   /* a second open migrates nothing */
@@ -206,9 +206,9 @@ static void test_pg_refuses_newer_schema(void **state)
     struct fixture *f = *state;
 
     peek_exec(f, "CREATE TABLE smq_schema(version int NOT NULL);"
-                 "INSERT INTO smq_schema VALUES (4)");
+                 "INSERT INTO smq_schema VALUES (5)");
     expect_refusal(f, "created by a newer smqd");
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 4);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 5);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                  "current_schema()"), 1);          /* untouched */
 }
@@ -901,6 +901,36 @@ static void test_pg_tmsg_body_before_flush(void **state)
     buf_free(&body);
 }
 
+/* The attribute number of the first column of smq_notif's primary key. */
+#define NOTIF_KEY_LEAD "SELECT i.indkey[0] FROM pg_index i WHERE i.indrelid = " \
+                       "'smq_notif'::regclass AND i.indisprimary"
+
+/* A version-3 schema (smq_notif keyed by subscription first) is rekeyed by
+ * message first on open, every notification kept. */
+static void test_pg_v3_schema_rekeys_notifications(void **state)
+{
+    struct fixture *f = *state;
+    struct notif_list nl = {.n = 0};
+
+    store_close(f->s);
+    f->s = NULL;
+    peek_exec(f, "ALTER TABLE smq_notif DROP CONSTRAINT smq_notif_pkey,"
+                 " ADD PRIMARY KEY (sub_id, seq);"
+                 "INSERT INTO smq_notif VALUES (2, 9, 3, 7000, 1), (1, 30, 0, 5000, 0),"
+                 " (2, 3, 0, 5000, 0);"
+                 "UPDATE smq_schema SET version = 3");
+    assert_int_equal(peek_int(f, NOTIF_KEY_LEAD), 1);          /* sub_id */
+    reopen(f);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 4);
+    assert_int_equal(peek_int(f, NOTIF_KEY_LEAD), 2);          /* seq */
+    assert_int_equal(store_notif_load(f->s, collect_notif, &nl), 0);
+    assert_int_equal(nl.n, 3);
+    assert_true(nl.r[0].sub_id == 2 && nl.r[0].seq == 3);
+    assert_true(nl.r[1].sub_id == 2 && nl.r[1].seq == 9 && nl.r[1].attempts == 3 &&
+                nl.r[1].due_ms == 7000 && nl.r[1].strategy == 1);
+    assert_true(nl.r[2].sub_id == 1 && nl.r[2].seq == 30);
+}
+
 /* A version-1 schema (the one before topics) gains the topic tables on
  * open and keeps every row it had. */
 static void test_pg_v1_schema_gains_topic_tables(void **state)
@@ -917,7 +947,7 @@ static void test_pg_v1_schema_gains_topic_tables(void **state)
     peek_exec(f, "DROP TABLE smq_topic, smq_subscription, smq_tmsg, smq_tmsg_body, smq_notif,"
                  " smq_signing_key; UPDATE smq_schema SET version = 1");
     reopen(f);
-    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 3);
+    assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 4);
     assert_int_equal(peek_int(f, "SELECT count(*) FROM pg_tables WHERE schemaname = "
                                  "current_schema() AND tablename IN ('smq_topic', "
                                  "'smq_subscription', 'smq_tmsg', 'smq_tmsg_body', "
@@ -961,6 +991,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pg_signing_key_two_nodes_one_key, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_signing_key_race, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_v3_schema_rekeys_notifications, store_setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pg_v1_schema_gains_topic_tables, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_missing_row_fails_the_transaction, store_setup,

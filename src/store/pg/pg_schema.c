@@ -20,7 +20,7 @@
 
 #include "smqd/errors.h"
 
-#define PG_SCHEMA_VERSION 3
+#define PG_SCHEMA_VERSION 4
 /* Any fixed number: it only has to be the same for every smqd. */
 #define PG_MIGRATE_LOCK "SELECT pg_advisory_xact_lock(7235108310347141)"
 
@@ -94,11 +94,19 @@ static const char schema_v3[] =
     "CREATE TABLE smq_signing_key(id int PRIMARY KEY CHECK (id = 1), key_pem text NOT NULL,"
     " cert_pem text NOT NULL);";
 
+/* Version 4: smq_notif keyed by (seq, sub_id), message first, as SQLite's
+ * schema 7 and for the same reason: a publish's rows, one per subscription
+ * of one message, go into adjacent index pages instead of one page per
+ * subscription.  Deleting by subscription scans instead (rare). */
+static const char schema_v4[] =
+    "ALTER TABLE smq_notif DROP CONSTRAINT smq_notif_pkey, ADD PRIMARY KEY (seq, sub_id);";
+
 /* migrations[v - 1] upgrades version v - 1 to v. */
 static const char *const migrations[PG_SCHEMA_VERSION] = {
     schema_v1,
     schema_v2,
     schema_v3,
+    schema_v4,
 };
 
 static void set_err(char *err, size_t err_size, const char *what, PGconn *conn)

@@ -96,8 +96,8 @@ static const char *const stmt_sql[PS__COUNT] = {
                         "WHERE sub_id = $1 AND seq = $2 RETURNING 1) "
                         "SELECT smq_expect_row((SELECT count(*) FROM u), 'notification update')",
     [PS_NOTIF_DELETE] = "DELETE FROM smq_notif WHERE sub_id = $1 AND seq = $2",
-    [PS_NOTIF_LOAD] = "SELECT " NOTIF_COLS " FROM smq_notif WHERE (sub_id, seq) > ($1, $2) "
-                      "ORDER BY sub_id, seq LIMIT " PG_LOAD_PAGE,
+    [PS_NOTIF_LOAD] = "SELECT " NOTIF_COLS " FROM smq_notif WHERE (seq, sub_id) > ($1, $2) "
+                      "ORDER BY seq, sub_id LIMIT " PG_LOAD_PAGE,
 };
 
 /* In enum pg_stmt's order. */

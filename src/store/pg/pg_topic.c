@@ -501,8 +501,8 @@ int pg_notif_load(struct smq_store *base,
                   int (*cb)(void *arg, const struct store_notif_rec *n), void *arg)
 {
     struct pg_store *s = pg_of(base);
-    char sub_after[24] = KEY_MIN, seq_after[24] = KEY_MIN;
-    const char *vals[2] = {sub_after, seq_after};
+    char seq_after[24] = KEY_MIN, sub_after[24] = KEY_MIN;
+    const char *vals[2] = {seq_after, sub_after};
     struct store_notif_rec n;
     int rc = 0, rows;
 

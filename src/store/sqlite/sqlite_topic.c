@@ -57,7 +57,7 @@ static const char *const tstmt_sql[TS__COUNT] = {
                         "WHERE sub_id = ?1 AND seq = ?2",
     [TS_NOTIF_DELETE] = "DELETE FROM notif WHERE sub_id = ?1 AND seq = ?2",
     [TS_NOTIF_LOAD] = "SELECT sub_id, seq, attempts, due_ms, strategy FROM notif "
-                      "ORDER BY sub_id, seq",
+                      "ORDER BY seq, sub_id",
     [TS_SIGNKEY_GET] = "SELECT key_pem, cert_pem FROM signing_key WHERE id = 1",
     /* Insert-if-absent: the first pair stored stays (store.h). */
     [TS_SIGNKEY_PUT] = "INSERT INTO signing_key(id, key_pem, cert_pem) VALUES (1, ?1, ?2) "
