@@ -52,6 +52,7 @@ struct engine_topics {
     uint64_t rnd;                    /* BACKOFF_RETRY's random intervals */
     uint64_t dropped;                /* notifications given up with nowhere to go */
     size_t in_txn;                   /* deliveries in the open transaction (fanout.c) */
+    size_t in_txn_bytes;             /* and the bytes of their bodies */
     struct smq_buf body;             /* the last published body read for a notification */
     uint64_t body_seq;               /* whose it is; 0 = none */
     /* HTTP pushes (fanout.c): the pool's way in (engine_set_push; NULL =

@@ -18,10 +18,17 @@
 #include "smqd/notify.h"
 #include "smqd/push.h"
 
-/* Deliveries per transaction, in all: a send waits for the flush of the
- * transaction it is in, so a wide fan-out must not make that flush long. */
+/* Deliveries into queues come in bounded shares, so that a wide fan-out
+ * does not stall other requests.  A request waits for the flush of the
+ * transaction it is in, so a transaction takes at most TXN_BUDGET
+ * deliveries and TXN_BYTES of their bodies, and only SHARED_BUDGET once
+ * answers wait for it; an engine run takes at most RUN_BUDGET, so that the
+ * engine thread takes new requests between runs. */
 #define FANOUT_TXN_BUDGET 128
-#define FANOUT_SUB_BUDGET 16     /* of which one subscription's, before the next one's turn */
+#define FANOUT_SHARED_BUDGET 4
+#define FANOUT_TXN_BYTES (128 * 1024)
+#define FANOUT_RUN_BUDGET 4
+#define FANOUT_SUB_BUDGET 16     /* one subscription's turn, before the next one's */
 #define GIVE_UP_RETRY_MS 10000   /* a give-up that could not be written is tried again */
 #define FULL_RECHECK_MS 1000     /* while the disk is full, deliveries wait (§12.4) */
 #define POOL_RETRY_MS 1000       /* a push the pool had no room for is offered again */
@@ -151,16 +158,18 @@ static int move_to_queue(struct smq_engine *e, struct smq_queue *q, struct topic
         rc = SMQ_E_INVALID_ARGUMENT;
     if (rc == 0)
         rc = write_queue_msg(e, q, m, n, &body);
-    buf_free(&body);
     if (rc != 0) {
+        buf_free(&body);
         free(m);
         return rc;
     }
     msgs_link(e, q, m);
+    e->topics.in_txn_bytes += body.len;
     q->count.sent++;
     eventlog_record(&e->eventlog, q, EVENTLOG_SEND, m, "");
     eventlog_notify(&e->eventlog, kind, n, n->attempts + 1, q);
     retire(e, n);
+    buf_free(&body);
     return 0;
 }
 
@@ -333,14 +342,16 @@ static size_t push_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
     return done;
 }
 
-/* Delivers up to budget of s's READY notifications; returns how many. */
+/* Delivers up to budget of s's READY notifications (fewer once the
+ * transaction has its bytes); returns how many. */
 static size_t run_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
 {
     size_t done = 0;
 
     if (s->ep.kind != NOTIFY_EP_QUEUE)
         return push_sub(e, s, budget);
-    while (s->ready_head != NULL && done < budget && !e->txn.lost) {
+    while (s->ready_head != NULL && done < budget && !e->txn.lost &&
+           e->topics.in_txn_bytes < FANOUT_TXN_BYTES) {
         deliver_to_queue(e, s->ready_head);
         done++;
     }
@@ -353,12 +364,21 @@ static size_t run_sub(struct smq_engine *e, struct smq_sub *s, size_t budget)
 /* Deliveries the open transaction may still take. */
 static size_t txn_budget(const struct smq_engine *e)
 {
-    return e->topics.in_txn < FANOUT_TXN_BUDGET ? FANOUT_TXN_BUDGET - e->topics.in_txn : 0;
+    const struct engine_topics *f = &e->topics;
+    size_t cap = txn_has_answers(&e->txn) ? FANOUT_SHARED_BUDGET : FANOUT_TXN_BUDGET;
+
+    return f->in_txn < cap && f->in_txn_bytes < FANOUT_TXN_BYTES ? cap - f->in_txn : 0;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
 }
 
 void fanout_txn_ended(struct smq_engine *e)
 {
     e->topics.in_txn = 0;
+    e->topics.in_txn_bytes = 0;
     if (!e->txn.lost)            /* else the reload replaces the model */
         e->topics.commits++;
 }
@@ -394,7 +414,7 @@ void fanout_run(struct smq_engine *e)
 {
     struct engine_topics *f = &e->topics;
     struct topic_model *m = &f->model;
-    size_t budget;
+    size_t run_left = FANOUT_RUN_BUDGET, budget;
     struct smq_sub *s;
 
     /* While the disk is full nothing is delivered, and no attempt is used up. */
@@ -405,12 +425,12 @@ void fanout_run(struct smq_engine *e)
         f->pool_wait = false;
         topic_unblock_all(m);
     }
-    budget = txn_budget(e);
-    while (budget > 0 && !e->txn.lost && (s = topic_take_runnable(m)) != NULL) {
-        size_t done = run_sub(e, s, budget < FANOUT_SUB_BUDGET ? budget : FANOUT_SUB_BUDGET);
+    while (run_left > 0 && !e->txn.lost && (budget = txn_budget(e)) > 0 &&
+           (s = topic_take_runnable(m)) != NULL) {
+        size_t done = run_sub(e, s, min_size(min_size(budget, run_left), FANOUT_SUB_BUDGET));
         /* A subscription that delivered nothing still costs a turn, so that
          * the loop ends. */
-        budget -= done > 0 ? done : 1;
+        run_left -= done > 0 ? done : 1;
     }
 }
 

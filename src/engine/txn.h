@@ -56,6 +56,12 @@ int txn_write_end(struct txn *t, int rc);
  * an error already in op->result is kept). */
 void txn_complete(struct txn *t, struct smq_op *op, int err);
 
+/* Whether finished ops wait for the open transaction's commit. */
+static inline bool txn_has_answers(const struct txn *t)
+{
+    return t->done_head != NULL;
+}
+
 /* Whether to leave the transaction open for the next run to join: while
  * the syncer flushes, a commit now would only wait for the next flush. */
 bool txn_defer_commit(const struct txn *t, bool force);

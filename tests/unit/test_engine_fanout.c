@@ -428,17 +428,56 @@ static void test_large_fanout_spread_over_runs(void **state)
     }
     publish(f, "t", "wide", "", &n);
     assert_int_equal(n, 600);
+    /* fanout.c's shares (the fixture commits every run; each
+     * GetQueueAttributes runs before its own run's deliveries): 4 in a
+     * transaction an answer waits for, the publish's ... */
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
-    /* Not all in the publish's run: fanout.c's 128 per transaction (the
-     * fixture commits every run; this GetQueueAttributes ran before its
-     * own run's deliveries). */
-    assert_int_equal(qi.n_active, 128);
+    assert_int_equal(qi.n_active, 4);
+    /* ... and that GetQueueAttributes' ... */
     assert_int_equal(engine_next_timeout_ms(f->e), 0);
-    for (int i = 0; i < 4; i++)
+    fx_tick(f, 0);
+    /* ... then 4 in a run nothing waits for (an engine run's share) */
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 4 + 4 + 4);
+    for (int i = 0; i < 160; i++)
         fx_tick(f, 0);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     assert_int_equal(qi.n_active, 600);
     assert_int_equal(get_topic(f, "t").message_count, 0);
+}
+
+/* A transaction takes at most 128 KiB of notification bodies (fanout.c):
+ * 60,000-byte notifications go 3 to a transaction, not 4. */
+static void test_large_bodies_bounded_per_transaction(void **state)
+{
+    struct fx *f = *state;
+    struct smq_queue_info qi;
+    char name[32];
+    char *big = malloc(60001);
+    uint32_t n;
+
+    assert_non_null(big);
+    memset(big, 'b', 60000);
+    big[60000] = '\0';
+    fx_create_queue_vis(f, "sink", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    for (int i = 0; i < 60; i++) {
+        snprintf(name, sizeof name, "s%02d", i);
+        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
+                                   ""), 0);
+    }
+    publish(f, "t", big, "", &n);
+    assert_int_equal(n, 60);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 3);                  /* the publish's run */
+    fx_tick(f, 0);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 3 + 3 + 3);          /* GetQueueAttributes' run, the tick */
+    for (int i = 0; i < 20; i++)
+        fx_tick(f, 0);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 60);
+    free(big);
 }
 
 /* ---- operations: statistics and the operation log ---- */
@@ -603,7 +642,7 @@ static void test_reopen_mid_fanout_delivers_each_once(void **state)
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     assert_true(qi.n_active < 1000);                 /* that run delivered a bounded share */
     fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 270; i++)            /* 4 to a run */
         fx_tick(f, 0);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     assert_int_equal(qi.n_active, 1000);
@@ -926,6 +965,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_commit_publishes_nothing, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_large_fanout_spread_over_runs, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_large_bodies_bounded_per_transaction, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(test_reopen_mid_fanout_delivers_each_once, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_topic_stats_and_eventlog, fx_setup, fx_teardown),
