@@ -13,6 +13,11 @@
 #      max_queues are raised to 2000 in this bench's configuration).  The publishes are made at the start; the send
 #      run starts 0.3 s later and must end before the fan-out does, or the script says so.
 #
+#   3. memory: on a fresh smqd, the peak RSS (VmHWM) a 60,000-byte publish to 1,000 queue
+#      subscriptions adds until delivered (60 MB of notifications).  The notifications are
+#      rendered one at a time; what grows is SQLite's page cache, capped at 64 MiB
+#      (sqlite_store.c), so the script says NOTE when the growth is above 64 MiB + 16 MiB.
+#
 #   bench/fanout.sh [SECONDS] [CONNECTIONS]      (defaults 5 and 4; about a minute)
 #
 # sync = full, 1 KiB bodies, the configuration of bench_conf (lib.sh).  FANOUT_BUILD names the
@@ -90,11 +95,33 @@ echo "fan-out: $wide publishes x 1000 subscriptions = $((wide * 1000)) notificat
      "(publishes acknowledged in $(num elapsed_s "$wide_out") s)"
 awk -v f="$fo" -v s="$secs" 'BEGIN { if (f < 0 || f < s + 0.3) print "NOTE: the fan-out ended before the send run did: raise FANOUT_PUBLISHES" }'
 
-kill -TERM $pid
-rc=0
-wait $pid || rc=$?
-pid=""
-[ "$rc" -eq 0 ] || { echo "smqd exited with status $rc"; tail -20 "$work/smqd.log"; exit 1; }
-if grep -v "WARN running as root" "$work/smqd.log" | grep -q "ERROR\|WARN"; then
-  echo "smqd logged problems:"; grep -v "WARN running as root" "$work/smqd.log" | grep "ERROR\|WARN" | head -20
-fi
+# stop_smqd LOG — SIGTERM, a clean exit, nothing logged but the root warning.
+stop_smqd() {
+  local rc=0
+  kill -TERM $pid
+  wait $pid || rc=$?
+  pid=""
+  [ "$rc" -eq 0 ] || { echo "smqd exited with status $rc"; tail -20 "$1"; exit 1; }
+  if grep -v "WARN running as root" "$1" | grep -q "ERROR\|WARN"; then
+    echo "smqd logged problems:"; grep -v "WARN running as root" "$1" | grep "ERROR\|WARN" | head -20
+  fi
+}
+stop_smqd "$work/smqd.log"
+
+echo "== 3: memory of one 60,000-byte publish to 1,000 queue subscriptions (fresh smqd)"
+bench_conf "$work/mem.db" max_subscriptions 2000 max_queues 2000 >"$work/mem.conf"
+chmod 600 "$work/mem.conf"
+$build/smqd -c "$work/mem.conf" 2>"$work/mem.log" &
+pid=$!
+port=$(bench_smqd_port "$work/mem.log" $pid) || exit 1
+kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
+lgrun --scenario send --topic fo-mem --create-topic 1000 --wait-fanout --messages 1 \
+  --body-bytes 100 >/dev/null
+before=$(kb VmRSS)
+out=$(lgrun --scenario send --topic fo-mem --wait-fanout --messages 1 --body-bytes 60000)
+after=$(kb VmHWM)
+echo "RSS before ${before} kB, peak until delivered ${after} kB: +$(( (after - before) / 1024 )) MiB" \
+     "for 1,000 x 60,000 bytes (fan-out $(num fanout_s "$out") s)"
+[ $(( after - before )) -le $(( (64 + 16) * 1024 )) ] ||
+  echo "NOTE: more than the page cache's 64 MiB + 16 MiB: notifications held in memory?"
+stop_smqd "$work/mem.log"
