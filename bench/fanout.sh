@@ -12,6 +12,8 @@
 #      (default 300, i.e. 300,000 notifications; [limits] max_subscriptions_per_topic and
 #      max_queues are raised to 2000 in this bench's configuration).  The publishes are made at the start; the send
 #      run starts 0.3 s later and must end before the fan-out does, or the script says so.
+#      For reference, the same send beside ordinary traffic: 4 connections sending to
+#      another queue.
 #
 #   3. memory: on a fresh smqd, the peak RSS (VmHWM) a 60,000-byte publish to 1,000 queue
 #      subscriptions adds until delivered (60 MB of notifications).  The notifications are
@@ -83,12 +85,22 @@ during=$(lgrun --scenario send --queue fo-lat-b --create-queue --connections 1 -
 wait "$bg"
 bg=""
 wide_out=$(cat "$work/wide.json")
+# The same send beside ordinary traffic: 4 connections sending to another queue.
+lgrun --scenario send --queue fo-bg --create-queue --connections 4 --duration-s "$((secs + 1))" \
+  >/dev/null &
+bg=$!
+sleep 0.3
+beside=$(lgrun --scenario send --queue fo-lat-c --create-queue --connections 1 --duration-s "$secs")
+wait "$bg"
+bg=""
 fo=$(num fanout_s "$wide_out")
 read -r a50 a99 <<<"$(lat "$alone")"
 read -r d50 d99 <<<"$(lat "$during")"
 printf '%-40s %10s %8s %8s\n' run msg/s p50_ms p99_ms
 printf '%-40s %10s %8s %8s\n' "send alone" "$(num msg_per_s "$alone")" "$a50" "$a99"
 printf '%-40s %10s %8s %8s\n' "send during the 1,000-subscription fan-out" "$(num msg_per_s "$during")" "$d50" "$d99"
+read -r b50 b99 <<<"$(lat "$beside")"
+printf '%-40s %10s %8s %8s\n' "send beside 4 connections sending" "$(num msg_per_s "$beside")" "$b50" "$b99"
 awk -v a="$a50" -v b="$d50" -v c="$a99" -v d="$d99" \
   'BEGIN { printf "ratio during/alone: p50 %.2f, p99 %.2f\n", b / a, d / c }'
 echo "fan-out: $wide publishes x 1000 subscriptions = $((wide * 1000)) notifications, delivered ${fo} s after the first publish" \
