@@ -17,6 +17,12 @@
 #   bench_smqd_port LOG PID       wait for smqd's "listening on" line in LOG and print its
 #                                 MNS port; if PID exits first, show LOG and fail (1)
 #   bench_median                  the median of the numbers on stdin, one a line ("-" if none)
+#
+# Every configuration names a push signing key pair ([topics] signing_key_file and
+# signing_cert_file), made once per user in $BENCH_KEY_DIR (default
+# /tmp/smqd-bench-key-UID): without one smqd makes an RSA key at its first start, which
+# would be counted in start-up times and instruction profiles.  BENCH_KEY_DIR=none leaves
+# the section out (a build from before topics refuses it).
 
 bench_build() {
   local dir=$1
@@ -37,10 +43,21 @@ bench_conf_pg() {
   _bench_conf_print "backend = postgresql" dsn "$dsn" "$@"
 }
 
+# _bench_signing_pair: makes the pair once (owner-only), prints its directory.
+_bench_signing_pair() {
+  local dir=${BENCH_KEY_DIR:-/tmp/smqd-bench-key-$(id -u)}
+  if [ ! -s "$dir/cert.pem" ]; then
+    (umask 077 && mkdir -p "$dir" &&
+     openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/key.pem" -out "$dir/cert.pem" \
+       -days 3650 -subj /CN=smqd-bench 2>/dev/null) || { echo "bench: cannot make a key" >&2; return 1; }
+  fi
+  printf '%s' "$dir"
+}
+
 # _bench_conf_print STORAGE_LINE [KEY VALUE]...: the body of bench_conf and bench_conf_pg.
 # With a dsn the SQLite-only sync is refused (smqd refuses it with backend = postgresql).
 _bench_conf_print() {
-  local storage=$1 listen=127.0.0.1:0 sync="" dsn="" admin=off max_conns="" max_queues="" max_subs=""
+  local storage=$1 listen=127.0.0.1:0 sync="" dsn="" admin=off max_conns="" max_queues="" max_subs="" keys
   shift
   while [ $# -ge 2 ]; do
     case $1 in
@@ -65,6 +82,9 @@ _bench_conf_print() {
   if [ -n "$max_queues" ]; then printf 'max_queues = %s\n' "$max_queues"; fi
   if [ -n "$max_subs" ]; then printf 'max_subscriptions_per_topic = %s\n' "$max_subs"; fi
   printf '[log]\nrequests = false\n[admin]\nlisten = %s\n' "$admin"
+  [ "${BENCH_KEY_DIR:-}" = none ] && return 0
+  keys=$(_bench_signing_pair) || return 1
+  printf '[topics]\nsigning_key_file = %s/key.pem\nsigning_cert_file = %s/cert.pem\n' "$keys" "$keys"
 }
 
 bench_free_port() {
