@@ -420,6 +420,68 @@ static void test_a_push_waits_for_the_flush_of_its_publish(void **state)
     allow_flushes(1000);
 }
 
+/* Runs op and waits for its answer (flushes allowed). */
+static void run_answered(struct fixture *f, struct smq_op *op)
+{
+    int before = answered(f);
+
+    engine_run(f->e, op);
+    assert_true(wait_for(&f->answered, before + 1));
+    assert_int_equal(op->result.err, 0);
+}
+
+/* A fan-out gives way to requests in a deferred transaction too: the
+ * publish's run delivers 4 (its answer waits), a run nothing waits for
+ * adds 4, and once a send joins that transaction no delivery is added
+ * to it (the engine sleeps until the flush is over instead). */
+static void test_a_fanout_gives_way_in_a_deferred_transaction(void **state)
+{
+    static const char body[] = "wide";
+    struct fixture *f = *state;
+    struct smq_op *op;
+    int idle;
+
+    allow_flushes(1000);
+    run_answered(f, op_create(f, 0));
+    run_answered(f, op_of(f, 1, SMQ_OP_CREATE_TOPIC));
+    for (int i = 0; i < 20; i++) {
+        op = op_of(f, 2, SMQ_OP_SUBSCRIBE);
+        snprintf(op->sub.name, sizeof op->sub.name, "s%02d", i);
+        snprintf(op->sub.values.endpoint, sizeof op->sub.values.endpoint,
+                 "acs:mns:r:1:queues/q");
+        op->sub.present = SMQ_SATTR_ENDPOINT;
+        run_answered(f, op);
+    }
+    assert_true(wait_for(&idle_calls, 1));
+    pthread_mutex_lock(&gate_lock);
+    flushes_allowed = flushes_started;            /* the next flush waits for the test */
+    idle = idle_calls;
+    pthread_mutex_unlock(&gate_lock);
+
+    op = op_of(f, 3, SMQ_OP_PUBLISH);
+    op->publish.body = body;
+    op->publish.body_len = sizeof body - 1;
+    engine_run(f->e, op);                         /* committed at once: the syncer was idle */
+    assert_true(wait_for(&flushes_started, flushes_allowed + 1));
+    assert_int_equal(msgs_on_disk(f), 4);
+    engine_run(f->e, NULL);                       /* deferred: 4 more, in memory */
+    assert_true(store_in_txn(f->store));
+    assert_int_equal(engine_next_timeout_ms(f->e), 0);   /* more may join */
+    engine_run(f->e, op_send(f, 0));
+    assert_true(engine_next_timeout_ms(f->e) > 1000);    /* nothing more joins it */
+    engine_run(f->e, NULL);
+    allow_flushes(1);
+    assert_true(wait_for(&idle_calls, idle + 1));
+    engine_run(f->e, NULL);                       /* the deferred commit */
+    assert_int_equal(msgs_on_disk(f), 4 + 4 + 1);
+    allow_flushes(1000);
+    for (int i = 0; i < 5000 && msgs_on_disk(f) < 21; i++) {   /* the rest, bounded */
+        engine_run(f->e, NULL);
+        usleep(1000);
+    }
+    assert_int_equal(msgs_on_disk(f), 21);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +496,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_deferred_commit_does_not_make_maintenance_spin,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_flush_stops_all_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_fanout_gives_way_in_a_deferred_transaction, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_a_push_waits_for_the_flush_of_its_publish, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_flush_answers_parked_polls_and_does_not_spin,
