@@ -160,15 +160,16 @@ static void advance_clock(struct smq_engine *e)
 }
 
 /* Commits the run, then answers every finished op; or, while a flush is
- * running and force is false, leaves both to a later run.  A lost run is
- * reloaded from the store and every op it finished fails. */
+ * running or a fan-out fills the transaction (force false), leaves both to
+ * a later run.  A lost run is reloaded from the store and every op it
+ * finished fails. */
 static void finish_run(struct smq_engine *e, bool force)
 {
     struct smq_op *ops;
     bool lost;
     int lost_rc;
 
-    if (txn_defer_commit(&e->txn, force))
+    if (txn_defer_commit(&e->txn, force) || (!force && fanout_fills_txn(e)))
         return;
     txn_commit(&e->txn);
     fanout_txn_ended(e);

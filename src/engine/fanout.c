@@ -28,7 +28,6 @@
 #define FANOUT_SHARED_BUDGET 4
 #define FANOUT_TXN_BYTES (128 * 1024)
 #define FANOUT_RUN_BUDGET 4
-#define FANOUT_SUB_BUDGET 16     /* one subscription's turn, before the next one's */
 #define GIVE_UP_RETRY_MS 10000   /* a give-up that could not be written is tried again */
 #define FULL_RECHECK_MS 1000     /* while the disk is full, deliveries wait (§12.4) */
 #define POOL_RETRY_MS 1000       /* a push the pool had no room for is offered again */
@@ -375,6 +374,15 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+bool fanout_fills_txn(const struct smq_engine *e)
+{
+    const struct engine_topics *f = &e->topics;
+
+    return e->txn.open && !e->txn.lost && !txn_has_answers(&e->txn) && f->in_txn > 0 &&
+           txn_budget(e) > 0 && f->model.n_runnable > f->model.n_runnable_push &&
+           !e->space.full;
+}
+
 void fanout_txn_ended(struct smq_engine *e)
 {
     e->topics.in_txn = 0;
@@ -414,8 +422,8 @@ void fanout_run(struct smq_engine *e)
 {
     struct engine_topics *f = &e->topics;
     struct topic_model *m = &f->model;
-    size_t run_left = FANOUT_RUN_BUDGET, budget;
-    struct smq_sub *s;
+    size_t run_left = FANOUT_RUN_BUDGET, budget, done;
+    struct smq_sub *s, *held = NULL, *held_tail = NULL;   /* queue subscriptions, in order */
 
     /* While the disk is full nothing is delivered, and no attempt is used up. */
     if (e->space.full || txn_writes_stopped(&e->txn))
@@ -425,13 +433,22 @@ void fanout_run(struct smq_engine *e)
         f->pool_wait = false;
         topic_unblock_all(m);
     }
-    while (run_left > 0 && !e->txn.lost && (budget = txn_budget(e)) > 0 &&
+    while (run_left > 0 && !e->txn.lost && (txn_budget(e) > 0 || m->n_runnable_push > 0) &&
            (s = topic_take_runnable(m)) != NULL) {
-        size_t done = run_sub(e, s, min_size(min_size(budget, run_left), FANOUT_SUB_BUDGET));
+        /* An HTTP push writes nothing in the transaction: only deliveries
+         * into queues wait for its commit, keeping their turns. */
+        budget = s->ep.kind == NOTIFY_EP_QUEUE ? txn_budget(e) : run_left;
+        if (budget == 0) {
+            *(held != NULL ? &held_tail->runnable_next : &held) = s;
+            held_tail = s;
+            continue;
+        }
+        done = run_sub(e, s, min_size(budget, run_left));
         /* A subscription that delivered nothing still costs a turn, so that
          * the loop ends. */
         run_left -= done > 0 ? done : 1;
     }
+    topic_requeue_front(m, held, held_tail);
 }
 
 /* ---- the pool's outcomes ---- */
@@ -567,6 +584,7 @@ uint64_t fanout_timeout_ms(const struct smq_engine *e, uint64_t now_mono)
     if (e->space.full)
         return wheel < FULL_RECHECK_MS ? wheel : FULL_RECHECK_MS;
     /* The open transaction's share is used up: the commit after the flush
-     * in progress wakes the engine (engine_next_timeout_ms). */
-    return txn_budget(e) > 0 ? 0 : wheel;
+     * in progress wakes the engine (engine_next_timeout_ms); HTTP pushes go
+     * on meanwhile. */
+    return txn_budget(e) > 0 || e->topics.model.n_runnable_push > 0 ? 0 : wheel;
 }

@@ -18,6 +18,7 @@
 #ifndef SMQD_FANOUT_H
 #define SMQD_FANOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine_core.h"
@@ -45,6 +46,11 @@ void fanout_advance(struct smq_engine *e, uint64_t now_mono);
 /* Delivers READY notifications into their queues, a bounded number per
  * call, round-robin over the subscriptions. */
 void fanout_run(struct smq_engine *e);
+/* Whether the open transaction should stay open for more deliveries:
+ * nothing waits for its commit, it holds deliveries and has room for more,
+ * and a queue subscription has more to deliver.  A fan-out then commits in
+ * full shares, not one per engine run. */
+bool fanout_fills_txn(const struct smq_engine *e);
 /* The run's transaction committed or was lost: the next one takes a fresh
  * share of deliveries. */
 void fanout_txn_ended(struct smq_engine *e);

@@ -40,6 +40,7 @@ void topic_model_clear(struct topic_model *m, struct twheel *w)
     while (m->n_topics > 0)
         topic_destroy(m, m->topics[m->n_topics - 1], w);
     m->runnable_head = m->runnable_tail = m->blocked = NULL;
+    m->n_runnable = m->n_runnable_push = 0;
 }
 
 void topic_model_free(struct topic_model *m)
@@ -303,6 +304,8 @@ static void unrun(struct topic_model *m, struct smq_sub *s)
     if (m->runnable_tail == s)
         m->runnable_tail = prev;
     s->runnable = false;
+    m->n_runnable--;
+    m->n_runnable_push -= s->ep.kind != NOTIFY_EP_QUEUE;
 }
 
 void topic_sub_destroy(struct topic_model *m, struct smq_sub *s, struct twheel *w)
@@ -532,6 +535,8 @@ void topic_mark_runnable(struct topic_model *m, struct smq_sub *s)
     else
         m->runnable_head = s;
     m->runnable_tail = s;
+    m->n_runnable++;
+    m->n_runnable_push += s->ep.kind != NOTIFY_EP_QUEUE;
 }
 
 struct smq_sub *topic_take_runnable(struct topic_model *m)
@@ -545,7 +550,26 @@ struct smq_sub *topic_take_runnable(struct topic_model *m)
         m->runnable_tail = NULL;
     s->runnable = false;
     s->runnable_next = NULL;
+    m->n_runnable--;
+    m->n_runnable_push -= s->ep.kind != NOTIFY_EP_QUEUE;
     return s;
+}
+
+void topic_requeue_front(struct topic_model *m, struct smq_sub *head, struct smq_sub *tail)
+{
+    if (head == NULL)
+        return;
+    for (struct smq_sub *s = head;; s = s->runnable_next) {
+        s->runnable = true;
+        m->n_runnable++;
+        m->n_runnable_push += s->ep.kind != NOTIFY_EP_QUEUE;
+        if (s == tail)
+            break;
+    }
+    tail->runnable_next = m->runnable_head;
+    if (m->runnable_head == NULL)
+        m->runnable_tail = tail;
+    m->runnable_head = head;
 }
 
 void topic_block(struct topic_model *m, struct smq_sub *s)

@@ -105,6 +105,7 @@ struct topic_model {
     struct topic_msg **msg_buckets;      /* seq → message */
     size_t n_msg_buckets, n_msgs;
     struct smq_sub *runnable_head, *runnable_tail;
+    size_t n_runnable, n_runnable_push;  /* on it; of them, HTTP subscriptions */
     struct smq_sub *blocked;             /* runnable once the open transaction commits */
     uint64_t n_notifs;                   /* pending, in all */
 };
@@ -190,6 +191,9 @@ static inline struct topic_notif *topic_notif_from_timer(struct twheel_node *t)
 void topic_mark_runnable(struct topic_model *m, struct smq_sub *s);
 /* Takes the first runnable subscription off the list, or NULL. */
 struct smq_sub *topic_take_runnable(struct topic_model *m);
+/* Puts back subscriptions taken off the list (a runnable_next chain from
+ * head to tail, in the order taken) at its front, as they were. */
+void topic_requeue_front(struct topic_model *m, struct smq_sub *head, struct smq_sub *tail);
 /* s (taken off the runnable list) waits for a commit: its next push is of
  * a row not committed yet. */
 void topic_block(struct topic_model *m, struct smq_sub *s);

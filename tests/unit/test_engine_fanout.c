@@ -446,6 +446,39 @@ static void test_large_fanout_spread_over_runs(void **state)
     assert_int_equal(get_topic(f, "t").message_count, 0);
 }
 
+/* Runs nothing waits for keep one transaction open while the fan-out
+ * fills it (fanout_fills_txn), so a fan-out commits in full shares, not
+ * 4 deliveries per commit; the next request's run commits it. */
+static void test_fanout_fills_its_transaction(void **state)
+{
+    struct fx *f = *state;
+    struct smq_queue_info qi;
+    char name[32];
+
+    fx_create_queue_vis(f, "sink", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "s%02d", i);
+        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
+                                   ""), 0);
+    }
+    publish(f, "t", "fill", "", NULL);
+    for (int i = 0; i < 3; i++)
+        fx_tick(f, 0);
+    if (!f->pg)                                     /* the publish's run only */
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 4);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 4 + 3 * 4);
+    if (!f->pg)                                     /* committed by that request's run */
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 16);
+    for (int i = 0; i < 10; i++)
+        fx_tick(f, 0);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 40);
+    if (!f->pg)                                     /* the last share, once none was left */
+        assert_int_equal(db_peek_int(f->path, "SELECT count(*) FROM msg"), 40);
+}
+
 /* A transaction takes at most 128 KiB of notification bodies (fanout.c):
  * 60,000-byte notifications go 3 to a transaction, not 4. */
 static void test_large_bodies_bounded_per_transaction(void **state)
@@ -766,6 +799,47 @@ static void test_push_after_commit_ok_retires(void **state)
     assert_int_equal(p->n, 0);
 }
 
+/* An HTTP push writes nothing in the transaction, so it is not held back
+ * when queue deliveries have used up the transaction's share (here its
+ * 128 KiB: three 60,000-byte notifications): "z" is pushed in such a run
+ * although the queue subscriptions before it in the round-robin wait for
+ * the next transaction, keeping their turns. */
+static void test_push_not_held_back_by_queue_share(void **state)
+{
+    struct fx *f = *state;
+    struct fake_pool *p = fake_pool(f);
+    struct smq_queue_info qi;
+    char name[8];
+    char *big = malloc(60001);
+
+    assert_non_null(big);
+    memset(big, 'b', 60000);
+    big[60000] = '\0';
+    fx_create_queue_vis(f, "sink", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    for (char c = 'a'; c <= 'j'; c++) {
+        snprintf(name, sizeof name, "%c", c);
+        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
+                                   ""), 0);
+    }
+    assert_int_equal(subscribe(f, "t", "z", "http://127.0.0.1:9/hook", SMQ_NOTIFY_SIMPLIFIED, ""),
+                     0);
+    publish(f, "t", big, "", NULL);
+    assert_int_equal(p->n, 0);                  /* its row was not committed in that run */
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 3);           /* a-c, the publish's share */
+    assert_int_equal(p->n, 1);                  /* that run: d-f, then z past g-j */
+    assert_string_equal(p->jobs[0].sub, "z");
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 6);           /* g-i: they kept their turns */
+    for (int i = 0; i < 4; i++)
+        fx_tick(f, 0);
+    assert_int_equal(fx_get_info(f, "sink", &qi), 0);
+    assert_int_equal(qi.n_active, 10);
+    assert_int_equal(p->n, 1);                  /* in flight: never handed over twice */
+    free(big);
+}
+
 /* EXPONENTIAL_DECAY_RETRY: 1 s, then 2 s from when each failure was known;
  * the schedule is in the row and survives a restart; BACKOFF_RETRY waits
  * 10–20 s.  A 403 is counted apart. */
@@ -965,11 +1039,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_commit_publishes_nothing, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_large_fanout_spread_over_runs, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_fanout_fills_its_transaction, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_large_bodies_bounded_per_transaction, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_reopen_mid_fanout_delivers_each_once, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_topic_stats_and_eventlog, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_push_not_held_back_by_queue_share, fx_setup,
+                                        fx_teardown),
         cmocka_unit_test_setup_teardown(test_push_after_commit_ok_retires, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_push_retry_schedules, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_push_give_up, fx_setup, fx_teardown),
