@@ -14,6 +14,8 @@
 # Build the old binary from the old commit first, e.g.
 #   git worktree add /tmp/old HEAD~3 && cmake -S /tmp/old -B /tmp/old/b \
 #     -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/old/b --target smqd
+# An old binary from before topics refuses the [topics] signing key every
+# configuration names (lib.sh): run with BENCH_KEY_DIR=none then.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh

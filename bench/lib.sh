@@ -46,6 +46,10 @@ bench_conf_pg() {
 # _bench_signing_pair: makes the pair once (owner-only), prints its directory.
 _bench_signing_pair() {
   local dir=${BENCH_KEY_DIR:-/tmp/smqd-bench-key-$(id -u)}
+  if [ -e "$dir" ] && { [ ! -O "$dir" ] || [ "$(stat -c %a "$dir")" != 700 ]; }; then
+    echo "bench: $dir is not an owner-only directory of this user; set BENCH_KEY_DIR" >&2
+    return 1
+  fi
   if [ ! -s "$dir/cert.pem" ]; then
     (umask 077 && mkdir -p "$dir" &&
      openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/key.pem" -out "$dir/cert.pem" \

@@ -64,8 +64,10 @@ static const char *const stmt_sql[PS__COUNT] = {
                         "logging = $4 WHERE id = $1 RETURNING 1) "
                         "SELECT smq_expect_row((SELECT count(*) FROM u), 'topic update')",
     /* A topic's delete, in this order: what names the rows to delete goes last. */
-    [PS_TOPIC_DELETE_NOTIFS] = "DELETE FROM smq_notif WHERE sub_id IN "
-                               "(SELECT id FROM smq_subscription WHERE topic_id = $1)",
+    /* Every notification's message is in smq_tmsg (it goes with the last
+     * one): found by message, the key's first column, not by a scan. */
+    [PS_TOPIC_DELETE_NOTIFS] = "DELETE FROM smq_notif WHERE seq IN "
+                               "(SELECT seq FROM smq_tmsg WHERE topic_id = $1)",
     [PS_TOPIC_DELETE_SUBS] = "DELETE FROM smq_subscription WHERE topic_id = $1",
     [PS_TOPIC_DELETE_BODIES] = "DELETE FROM smq_tmsg_body WHERE seq IN "
                                "(SELECT seq FROM smq_tmsg WHERE topic_id = $1)",
@@ -79,7 +81,9 @@ static const char *const stmt_sql[PS__COUNT] = {
                       "dlq_enabled = $4, dlq_target = $5, modify_s = $6 WHERE id = $1 "
                       "RETURNING 1) "
                       "SELECT smq_expect_row((SELECT count(*) FROM u), 'subscription update')",
-    [PS_SUB_DELETE_NOTIFS] = "DELETE FROM smq_notif WHERE sub_id = $1",
+    [PS_SUB_DELETE_NOTIFS] = "DELETE FROM smq_notif WHERE sub_id = $1 AND seq IN "
+                             "(SELECT seq FROM smq_tmsg WHERE topic_id = "
+                             "(SELECT topic_id FROM smq_subscription WHERE id = $1))",
     [PS_SUB_DELETE] = "DELETE FROM smq_subscription WHERE id = $1",
     [PS_SUB_LOAD] = "SELECT " SUB_COLS " FROM smq_subscription WHERE id > $1 ORDER BY id "
                     "LIMIT " PG_LOAD_PAGE,

@@ -26,8 +26,10 @@ static const char *const tstmt_sql[TS__COUNT] = {
     [TS_TOPIC_UPDATE] = "UPDATE topic SET modify_s = ?4, max_msg_size = ?5, logging = ?6 "
                         "WHERE id = ?1",
     /* A topic's delete, in this order: what names the rows to delete goes last. */
-    [TS_TOPIC_DELETE_NOTIFS] = "DELETE FROM notif WHERE sub_id IN "
-                               "(SELECT id FROM subscription WHERE topic_id = ?1)",
+    /* Every notification's message is in tmsg (it goes with the last
+     * one): found by message, the key's first column, not by a scan. */
+    [TS_TOPIC_DELETE_NOTIFS] = "DELETE FROM notif WHERE seq IN "
+                               "(SELECT seq FROM tmsg WHERE topic_id = ?1)",
     [TS_TOPIC_DELETE_SUBS] = "DELETE FROM subscription WHERE topic_id = ?1",
     [TS_TOPIC_DELETE_BODIES] = "DELETE FROM tmsg_body WHERE seq IN "
                                "(SELECT seq FROM tmsg WHERE topic_id = ?1)",
@@ -39,7 +41,9 @@ static const char *const tstmt_sql[TS__COUNT] = {
     /* Shares bind_sub: the columns it does not rewrite are bound but unused. */
     [TS_SUB_UPDATE] = "UPDATE subscription SET filter_tag = ?5, strategy = ?6, "
                       "dlq_enabled = ?8, dlq_target = ?9, modify_s = ?11 WHERE id = ?1",
-    [TS_SUB_DELETE_NOTIFS] = "DELETE FROM notif WHERE sub_id = ?1",
+    [TS_SUB_DELETE_NOTIFS] = "DELETE FROM notif WHERE sub_id = ?1 AND seq IN "
+                             "(SELECT seq FROM tmsg WHERE topic_id = "
+                             "(SELECT topic_id FROM subscription WHERE id = ?1))",
     [TS_SUB_DELETE] = "DELETE FROM subscription WHERE id = ?1",
     [TS_SUB_LOAD] = "SELECT " SUB_COLS " FROM subscription ORDER BY id",
     [TS_TMSG_INSERT] = "INSERT INTO tmsg(seq, topic_id, publish_ms, tag, md5, body_len) "
