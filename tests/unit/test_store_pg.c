@@ -931,6 +931,41 @@ static void test_pg_v3_schema_rekeys_notifications(void **state)
     assert_true(nl.r[2].sub_id == 1 && nl.r[2].seq == 30);
 }
 
+struct notif_order {
+    long n;
+    int64_t last_sub;
+    uint64_t last_seq;
+    bool ordered;
+};
+
+static int check_notif_order(void *arg, const struct store_notif_rec *r)
+{
+    struct notif_order *o = arg;
+
+    if (o->n > 0 && (r->seq < o->last_seq || (r->seq == o->last_seq && r->sub_id <= o->last_sub)))
+        o->ordered = false;
+    o->last_seq = r->seq;
+    o->last_sub = r->sub_id;
+    o->n++;
+    return 0;
+}
+
+/* The load is paged (10,000 rows a page, keyset on (seq, sub_id)): 12,000
+ * rows of three messages, so that a page ends inside one message's rows,
+ * come back once each, in key order. */
+static void test_pg_notif_load_pages_in_key_order(void **state)
+{
+    struct fixture *f = *state;
+    struct notif_order o = {.ordered = true};
+
+    peek_exec(f, "INSERT INTO smq_notif SELECT s, q, 0, 0, 0 FROM generate_series(1, 4000) s,"
+                 " generate_series(7, 9) q");
+    assert_int_equal(store_notif_load(f->s, check_notif_order, &o), 0);
+    assert_int_equal(o.n, 12000);
+    assert_true(o.ordered);
+    assert_true(o.last_seq == 9 && o.last_sub == 4000);
+}
+
 /* A version-1 schema (the one before topics) gains the topic tables on
  * open and keeps every row it had. */
 static void test_pg_v1_schema_gains_topic_tables(void **state)
@@ -991,6 +1026,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pg_signing_key_two_nodes_one_key, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_signing_key_race, store_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pg_notif_load_pages_in_key_order, store_setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_pg_v3_schema_rekeys_notifications, store_setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pg_v1_schema_gains_topic_tables, store_setup,
