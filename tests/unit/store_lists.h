@@ -3,10 +3,12 @@
  * test_store_pg.c on PostgreSQL): loader callbacks that collect what a
  * load returned, and field-by-field record comparisons (queues' messages
  * and the topics' four records), so both backends are held to the same
- * checks.
+ * checks; also test_ctl_migrate.c, for the signing key.
  */
 #ifndef SMQD_TEST_STORE_LISTS_H
 #define SMQD_TEST_STORE_LISTS_H
+
+#include <string.h>
 
 #include "smqd/store.h"
 
@@ -168,6 +170,42 @@ static inline void assert_notif_equal(const struct store_notif_rec *a,
     assert_int_equal(a->attempts, b->attempts);
     assert_int_equal(a->due_ms, b->due_ms);
     assert_int_equal(a->strategy, b->strategy);
+}
+
+/* Whether s holds the push signing pair (key, cert); NULL key: none at all. */
+static inline void assert_signing_key(struct smq_store *s, const char *key, const char *cert)
+{
+    struct smq_buf k, c;
+    int found = -1;
+
+    buf_init(&k);
+    buf_init(&c);
+    assert_int_equal(store_signing_key_get(s, &k, &c, &found), 0);
+    assert_int_equal(found, key != NULL);
+    if (key != NULL) {
+        assert_int_equal(k.len, strlen(key));
+        assert_memory_equal(k.data, key, k.len);
+        assert_int_equal(c.len, strlen(cert));
+        assert_memory_equal(c.data, cert, c.len);
+    }
+    buf_free(&k);
+    buf_free(&c);
+}
+
+/* Three notification rows (sub_id, seq, attempts, due_ms, strategy) for the
+ * rekeying migrations' tests (SQLite schema 7, PostgreSQL schema 4), and
+ * what s must load from them: every row, in (seq, sub_id) order. */
+#define REKEY_NOTIF_ROWS "(2, 9, 3, 7000, 1), (1, 30, 0, 5000, 0), (2, 3, 0, 5000, 0)"
+static inline void expect_rekeyed_notifs(struct smq_store *s)
+{
+    struct notif_list nl = {.n = 0};
+
+    assert_int_equal(store_notif_load(s, collect_notif, &nl), 0);
+    assert_int_equal(nl.n, 3);
+    assert_true(nl.r[0].sub_id == 2 && nl.r[0].seq == 3);
+    assert_true(nl.r[1].sub_id == 2 && nl.r[1].seq == 9 && nl.r[1].attempts == 3 &&
+                nl.r[1].due_ms == 7000 && nl.r[1].strategy == 1);
+    assert_true(nl.r[2].sub_id == 1 && nl.r[2].seq == 30);
 }
 
 #endif

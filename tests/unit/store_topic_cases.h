@@ -418,24 +418,6 @@ static void notif_case_round_trip(struct fixture *f)
 
 /* ---- the push signing key (store.h; docs/protocol.md §13.11) ---- */
 
-/* Whether the stored pair is exactly (key, cert). */
-static void assert_signing_key(struct smq_store *s, const char *key, const char *cert)
-{
-    struct smq_buf k, c;
-    int found = -1;
-
-    buf_init(&k);
-    buf_init(&c);
-    assert_int_equal(store_signing_key_get(s, &k, &c, &found), 0);
-    assert_int_equal(found, 1);
-    assert_int_equal(k.len, strlen(key));
-    assert_memory_equal(k.data, key, k.len);
-    assert_int_equal(c.len, strlen(cert));
-    assert_memory_equal(c.data, cert, c.len);
-    buf_free(&k);
-    buf_free(&c);
-}
-
 /* None at first; the first pair put stays, a second put changes nothing,
  * and a reopen reads the same pair back. */
 static void signing_key_case_put_if_absent(struct fixture *f)

@@ -208,26 +208,6 @@ static void assert_topics(struct smq_store *s)
 #define SIGN_KEY "-----BEGIN PRIVATE KEY-----\nbWlncmF0ZQ==\n-----END PRIVATE KEY-----\n"
 #define SIGN_CERT "-----BEGIN CERTIFICATE-----\nY2VydA==\n-----END CERTIFICATE-----\n"
 
-/* Whether s holds the pair (key, cert); NULL key: none at all. */
-static void assert_signing_key(struct smq_store *s, const char *key, const char *cert)
-{
-    struct smq_buf k, c;
-    int found = -1;
-
-    buf_init(&k);
-    buf_init(&c);
-    assert_int_equal(store_signing_key_get(s, &k, &c, &found), 0);
-    assert_int_equal(found, key != NULL);
-    if (key != NULL) {
-        assert_int_equal(k.len, strlen(key));
-        assert_memory_equal(k.data, key, k.len);
-        assert_int_equal(c.len, strlen(cert));
-        assert_memory_equal(c.data, cert, c.len);
-    }
-    buf_free(&k);
-    buf_free(&c);
-}
-
 static void fill_source(const struct store_config *cfg)
 {
     struct smq_store *s = NULL;

@@ -89,6 +89,29 @@ static uint64_t publish(struct fx *f, const char *topic, const char *body, const
     return seq;
 }
 
+/* Queue "sink" and topic "t" with n SIMPLIFIED subscriptions s0000... into it. */
+static void sink_topic(struct fx *f, int n)
+{
+    char name[32];
+
+    fx_create_queue_vis(f, "sink", 30);
+    assert_int_equal(create_topic(f, "t", 0), 0);
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "s%04d", i);
+        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
+                                   ""), 0);
+    }
+}
+
+/* A 60,000-byte body: three fill the 128 KiB a transaction takes (fanout.c). */
+static const char *big_body(void)
+{
+    static char big[60001];
+
+    memset(big, 'b', sizeof big - 1);
+    return big;
+}
+
 static struct smq_sub_info get_sub(struct fx *f, const char *topic, const char *name)
 {
     struct smq_op op;
@@ -414,18 +437,11 @@ static void test_large_fanout_spread_over_runs(void **state)
 {
     struct fx *f = *state;
     struct smq_queue_info qi;
-    char name[32];
     uint32_t n;
 
     f->max_subs_per_topic = 600;
     fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
-    fx_create_queue_vis(f, "sink", 30);
-    assert_int_equal(create_topic(f, "t", 0), 0);
-    for (int i = 0; i < 600; i++) {
-        snprintf(name, sizeof name, "s%03d", i);
-        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
-                                   ""), 0);
-    }
+    sink_topic(f, 600);
     publish(f, "t", "wide", "", &n);
     assert_int_equal(n, 600);
     /* fanout.c's shares (the fixture commits every run; each
@@ -453,15 +469,8 @@ static void test_fanout_fills_its_transaction(void **state)
 {
     struct fx *f = *state;
     struct smq_queue_info qi;
-    char name[32];
 
-    fx_create_queue_vis(f, "sink", 30);
-    assert_int_equal(create_topic(f, "t", 0), 0);
-    for (int i = 0; i < 40; i++) {
-        snprintf(name, sizeof name, "s%02d", i);
-        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
-                                   ""), 0);
-    }
+    sink_topic(f, 40);
     publish(f, "t", "fill", "", NULL);
     for (int i = 0; i < 3; i++)
         fx_tick(f, 0);
@@ -485,21 +494,10 @@ static void test_large_bodies_bounded_per_transaction(void **state)
 {
     struct fx *f = *state;
     struct smq_queue_info qi;
-    char name[32];
-    char *big = malloc(60001);
     uint32_t n;
 
-    assert_non_null(big);
-    memset(big, 'b', 60000);
-    big[60000] = '\0';
-    fx_create_queue_vis(f, "sink", 30);
-    assert_int_equal(create_topic(f, "t", 0), 0);
-    for (int i = 0; i < 60; i++) {
-        snprintf(name, sizeof name, "s%02d", i);
-        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
-                                   ""), 0);
-    }
-    publish(f, "t", big, "", &n);
+    sink_topic(f, 60);
+    publish(f, "t", big_body(), "", &n);
     assert_int_equal(n, 60);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     assert_int_equal(qi.n_active, 3);                  /* the publish's run */
@@ -510,7 +508,6 @@ static void test_large_bodies_bounded_per_transaction(void **state)
         fx_tick(f, 0);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     assert_int_equal(qi.n_active, 60);
-    free(big);
 }
 
 /* ---- operations: statistics and the operation log ---- */
@@ -654,19 +651,12 @@ static void test_reopen_mid_fanout_delivers_each_once(void **state)
 {
     struct fx *f = *state;
     struct smq_queue_info qi;
-    char name[32];
     uint64_t before;
 
     f->max_subs_per_topic = 1000;
     fx_reopen_engine(f, FX_MAX_QUEUES_DEFAULT);
-    fx_create_queue_vis(f, "sink", 30);
     fx_create_queue_vis(f, "other", 30);
-    assert_int_equal(create_topic(f, "t", 0), 0);
-    for (int i = 0; i < 1000; i++) {
-        snprintf(name, sizeof name, "s%04d", i);
-        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
-                                   ""), 0);
-    }
+    sink_topic(f, 1000);
     publish(f, "t", "wide", "", NULL);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     before = qi.n_active;
@@ -809,35 +799,23 @@ static void test_push_not_held_back_by_queue_share(void **state)
     struct fx *f = *state;
     struct fake_pool *p = fake_pool(f);
     struct smq_queue_info qi;
-    char name[8];
-    char *big = malloc(60001);
 
-    assert_non_null(big);
-    memset(big, 'b', 60000);
-    big[60000] = '\0';
-    fx_create_queue_vis(f, "sink", 30);
-    assert_int_equal(create_topic(f, "t", 0), 0);
-    for (char c = 'a'; c <= 'j'; c++) {
-        snprintf(name, sizeof name, "%c", c);
-        assert_int_equal(subscribe(f, "t", name, "acs:mns:r:1:queues/sink", SMQ_NOTIFY_SIMPLIFIED,
-                                   ""), 0);
-    }
+    sink_topic(f, 10);                          /* s0000-s0009, before "z" in the round-robin */
     assert_int_equal(subscribe(f, "t", "z", "http://127.0.0.1:9/hook", SMQ_NOTIFY_SIMPLIFIED, ""),
                      0);
-    publish(f, "t", big, "", NULL);
+    publish(f, "t", big_body(), "", NULL);
     assert_int_equal(p->n, 0);                  /* its row was not committed in that run */
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
-    assert_int_equal(qi.n_active, 3);           /* a-c, the publish's share */
-    assert_int_equal(p->n, 1);                  /* that run: d-f, then z past g-j */
+    assert_int_equal(qi.n_active, 3);           /* s0000-2, the publish's share */
+    assert_int_equal(p->n, 1);                  /* that run: s0003-5, then z past s0006-9 */
     assert_string_equal(p->jobs[0].sub, "z");
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
-    assert_int_equal(qi.n_active, 6);           /* g-i: they kept their turns */
+    assert_int_equal(qi.n_active, 6);           /* s0006-8: they kept their turns */
     for (int i = 0; i < 4; i++)
         fx_tick(f, 0);
     assert_int_equal(fx_get_info(f, "sink", &qi), 0);
     assert_int_equal(qi.n_active, 10);
     assert_int_equal(p->n, 1);                  /* in flight: never handed over twice */
-    free(big);
 }
 
 /* EXPONENTIAL_DECAY_RETRY: 1 s, then 2 s from when each failure was known;

@@ -374,38 +374,70 @@ static int count_push(void *arg, struct push_job *job)
     return 0;
 }
 
+/* Runs op and waits for its answer (flushes allowed). */
+static void run_answered(struct fixture *f, struct smq_op *op)
+{
+    int before = answered(f);
+
+    engine_run(f->e, op);
+    assert_true(wait_for(&f->answered, before + 1));
+    assert_int_equal(op->result.err, 0);
+}
+
+/* f->ops[i]: a subscription name of topic "q" to endpoint. */
+static struct smq_op *op_subscribe(struct fixture *f, int i, const char *name,
+                                   const char *endpoint)
+{
+    struct smq_op *op = op_of(f, i, SMQ_OP_SUBSCRIBE);
+
+    snprintf(op->sub.name, sizeof op->sub.name, "%s", name);
+    snprintf(op->sub.values.endpoint, sizeof op->sub.values.endpoint, "%s", endpoint);
+    op->sub.present = SMQ_SATTR_ENDPOINT;
+    return op;
+}
+
+/* f->ops[i]: a publish of body (a string that outlives the op) to topic "q". */
+static struct smq_op *op_publish(struct fixture *f, int i, const char *body)
+{
+    struct smq_op *op = op_of(f, i, SMQ_OP_PUBLISH);
+
+    op->publish.body = body;
+    op->publish.body_len = strlen(body);
+    return op;
+}
+
+/* The next flush waits for the test (allow_flushes); returns the idle
+ * hook's calls so far. */
+static int hold_next_flush(void)
+{
+    int idle;
+
+    pthread_mutex_lock(&gate_lock);
+    flushes_allowed = flushes_started;
+    idle = idle_calls;
+    pthread_mutex_unlock(&gate_lock);
+    return idle;
+}
+
 /* An HTTP notification is pushed once its publish is durable: committed
  * is not enough while the flush that covers the commit runs (§13.12). */
 static void test_a_push_waits_for_the_flush_of_its_publish(void **state)
 {
-    static const char body[] = "durable first";
     struct fixture *f = *state;
-    struct smq_op *op;
     int pushes = 0, idle;
 
     allow_flushes(1000);
     engine_run(f->e, op_of(f, 0, SMQ_OP_CREATE_TOPIC));
     assert_true(wait_for(&f->answered, 1));
     assert_true(wait_for(&idle_calls, 1));        /* so the subscribe commits at once */
-    op = op_of(f, 1, SMQ_OP_SUBSCRIBE);
-    snprintf(op->sub.name, sizeof op->sub.name, "h");
-    snprintf(op->sub.values.endpoint, sizeof op->sub.values.endpoint, "http://127.0.0.1:9/h");
-    op->sub.present = SMQ_SATTR_ENDPOINT;
-    engine_run(f->e, op);
+    engine_run(f->e, op_subscribe(f, 1, "h", "http://127.0.0.1:9/h"));
     assert_true(wait_for(&f->answered, 2));
     assert_true(wait_for(&idle_calls, 2));
     assert_int_equal(f->ops[0].result.err, 0);
     assert_int_equal(f->ops[1].result.err, 0);
     engine_set_push(f->e, count_push, &pushes);
-    pthread_mutex_lock(&gate_lock);
-    flushes_allowed = flushes_started;            /* the next flush waits for the test */
-    idle = idle_calls;
-    pthread_mutex_unlock(&gate_lock);
-
-    op = op_of(f, 2, SMQ_OP_PUBLISH);
-    op->publish.body = body;
-    op->publish.body_len = sizeof body - 1;
-    engine_run(f->e, op);
+    idle = hold_next_flush();
+    engine_run(f->e, op_publish(f, 2, "durable first"));
     assert_true(wait_for(&flushes_started, flushes_allowed + 1));
     engine_run(f->e, NULL);
     assert_int_equal(pushes, 0);                  /* committed, not flushed */
@@ -420,48 +452,26 @@ static void test_a_push_waits_for_the_flush_of_its_publish(void **state)
     allow_flushes(1000);
 }
 
-/* Runs op and waits for its answer (flushes allowed). */
-static void run_answered(struct fixture *f, struct smq_op *op)
-{
-    int before = answered(f);
-
-    engine_run(f->e, op);
-    assert_true(wait_for(&f->answered, before + 1));
-    assert_int_equal(op->result.err, 0);
-}
-
 /* A fan-out gives way to requests in a deferred transaction too: the
  * publish's run delivers 4 (its answer waits), a run nothing waits for
  * adds 4, and once a send joins that transaction no delivery is added
  * to it (the engine sleeps until the flush is over instead). */
 static void test_a_fanout_gives_way_in_a_deferred_transaction(void **state)
 {
-    static const char body[] = "wide";
     struct fixture *f = *state;
-    struct smq_op *op;
+    char name[8];
     int idle;
 
     allow_flushes(1000);
     run_answered(f, op_create(f, 0));
     run_answered(f, op_of(f, 1, SMQ_OP_CREATE_TOPIC));
     for (int i = 0; i < 20; i++) {
-        op = op_of(f, 2, SMQ_OP_SUBSCRIBE);
-        snprintf(op->sub.name, sizeof op->sub.name, "s%02d", i);
-        snprintf(op->sub.values.endpoint, sizeof op->sub.values.endpoint,
-                 "acs:mns:r:1:queues/q");
-        op->sub.present = SMQ_SATTR_ENDPOINT;
-        run_answered(f, op);
+        snprintf(name, sizeof name, "s%02d", i);
+        run_answered(f, op_subscribe(f, 2, name, "acs:mns:r:1:queues/q"));
     }
     assert_true(wait_for(&idle_calls, 1));
-    pthread_mutex_lock(&gate_lock);
-    flushes_allowed = flushes_started;            /* the next flush waits for the test */
-    idle = idle_calls;
-    pthread_mutex_unlock(&gate_lock);
-
-    op = op_of(f, 3, SMQ_OP_PUBLISH);
-    op->publish.body = body;
-    op->publish.body_len = sizeof body - 1;
-    engine_run(f->e, op);                         /* committed at once: the syncer was idle */
+    idle = hold_next_flush();
+    engine_run(f->e, op_publish(f, 3, "wide"));   /* committed at once: the syncer was idle */
     assert_true(wait_for(&flushes_started, flushes_allowed + 1));
     assert_int_equal(msgs_on_disk(f), 4);
     engine_run(f->e, NULL);                       /* deferred: 4 more, in memory */

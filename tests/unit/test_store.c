@@ -1479,8 +1479,6 @@ static void test_store_v5_database_gains_signing_key(void **state)
 static void test_store_v6_database_rekeys_notifications(void **state)
 {
     struct fixture *f = *state;
-    struct notif_list nl = {.n = 0};
-
     store_close(f->s);
     f->s = NULL;
     make_raw_db(f->path,
@@ -1488,8 +1486,7 @@ static void test_store_v6_database_rekeys_notifications(void **state)
                 "CREATE TABLE notif(sub_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
                 " attempts INTEGER NOT NULL, due_ms INTEGER NOT NULL,"
                 " strategy INTEGER NOT NULL, PRIMARY KEY(sub_id, seq)) WITHOUT ROWID;"
-                "INSERT INTO notif VALUES (2, 9, 3, 7000, 1), (1, 30, 0, 5000, 0),"
-                " (2, 3, 0, 5000, 0);"
+                "INSERT INTO notif VALUES " REKEY_NOTIF_ROWS ";"
                 "PRAGMA user_version = 6;");
     /* column 0 (sub_id) leads the old key */
     assert_int_equal(db_peek_int(f->path, "SELECT cid FROM pragma_index_info("
@@ -1498,12 +1495,7 @@ static void test_store_v6_database_rekeys_notifications(void **state)
     assert_int_equal(db_peek_int(f->path, "PRAGMA user_version"), 7);
     assert_int_equal(db_peek_int(f->path, "SELECT cid FROM pragma_index_info("
                                           "'sqlite_autoindex_notif_1') WHERE seqno = 0"), 1);
-    assert_int_equal(store_notif_load(f->s, collect_notif, &nl), 0);
-    assert_int_equal(nl.n, 3);
-    assert_true(nl.r[0].sub_id == 2 && nl.r[0].seq == 3);
-    assert_true(nl.r[1].sub_id == 2 && nl.r[1].seq == 9 && nl.r[1].attempts == 3 &&
-                nl.r[1].due_ms == 7000 && nl.r[1].strategy == 1);
-    assert_true(nl.r[2].sub_id == 1 && nl.r[2].seq == 30);
+    expect_rekeyed_notifs(f->s);
 }
 
 int main(void)

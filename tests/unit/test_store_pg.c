@@ -910,25 +910,17 @@ static void test_pg_tmsg_body_before_flush(void **state)
 static void test_pg_v3_schema_rekeys_notifications(void **state)
 {
     struct fixture *f = *state;
-    struct notif_list nl = {.n = 0};
-
     store_close(f->s);
     f->s = NULL;
     peek_exec(f, "ALTER TABLE smq_notif DROP CONSTRAINT smq_notif_pkey,"
                  " ADD PRIMARY KEY (sub_id, seq);"
-                 "INSERT INTO smq_notif VALUES (2, 9, 3, 7000, 1), (1, 30, 0, 5000, 0),"
-                 " (2, 3, 0, 5000, 0);"
+                 "INSERT INTO smq_notif VALUES " REKEY_NOTIF_ROWS ";"
                  "UPDATE smq_schema SET version = 3");
     assert_int_equal(peek_int(f, NOTIF_KEY_LEAD), 1);          /* sub_id */
     reopen(f);
     assert_int_equal(peek_int(f, "SELECT version FROM smq_schema"), 4);
     assert_int_equal(peek_int(f, NOTIF_KEY_LEAD), 2);          /* seq */
-    assert_int_equal(store_notif_load(f->s, collect_notif, &nl), 0);
-    assert_int_equal(nl.n, 3);
-    assert_true(nl.r[0].sub_id == 2 && nl.r[0].seq == 3);
-    assert_true(nl.r[1].sub_id == 2 && nl.r[1].seq == 9 && nl.r[1].attempts == 3 &&
-                nl.r[1].due_ms == 7000 && nl.r[1].strategy == 1);
-    assert_true(nl.r[2].sub_id == 1 && nl.r[2].seq == 30);
+    expect_rekeyed_notifs(f->s);
 }
 
 struct notif_order {
