@@ -78,6 +78,13 @@ int crypto_signer_load_pem(const char *pem, size_t len, const char *what,
  * reason in err (not a certificate, another key, not valid yet, expired). */
 int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem, size_t len,
                                  const char *what, char *err, size_t err_size);
+/* Reads the PEM certificate at path and checks it as
+ * crypto_signer_check_cert_pem does (a missing file names errno's reason);
+ * on success *cert_pem is that certificate re-encoded as PEM (malloc'ed,
+ * NUL-terminated: the certificate checked, without whatever else the file
+ * held).  0, or SMQ_E_INTERNAL with a reason in err. */
+int crypto_signer_cert_file(const struct crypto_signer *k, const char *path, char **cert_pem,
+                            char *err, size_t err_size);
 /* Makes a 2048-bit RSA key and a self-signed X.509 v3 certificate for it
  * (subject and issuer CN = cn, valid from now for ten years, signed with
  * SHA-256) as two malloc'ed, NUL-terminated PEM strings: *key_pem (PKCS#8;

@@ -387,40 +387,28 @@ out:
     return rc;
 }
 
-/* Whether cert (freed here; NULL: unreadable) holds k's public key and is
- * valid now; what names it in err. */
+/* Whether cert (NULL: unreadable) holds k's public key and is valid now;
+ * what names it in err. */
 static int cert_check(const struct crypto_signer *k, X509 *cert, const char *what, char *err,
                       size_t err_size)
 {
     EVP_PKEY *pub;
-    int rc = SMQ_E_INTERNAL;
 
-    if (cert == NULL) {
-        rc = signer_fail(err, err_size, "signing certificate %s: not a PEM X.509 certificate",
-                         what);
-        goto out;
-    }
+    if (cert == NULL)
+        return signer_fail(err, err_size, "signing certificate %s: not a PEM X.509 certificate",
+                           what);
     pub = X509_get0_pubkey(cert);
-    if (pub == NULL || EVP_PKEY_eq(pub, k->pkey) != 1) {
-        rc = signer_fail(err, err_size,
-                         "signing certificate %s: does not hold the signing key's public key",
-                         what);
-        goto out;
-    }
+    if (pub == NULL || EVP_PKEY_eq(pub, k->pkey) != 1)
+        return signer_fail(err, err_size,
+                           "signing certificate %s: does not hold the signing key's public key",
+                           what);
     /* A verifier refuses a certificate outside its validity, so every
      * push signed under it would be rejected (§13.11). */
-    if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0) {
-        rc = signer_fail(err, err_size, "signing certificate %s: not valid yet", what);
-        goto out;
-    }
-    if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
-        rc = signer_fail(err, err_size, "signing certificate %s: expired", what);
-        goto out;
-    }
-    rc = 0;
-out:
-    X509_free(cert);
-    return rc;
+    if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0)
+        return signer_fail(err, err_size, "signing certificate %s: not valid yet", what);
+    if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
+        return signer_fail(err, err_size, "signing certificate %s: expired", what);
+    return 0;
 }
 
 int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem, size_t len,
@@ -428,14 +416,18 @@ int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem,
 {
     BIO *b;
     X509 *cert = NULL;
+    int rc;
 
     ERR_clear_error();
     b = len <= INT_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
     if (b != NULL)
         cert = PEM_read_bio_X509(b, NULL, no_passphrase, NULL);
     BIO_free(b);
-    return cert_check(k, cert, what, err, err_size);
+    rc = cert_check(k, cert, what, err, err_size);
+    X509_free(cert);
+    return rc;
 }
+
 
 /* Adds one X.509v3 extension given in OpenSSL's configuration syntax. */
 static int cert_add_ext(X509 *cert, int nid, const char *value)
@@ -510,6 +502,29 @@ static char *pem_string(EVP_PKEY *pkey, X509 *cert)
         OPENSSL_cleanse(data, (size_t)len);
     BIO_free(b);
     return out;
+}
+
+int crypto_signer_cert_file(const struct crypto_signer *k, const char *path, char **cert_pem,
+                            char *err, size_t err_size)
+{
+    X509 *cert;
+    FILE *f;
+    int rc;
+
+    *cert_pem = NULL;
+    ERR_clear_error();
+    f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, err_size, "signing certificate %s: %s", path, strerror(errno));
+        return SMQ_E_INTERNAL;
+    }
+    cert = PEM_read_X509(f, NULL, no_passphrase, NULL);
+    fclose(f);
+    rc = cert_check(k, cert, path, err, err_size);
+    if (rc == 0 && (*cert_pem = pem_string(NULL, cert)) == NULL)
+        rc = signer_fail(err, err_size, "signing certificate %s: cannot write it as PEM", path);
+    X509_free(cert);
+    return rc;
 }
 
 int crypto_signer_generate_pem(const char *cn, char **key_pem, char **cert_pem, char *err,

@@ -5,48 +5,13 @@
  */
 #include "signing.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "smqd/buf.h"
 #include "smqd/errors.h"
 #include "smqd/log.h"
-
-/* A certificate file is small; anything bigger is not one. */
-#define CERT_FILE_MAX (1u << 20)
-
-/* The whole of path as a NUL-terminated string: 0, or SMQ_E_INTERNAL. */
-static int read_text(const char *path, char **out, char *err, size_t err_size)
-{
-    struct smq_buf b;
-    char chunk[4096];
-    size_t n;
-    FILE *f = fopen(path, "r");
-    int rc = 0;
-
-    *out = NULL;
-    if (f == NULL) {
-        snprintf(err, err_size, "signing certificate %s: %s", path, strerror(errno));
-        return SMQ_E_INTERNAL;
-    }
-    buf_init(&b);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= CERT_FILE_MAX)
-        buf_append(&b, chunk, n);
-    buf_append(&b, "", 1);
-    if (ferror(f) || b.len > CERT_FILE_MAX || buf_failed(&b)) {
-        snprintf(err, err_size, "signing certificate %s: cannot read it (or over %u bytes)",
-                 path, CERT_FILE_MAX);
-        rc = SMQ_E_INTERNAL;
-    } else {
-        *out = buf_take(&b, NULL);
-    }
-    fclose(f);
-    buf_free(&b);
-    return rc;
-}
 
 /* The [topics] pair: the key, checked against its certificate. */
 static int from_files(const struct smq_config *cfg, struct crypto_signer **signer,
@@ -55,12 +20,9 @@ static int from_files(const struct smq_config *cfg, struct crypto_signer **signe
     const char *key = cfg->topics_signing_key_file, *cert = cfg->topics_signing_cert_file;
     int rc = crypto_signer_load(key, signer, err, err_size);
 
-    /* Read once: the bytes checked are the bytes served. */
+    /* Read once: the certificate checked is the one served. */
     if (rc == 0)
-        rc = read_text(cert, cert_pem, err, err_size);
-    if (rc == 0)
-        rc = crypto_signer_check_cert_pem(*signer, *cert_pem, strlen(*cert_pem), cert, err,
-                                          err_size);
+        rc = crypto_signer_cert_file(*signer, cert, cert_pem, err, err_size);
     if (rc == 0)
         SMQ_INFO("push signing: the key in %s, its certificate %s", key, cert);
     return rc;

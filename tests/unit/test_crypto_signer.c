@@ -265,6 +265,38 @@ static void test_bad_certs(void **state)
     crypto_signer_free(k);
 }
 
+/* crypto_signer_cert_file: the file's certificate, checked, comes back as
+ * PEM, without what else the file held; a missing file says why; the
+ * other refusals are check_pem's. */
+static void test_cert_file(void **state)
+{
+    struct fx *f = *state;
+    struct crypto_signer *k = load_ok(f->key);
+    char err[512] = "", *pem = NULL, path[160];
+    FILE *out;
+
+    snprintf(path, sizeof path, "%s/with-comment.pem", f->dir);
+    out = fopen(path, "w");
+    assert_non_null(out);
+    assert_true(fputs("issued by ops, do not share the key\n", out) >= 0);
+    assert_true(fputs(CERT, out) >= 0);
+    assert_int_equal(fclose(out), 0);
+    assert_int_equal(crypto_signer_cert_file(k, path, &pem, err, sizeof err), 0);
+    assert_string_equal(pem, CERT);
+    free(pem);
+    assert_int_equal(crypto_signer_cert_file(k, f->cert_expired, &pem, err, sizeof err),
+                     SMQ_E_INTERNAL);
+    assert_null(pem);
+    assert_non_null(strstr(err, "expired"));
+    assert_int_equal(crypto_signer_cert_file(k, f->key, &pem, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "not a PEM X.509 certificate"));
+    snprintf(path, sizeof path, "%s/none.pem", f->dir);
+    assert_int_equal(crypto_signer_cert_file(k, path, &pem, err, sizeof err), SMQ_E_INTERNAL);
+    assert_non_null(strstr(err, "No such file"));
+    assert_non_null(strstr(err, "none.pem"));
+    crypto_signer_free(k);
+}
+
 static void test_bad_keys(void **state)
 {
     struct fx *f = *state;
@@ -371,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_out_too_small, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatched_cert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_certs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cert_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pem_load_matches_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pem_refusals, setup, teardown),
