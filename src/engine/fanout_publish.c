@@ -276,21 +276,39 @@ static const char *check_sub(const struct smq_sub *s, uint64_t *notifs)
     return NULL;
 }
 
+/* The runnable list against its two counts (fanout.c relies on them). */
+static const char *check_runnable(const struct topic_model *m)
+{
+    size_t all = 0, push = 0;
+
+    for (const struct smq_sub *s = m->runnable_head; s != NULL; s = s->runnable_next) {
+        if (!s->runnable)
+            return "a subscription on the runnable list is not marked runnable";
+        all++;
+        push += s->ep.kind != NOTIFY_EP_QUEUE;
+    }
+    if (all != m->n_runnable || push != m->n_runnable_push)
+        return "the runnable list and its counts differ";
+    return NULL;
+}
+
 const char *fanout_check(const struct smq_engine *e)
 {
     const struct topic_model *m = &e->topics.model;
     uint64_t notifs = 0, msgs = 0;
+    const char *why;
 
     for (size_t i = 0; i < m->n_topics; i++) {
         const struct smq_topic *t = m->topics[i];
         for (size_t j = 0; j < t->n_subs; j++) {
-            const char *why = check_sub(t->subs[j], &notifs);
-            if (why != NULL)
+            if ((why = check_sub(t->subs[j], &notifs)) != NULL)
                 return why;
         }
         msgs += t->message_count;
     }
     if (notifs != m->n_notifs)
         return "the subscriptions' notifications and the model's count differ";
+    if ((why = check_runnable(m)) != NULL)
+        return why;
     return msgs == m->n_msgs ? NULL : "the topics' message counts and the message table differ";
 }
