@@ -23,7 +23,10 @@
  * transaction it is in, so a transaction takes at most TXN_BUDGET
  * deliveries and TXN_BYTES of their bodies, and only SHARED_BUDGET once
  * answers wait for it; an engine run takes at most RUN_BUDGET, so that the
- * engine thread takes new requests between runs. */
+ * engine thread takes new requests between runs, and a transaction nothing
+ * waits for stays open until the fan-out has filled it (fanout_fills_txn).
+ * HTTP pushes write nothing in the transaction: the shares do not hold
+ * them back. */
 #define FANOUT_TXN_BUDGET 128
 #define FANOUT_SHARED_BUDGET 4
 #define FANOUT_TXN_BYTES (128 * 1024)
