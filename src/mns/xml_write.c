@@ -8,6 +8,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "smqd/utf8.h"
 
@@ -66,6 +69,26 @@ static bool plain8(const unsigned char *p)
             | ((lt - ones) & ~lt & highs) | ((gt - ones) & ~gt & highs)) == 0;
 }
 
+#if defined(__SSE2__)
+/*
+ * How many of the 16 bytes at p need no look, counted from the first: the
+ * same test as plain8, sixteen bytes per step.  A signed compare below
+ * 0x20 catches the C0 controls and every byte from 0x80 up at once.
+ */
+static size_t plain_run16(const unsigned char *p)
+{
+    const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i odd = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
+    unsigned mask;
+
+    odd = _mm_or_si128(odd, _mm_cmpeq_epi8(x, _mm_set1_epi8('&')));
+    odd = _mm_or_si128(odd, _mm_cmpeq_epi8(x, _mm_set1_epi8('<')));
+    odd = _mm_or_si128(odd, _mm_cmpeq_epi8(x, _mm_set1_epi8('>')));
+    mask = (unsigned)_mm_movemask_epi8(odd);
+    return mask == 0 ? 16 : (size_t)__builtin_ctz(mask);
+}
+#endif
+
 void xml_escape(struct smq_buf *b, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text, *end = p + len, *run = p;
@@ -75,9 +98,18 @@ void xml_escape(struct smq_buf *b, const char *text, size_t len)
         size_t n = 1;
 
         /* Fast paths for what message bodies are mostly made of: printable
-         * ASCII other than & < >, which is written as it is, eight bytes at
-         * a time where possible (the general path below costs a switch and
-         * a UTF-8 decode per byte). */
+         * ASCII other than & < >, which is written as it is, sixteen (SSE2)
+         * or eight bytes at a time where possible (the general path below
+         * costs a switch and a UTF-8 decode per byte). */
+#if defined(__SSE2__)
+        if (end - p >= 16) {
+            size_t plain = plain_run16(p);
+
+            p += plain;
+            if (plain == 16)
+                continue;
+        }
+#endif
         if (end - p >= 8 && plain8(p)) {
             p += 8;
             continue;

@@ -929,27 +929,28 @@ static void test_xml_writer_replaces_illegal_chars(void **state)
     buf_free(&b);
 }
 
-/* The word-at-a-time fast path: a character that needs escaping or
- * replacing is found at every offset of a long run of plain text. */
+/* The block-at-a-time fast paths (16 and 8 bytes): a character that needs
+ * escaping or replacing is found at every offset of a long run of plain
+ * text, across several blocks and in the tail after the last whole one. */
 static void test_xml_writer_escapes_at_every_offset(void **state)
 {
     static const char *const specials[] = {"&", "<", ">", "\r", "\x01", "\xC3\xA9", "\xFF",
                                            "\x7F", "\t"};
     static const char *const written[] = {"&amp;", "&lt;", "&gt;", "&#13;", "\xEF\xBF\xBD",
                                           "\xC3\xA9", "\xEF\xBF\xBD", "\x7F", "\t"};
-    char in[64], want[80];
+    char in[96], want[112];
     struct smq_buf b;
 
     (void)state;
     for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
-        for (size_t at = 0; at < 24; at++) {
+        for (size_t at = 0; at < 68; at++) {
             size_t sl = strlen(specials[k]);
             memset(in, 'x', sizeof in);
             memcpy(in + at, specials[k], sl);
             snprintf(want, sizeof want, "%.*s%s%.*s", (int)at, in, written[k],
-                     (int)(40 - at - sl), in + at + sl);
+                     (int)(72 - at - sl), in + at + sl);
             buf_init(&b);
-            xml_escape(&b, in, 40);
+            xml_escape(&b, in, 72);
             assert_buf_equal(&b, want);
             buf_free(&b);
         }
