@@ -13,8 +13,9 @@
 # perf: samples smqd (cpu-clock, call graphs) for SECONDS (default 5) at
 # full speed and prints the top of `perf report`.
 #
-# Builds build-prof (Release + -g + frame pointers).  PROFILE_KEEP=1 keeps the
-# work directory (callgrind.out / perf.data for callgrind_annotate or perf report).
+# Builds build-prof (Release + -g + frame pointers), unless SMQD and LOADGEN
+# both name binaries to use.  PROFILE_KEEP=1 keeps the work directory
+# (callgrind.out / perf.data for callgrind_annotate or perf report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -22,11 +23,13 @@ tool=${1:?callgrind|perf}
 scenario=${2:?send|lifecycle|batch|longpoll|drain}
 conns=${3:-16}
 build=build-prof
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-g -fno-omit-frame-pointer" \
-  -DSMQD_TESTS=OFF >/dev/null
-cmake --build $build -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
+if [ -z "${SMQD:-}" ] || [ -z "${LOADGEN:-}" ]; then
+  cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-g -fno-omit-frame-pointer" \
+    -DSMQD_TESTS=OFF >/dev/null
+  cmake --build $build -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
+fi
 smqd=${SMQD:-$build/smqd}
-lg=$build/bench/smqd-loadgen
+lg=${LOADGEN:-$build/bench/smqd-loadgen}
 work=$(mktemp -d)
 pid=""
 cleanup() {
