@@ -9,7 +9,8 @@
 # run on a fresh server and database (sync = full), so machine noise hits both
 # alike; the table gives each one's median msg/s and p50 latency, and
 # new/old.  OLD_SYNC / NEW_SYNC (full or normal, default full) set [storage]
-# sync for each side, so one binary can be compared with itself:
+# sync for each side, so one binary can be compared with itself
+# (COMPARE_SCENARIOS="send batch" runs only those):
 #   OLD_SYNC=full NEW_SYNC=normal bench/compare.sh build-release/smqd build-release/smqd
 # Build the old binary from the old commit first, e.g.
 #   git worktree add /tmp/old HEAD~3 && cmake -S /tmp/old -B /tmp/old/b \
@@ -58,7 +59,7 @@ echo "compare.sh: old $old (sync ${OLD_SYNC:-full}), new $new (sync ${NEW_SYNC:-
 printf '%-10s %5s %10s %10s %7s %9s %9s %6s\n' scenario conns old_msg/s new_msg/s new/old \
   old_p50ms new_p50ms errors
 for c in "${conns[@]}"; do
-  for sc in send lifecycle batch; do
+  for sc in ${COMPARE_SCENARIOS:-send lifecycle batch}; do
     : > "$work/old"; : > "$work/new"
     for _ in $(seq "$rounds"); do
       run_one "$old" "$sc" "$c" "${OLD_SYNC:-full}" >> "$work/old"

@@ -517,6 +517,7 @@ static int sqlite_open(const struct store_config *cfg, struct smq_store **out, c
     s->fault_writes_left = STORE_FAULT_OFF;
     s->fault_load_left = STORE_FAULT_OFF;
     create_private(path);
+    sqlite_pcache_install();
     /* Even a failed open can hand back a handle that must be closed.  An
      * open reads nothing yet: the lock is taken before anything is. */
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {

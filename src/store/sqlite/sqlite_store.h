@@ -1,13 +1,13 @@
 /*
- * sqlite_store.h — the SQLite backend's insides, shared by its six files
+ * sqlite_store.h — the SQLite backend's insides, shared by its seven files
  * and nothing else: sqlite_store.c (the backend table, opening, schema and
  * migrations), sqlite_file.c (the file's upkeep and its WAL flush),
  * sqlite_topic.c (the topics' rows: topics, subscriptions, published
  * messages, notifications), sqlite_rows.c (statements and the queues'
  * rows, and the write helpers sqlite_topic.c shares), sqlite_txn.c
- * (transactions, savepoints and the fault seam) and sqlite_err.c (how a
- * failure is reported).  Calls go one way, in that order: no file calls
- * one listed before it.  The backend implements store_backend.h; store.h has
+ * (transactions, savepoints and the fault seam), sqlite_err.c (how a
+ * failure is reported) and sqlite_pcache.c (the page-cache wrapper).  Calls
+ * go one way, in that order: no file calls one listed before it.  The backend implements store_backend.h; store.h has
  * the contract.
  */
 #ifndef SMQD_SQLITE_STORE_H
@@ -227,5 +227,9 @@ void sqlite_file_no_checkpoint_on_close(struct smq_store *s);
 int sqlite_file_stats(struct smq_store *s, struct store_file_stats *out);
 int sqlite_file_reclaim(struct smq_store *s, unsigned max_pages, uint64_t *freed);
 int sqlite_file_integrity_check(struct smq_store *s, char *err, size_t err_size);
+
+/* Installs the page-cache wrapper once per process, before SQLite
+ * initialises (sqlite_pcache.c); later calls do nothing. */
+void sqlite_pcache_install(void);
 
 #endif
