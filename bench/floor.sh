@@ -39,11 +39,11 @@ raw_per_msg() {
   local out total n
   out=$(valgrind --tool=callgrind --callgrind-out-file="$work/cg-$1.out" \
           --toggle-collect='lifecycles*' "$peer" --extra "$work/$1.db" \
-          --batch "$k" --duration-s "$peer_s" --scenario "$1" 2>&1 >/dev/null) || true
-  n=$(sed -n 's/^sqlite: \([0-9]*\) lifecycles$/\1/p' <<<"$out")
+          --batch "$k" --duration-s "$peer_s" --scenario "$1" 2>"$work/vg-$1.log") || true
+  n=$(sed -n 's/^COUNT \([0-9]*\)$/\1/p' <<<"$out")
   total=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$work/cg-$1.out" 2>/dev/null)
   if [ -z "$n" ] || [ "$n" -eq 0 ] || [ -z "$total" ] || [ "$total" -eq 0 ]; then
-    echo "floor.sh: the $1 run counted nothing: $out" >&2
+    echo "floor.sh: the $1 run counted nothing: $out $(cat "$work/vg-$1.log")" >&2
     return 1
   fi
   echo $((total / n))

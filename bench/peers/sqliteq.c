@@ -15,7 +15,7 @@
  *                   row and SELECT the body; DELETE both.
  * Every statement numbers its parameters the same way (?1 queue, ?2 id,
  * ?3 body, ?4 its MD5, ?5 a timestamp, ?6 a count), so one binder serves
- * both sets.  At the end it prints the ROW and, on stderr, the number of
+ * both sets.  At the end it prints the ROW and a line "COUNT N", the
  * lifecycles done (bench/floor.sh divides instruction counts by it).
  */
 #define _GNU_SOURCE
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
     printf("ROW sqlite %s-%drow 1 %.1f %llu %llu 0\n", pc_o.scenario, pc_o.batch,
            (double)done / secs, (unsigned long long)lg_hist_quantile(&w.hist, 0.50),
            (unsigned long long)lg_hist_quantile(&w.hist, 0.99));
-    fprintf(stderr, "sqlite: %lld lifecycles\n", (long long)done);
+    printf("COUNT %lld\n", (long long)done);
     for (int st = 0; st < STEPS; st++)
         for (int j = 0; j < MAX_STMTS; j++)
             sqlite3_finalize(stmts[st][j]);
