@@ -125,8 +125,10 @@ static int run_step(enum step st, int64_t first, int64_t end)
 
 static int set_up(const struct scheme *sc)
 {
-    if (run_sql("PRAGMA journal_mode=WAL") || run_sql("PRAGMA synchronous=FULL") ||
-        run_sql(sc->schema))
+    /* The schema first: switching to WAL writes page 1, after which an
+     * auto_vacuum setting in the schema would be ignored. */
+    if (run_sql(sc->schema) || run_sql("PRAGMA journal_mode=WAL") ||
+        run_sql("PRAGMA synchronous=FULL"))
         return -1;
     for (int st = 0; st < STEPS; st++)
         for (int j = 0; j < MAX_STMTS && sc->sql[st][j] != NULL; j++)
