@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-all.sh — the whole benchmark of docs/performance.md in one command:
 #
-#   bench/run-all.sh [SECONDS]        (default 5 seconds per run; about 8 minutes)
+#   bench/run-all.sh [SECONDS]        (default 5 seconds per run; about 10 minutes)
 #
 #   1-3  peers.sh: smqd send / lifecycle / batch at 1, 16 and 64 connections next to
 #        beanstalkd -f0, Redis appendfsync always, PostgreSQL SKIP LOCKED, raw SQLite
@@ -12,6 +12,8 @@
 #   6    restart.sh: start-up time and RSS per message with 1,000,000 stored
 #   7    fanout.sh: PublishMessage with 1, 10, 100 queue subscriptions next to SendMessage,
 #        and send latency during a 1,000-subscription fan-out
+#   8    floor.sh: instructions per batch message of smqd, raw SQLite and smqd's own
+#        statements (callgrind; the CPU ceiling of batch vs raw SQLite)
 #
 # Everything runs on this machine in this run (sync = full, 1 KiB bodies), so the
 # ratios compare like with like; absolute figures move with the machine's load.
@@ -30,4 +32,6 @@ echo "== 6: restart.sh 1000000"
 bench/restart.sh 1000000
 echo "== 7: fanout.sh $secs 4"
 bench/fanout.sh "$secs" 4
+echo "== 8: floor.sh"
+bench/floor.sh
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
