@@ -316,6 +316,19 @@ out:
     return rc;
 }
 
+/* Opens a PEM file for reading, or says why not in err ("<what> <path>:
+ * <errno's reason>"); OpenSSL's error queue is cleared for the read. */
+static FILE *open_pem(const char *what, const char *path, char *err, size_t err_size)
+{
+    FILE *f;
+
+    ERR_clear_error();
+    f = fopen(path, "r");
+    if (f == NULL)
+        snprintf(err, err_size, "%s %s: %s", what, path, strerror(errno));
+    return f;
+}
+
 int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *err,
                        size_t err_size)
 {
@@ -323,12 +336,8 @@ int crypto_signer_load(const char *key_path, struct crypto_signer **out, char *e
     FILE *f;
 
     *out = NULL;
-    ERR_clear_error();
-    f = fopen(key_path, "r");
-    if (f == NULL) {
-        snprintf(err, err_size, "signing key %s: %s", key_path, strerror(errno));
+    if ((f = open_pem("signing key", key_path, err, err_size)) == NULL)
         return SMQ_E_INTERNAL;
-    }
     pkey = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL);
     fclose(f);
     return signer_take(pkey, key_path, out, err, err_size);
@@ -428,7 +437,6 @@ int crypto_signer_check_cert_pem(const struct crypto_signer *k, const char *pem,
     return rc;
 }
 
-
 /* Adds one X.509v3 extension given in OpenSSL's configuration syntax. */
 static int cert_add_ext(X509 *cert, int nid, const char *value)
 {
@@ -512,12 +520,8 @@ int crypto_signer_cert_file(const struct crypto_signer *k, const char *path, cha
     int rc;
 
     *cert_pem = NULL;
-    ERR_clear_error();
-    f = fopen(path, "r");
-    if (f == NULL) {
-        snprintf(err, err_size, "signing certificate %s: %s", path, strerror(errno));
+    if ((f = open_pem("signing certificate", path, err, err_size)) == NULL)
         return SMQ_E_INTERNAL;
-    }
     cert = PEM_read_X509(f, NULL, no_passphrase, NULL);
     fclose(f);
     rc = cert_check(k, cert, path, err, err_size);
