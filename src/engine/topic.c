@@ -281,6 +281,20 @@ void topic_sub_insert(struct topic_model *m, struct smq_topic *t, struct smq_sub
     m->n_subs_total++;
 }
 
+/* The runnable list's two counts, as s joins or leaves it. */
+static void count_runnable(struct topic_model *m, const struct smq_sub *s, bool joins)
+{
+    bool push = s->ep.kind != NOTIFY_EP_QUEUE;
+
+    if (joins) {
+        m->n_runnable++;
+        m->n_runnable_push += push;
+    } else {
+        m->n_runnable--;
+        m->n_runnable_push -= push;
+    }
+}
+
 static void unrun(struct topic_model *m, struct smq_sub *s)
 {
     struct smq_sub **at = &m->runnable_head, *prev = NULL;
@@ -304,8 +318,7 @@ static void unrun(struct topic_model *m, struct smq_sub *s)
     if (m->runnable_tail == s)
         m->runnable_tail = prev;
     s->runnable = false;
-    m->n_runnable--;
-    m->n_runnable_push -= s->ep.kind != NOTIFY_EP_QUEUE;
+    count_runnable(m, s, false);
 }
 
 void topic_sub_destroy(struct topic_model *m, struct smq_sub *s, struct twheel *w)
@@ -535,8 +548,7 @@ void topic_mark_runnable(struct topic_model *m, struct smq_sub *s)
     else
         m->runnable_head = s;
     m->runnable_tail = s;
-    m->n_runnable++;
-    m->n_runnable_push += s->ep.kind != NOTIFY_EP_QUEUE;
+    count_runnable(m, s, true);
 }
 
 struct smq_sub *topic_take_runnable(struct topic_model *m)
@@ -550,8 +562,7 @@ struct smq_sub *topic_take_runnable(struct topic_model *m)
         m->runnable_tail = NULL;
     s->runnable = false;
     s->runnable_next = NULL;
-    m->n_runnable--;
-    m->n_runnable_push -= s->ep.kind != NOTIFY_EP_QUEUE;
+    count_runnable(m, s, false);
     return s;
 }
 
@@ -561,8 +572,7 @@ void topic_requeue_front(struct topic_model *m, struct smq_sub *head, struct smq
         return;
     for (struct smq_sub *s = head;; s = s->runnable_next) {
         s->runnable = true;
-        m->n_runnable++;
-        m->n_runnable_push += s->ep.kind != NOTIFY_EP_QUEUE;
+        count_runnable(m, s, true);
         if (s == tail)
             break;
     }
