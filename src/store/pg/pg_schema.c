@@ -97,7 +97,8 @@ static const char schema_v3[] =
 /* Version 4: smq_notif keyed by (seq, sub_id), message first, as SQLite's
  * schema 7 and for the same reason: a publish's rows, one per subscription
  * of one message, go into adjacent index pages instead of one page per
- * subscription.  Deleting by subscription scans instead (rare). */
+ * subscription.  An unsubscribe and a topic's delete find their rows
+ * through the topic's published messages (pg_stmt.c). */
 static const char schema_v4[] =
     "ALTER TABLE smq_notif DROP CONSTRAINT smq_notif_pkey, ADD PRIMARY KEY (seq, sub_id);";
 

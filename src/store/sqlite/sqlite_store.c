@@ -164,9 +164,9 @@ static const char schema_v6[] =
  * writes one row per subscription of one message: under (sub_id, seq) each
  * row went to its own subscription's part of the b-tree, so a publish to
  * 1,000 subscriptions dirtied ~1,000 pages; keyed by message the rows are
- * adjacent and a publish appends a few pages.  Deleting by subscription
- * (an unsubscribe, a topic's delete) scans the table instead, which is
- * rare.  The rows are copied as they are. */
+ * adjacent and a publish appends a few pages.  An unsubscribe and a
+ * topic's delete find their rows through the topic's published messages
+ * (sqlite_topic.c).  The rows are copied as they are. */
 static const char schema_v7[] =
     "CREATE TABLE notif_v7("
     " sub_id INTEGER NOT NULL,"

@@ -7,8 +7,8 @@
  * rows, and the write helpers sqlite_topic.c shares), sqlite_txn.c
  * (transactions, savepoints and the fault seam), sqlite_err.c (how a
  * failure is reported) and sqlite_pcache.c (the page-cache wrapper).  Calls
- * go one way, in that order: no file calls one listed before it.  The backend implements store_backend.h; store.h has
- * the contract.
+ * go one way, in that order: no file calls one listed before it.  The
+ * backend implements store_backend.h; store.h has the contract.
  */
 #ifndef SMQD_SQLITE_STORE_H
 #define SMQD_SQLITE_STORE_H
