@@ -20,14 +20,13 @@
 # Builds build-prof unless SMQD, LOADGEN and PEER_SQLITE name the binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 msgs=16000 k=128 peer_s=3
 if [ "${1:-}" = --smoke ]; then msgs=400 peer_s=1; else msgs=${1:-$msgs} k=${2:-$k}; fi
 command -v valgrind >/dev/null || { echo "floor.sh: needs valgrind" >&2; exit 2; }
 peer=${PEER_SQLITE:-}
 if [ -z "$peer" ] || [ -z "${SMQD:-}" ] || [ -z "${LOADGEN:-}" ]; then
-  cmake -S . -B build-prof -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_FLAGS="-g -fno-omit-frame-pointer" -DSMQD_TESTS=OFF >/dev/null
-  cmake --build build-prof -j"$(nproc)" --target smqd smqd-loadgen smqd-peer-sqlite >/dev/null
+  bench_build_prof smqd smqd-loadgen smqd-peer-sqlite
   export SMQD=build-prof/smqd LOADGEN=build-prof/bench/smqd-loadgen
   peer=build-prof/bench/smqd-peer-sqlite
 fi

@@ -31,6 +31,14 @@ bench_build() {
   cmake --build "$dir" -j"$(nproc)" --target "$@" >/dev/null
 }
 
+# bench_build_prof TARGET...: the profiling build (build-prof: Release with symbols and frame
+# pointers, no tests) of profile.sh and floor.sh.
+bench_build_prof() {
+  cmake -S . -B build-prof -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-g -fno-omit-frame-pointer" \
+    -DSMQD_TESTS=OFF >/dev/null
+  cmake --build build-prof -j"$(nproc)" --target "$@" >/dev/null
+}
+
 bench_conf() {
   local db=$1
   shift

@@ -24,9 +24,7 @@ scenario=${2:?send|lifecycle|batch|longpoll|drain}
 conns=${3:-16}
 build=build-prof
 if [ -z "${SMQD:-}" ] || [ -z "${LOADGEN:-}" ]; then
-  cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-g -fno-omit-frame-pointer" \
-    -DSMQD_TESTS=OFF >/dev/null
-  cmake --build $build -j"$(nproc)" --target smqd smqd-loadgen >/dev/null
+  bench_build_prof smqd smqd-loadgen
 fi
 smqd=${SMQD:-$build/smqd}
 lg=${LOADGEN:-$build/bench/smqd-loadgen}
