@@ -9,9 +9,9 @@
  * cache remembers that number as its highest key, so at the end of the
  * transaction, when SQLite drops the pages beyond the end of the file, it
  * finds "pages" up to 1 GiB and walks its whole hash table — every cached
- * page, a cache miss each — although there is nothing to drop.  Balances
- * happen in most transactions of a busy queue; on a full 64 MiB cache each
- * walk visits 16,384 pages (docs/performance.md).
+ * page, a cache miss each — although there is nothing to drop.  A busy
+ * queue balances its B-trees often, and a full 64 MiB cache holds 16,384
+ * pages to walk (docs/performance.md).
  *
  * The wrapper keeps, per cache, an upper bound of the page numbers that may
  * be present (every number a page was created under or moved to, except
